@@ -1,0 +1,1 @@
+"""pyhudi.config"""

@@ -1,0 +1,108 @@
+"""Config keys, declared once each: key string, type, default, doc, aliases, allowed values.
+
+Every ``hoodie.*`` key pyhudi reads or writes is a :class:`ConfigKey` constant in one of the
+``pyhudi.config`` modules. Values are parsed by the key itself (:meth:`ConfigKey.get`), so the
+same key is never parsed two ways, and the registry (:data:`REGISTRY`) lets a caller look a key
+up by its string or any alias (and lets docs be generated from the declarations).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Mapping, TypeVar
+
+from pyhudi.errors import ConfigError
+
+T = TypeVar("T")
+
+REGISTRY: dict[str, "ConfigKey[Any]"] = {}
+
+
+def _parse_bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError(f"expected true or false, got {raw!r}")
+
+
+def _parse_list(raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+_PARSERS: dict[type, Callable[[str], Any]] = {
+    str: str,
+    int: lambda raw: int(raw.strip()),
+    float: lambda raw: float(raw.strip()),
+    bool: _parse_bool,
+    tuple: _parse_list,
+}
+
+
+@dataclass(frozen=True)
+class ConfigKey(Generic[T]):
+    """One configuration key: how it is spelled, typed, defaulted and documented."""
+
+    key: str
+    type: type
+    default: T | None
+    doc: str
+    aliases: tuple[str, ...] = ()
+    choices: tuple[str, ...] | None = None
+    register: bool = field(default=True, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.type not in _PARSERS:
+            raise TypeError(f"unsupported config type {self.type!r} for {self.key}")
+        if self.register:
+            for name in (self.key, *self.aliases):
+                REGISTRY[name] = self
+
+    def parse(self, raw: Any) -> T:
+        """Parse a raw (usually string) value; raise :class:`ConfigError` naming the key."""
+        if raw is None:
+            return self.default  # type: ignore[return-value]
+        if self.type is tuple and isinstance(raw, (list, tuple)):
+            return tuple(str(v) for v in raw)  # type: ignore[return-value]
+        if not isinstance(raw, str):
+            if self.type is bool and isinstance(raw, bool):
+                return raw  # type: ignore[return-value]
+            if self.type in (int, float) and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+                return self.type(raw)  # type: ignore[return-value]
+            raw = str(raw)
+        try:
+            value = _PARSERS[self.type](raw)
+        except ValueError as exc:
+            raise ConfigError(f"invalid value {raw!r} for {self.key}: {exc}") from None
+        if self.choices is not None and value not in self.choices:
+            allowed = ", ".join(self.choices)
+            raise ConfigError(f"invalid value {raw!r} for {self.key}: expected one of {allowed}")
+        return value  # type: ignore[return-value]
+
+    def raw(self, props: Mapping[str, str]) -> str | None:
+        """The raw value under the key or its first present alias, or None."""
+        for name in (self.key, *self.aliases):
+            if name in props:
+                return props[name]
+        return None
+
+    def get(self, props: Mapping[str, str], default: Any = ...) -> T:
+        """The parsed value from ``props``; the declared default when absent."""
+        raw = self.raw(props)
+        if raw is None:
+            return self.default if default is ... else default  # type: ignore[return-value]
+        return self.parse(raw)
+
+    def format(self, value: Any) -> str:
+        """The string stored in a properties file for ``value``."""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (list, tuple)):
+            return ",".join(str(v) for v in value)
+        return str(value)
+
+
+def lookup(name: str) -> ConfigKey[Any] | None:
+    """The declared key for a key string or alias, if any."""
+    return REGISTRY.get(name)

@@ -1,0 +1,92 @@
+"""The exception hierarchy of pyhudi.
+
+Every error pyhudi raises on purpose derives from :class:`HudiError`, so callers can catch one
+type; the subclasses say which layer refused the operation. Messages always name the offending
+value (the family, the column, the file, the key) so a user can fix the input without a debugger.
+"""
+
+from __future__ import annotations
+
+
+class HudiError(Exception):
+    """Root of every error raised by pyhudi."""
+
+
+class ConfigError(HudiError, ValueError):
+    """A configuration value or table property is missing, malformed or contradictory."""
+
+
+class ColumnFamilyError(ConfigError):
+    """A column family definition breaks one of the RFC-80 / DESIGN §4 rules."""
+
+
+class SchemaError(HudiError, ValueError):
+    """Input data does not match the table schema (unknown column, bad type, null key)."""
+
+
+class StorageError(HudiError, OSError):
+    """A storage operation failed, or a path would escape the table's base path."""
+
+
+class PathEscapeError(StorageError):
+    """A relative path, partition value, family or file name would leave the base path."""
+
+
+class AlreadyExistsError(StorageError):
+    """A write-once file (timeline instant, marker) already exists."""
+
+
+class TableExistsError(HudiError):
+    """``create_table`` was pointed at a path that already holds a Hudi table."""
+
+
+class TableNotFoundError(HudiError):
+    """No ``.hoodie/hoodie.properties`` (nor its backup) exists at the given path."""
+
+
+class FileNameError(HudiError, ValueError):
+    """A base, log or instant file name does not follow the Hudi grammar."""
+
+
+class TimelineError(HudiError):
+    """An instant transition is invalid (wrong state, already completed, unknown action)."""
+
+
+class LockError(HudiError):
+    """The timeline lock could not be acquired in time."""
+
+
+class MetadataError(HudiError, ValueError):
+    """Timeline metadata (Avro or JSON) cannot be decoded or encoded."""
+
+
+class LogFormatError(HudiError, ValueError):
+    """A log block cannot be encoded, or a log file is unreadable as a whole."""
+
+
+class CorruptBlockError(LogFormatError):
+    """One log block is torn or corrupt; readers skip it and count it."""
+
+
+class CommitConflictError(HudiError):
+    """Two writers changed the same file group in a way that cannot be reconciled."""
+
+
+__all__ = [
+    "HudiError",
+    "ConfigError",
+    "ColumnFamilyError",
+    "SchemaError",
+    "StorageError",
+    "PathEscapeError",
+    "AlreadyExistsError",
+    "TableExistsError",
+    "TableNotFoundError",
+    "FileNameError",
+    "TimelineError",
+    "LockError",
+    "MetadataError",
+    "LogFormatError",
+    "CorruptBlockError",
+    "CommitConflictError",
+]

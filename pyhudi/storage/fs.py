@@ -1,0 +1,259 @@
+"""Storage: a thin layer over ``pyarrow.fs`` rooted at a table's base path.
+
+Every path handed to :class:`Storage` is *relative* to the table's base path and is checked by
+:func:`safe_relpath` before use, so a family name, a partition value or a file name that contains
+``..``, an absolute path or a NUL byte can never make pyhudi write outside the table.
+
+The one operation the timeline needs beyond plain I/O is **create-if-absent** (write-once files
+for instant transitions, markers, the lock file). On a local file system it is atomic: the bytes
+are written to a private temporary file which is then hard-linked to the target name, and
+``link(2)`` fails if the name exists — so the target either does not exist or exists complete.
+On object stores ``pyarrow.fs`` has no conditional put, so the check-then-write there is only
+safe under the timeline lock (which is how the timeline uses it).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import uuid
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from pyhudi.errors import AlreadyExistsError, PathEscapeError, StorageError
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One entry of a directory listing; ``path`` is relative to the base path."""
+
+    path: str
+    size: int
+    mtime_ns: int | None
+    is_dir: bool
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.path)
+
+
+def safe_relpath(relpath: str) -> str:
+    """Normalise a relative path and refuse anything that could escape the base path.
+
+    Accepts ``""`` (the base path itself) and ``/``-separated segments. Refuses absolute paths,
+    ``.``/``..`` segments, backslashes, NUL bytes and empty segments (``a//b``), naming the
+    offending path in the error.
+    """
+    if not isinstance(relpath, str):
+        raise PathEscapeError(f"path must be a string, got {type(relpath).__name__}: {relpath!r}")
+    if relpath == "":
+        return ""
+    if "\x00" in relpath:
+        raise PathEscapeError(f"path contains a NUL byte: {relpath!r}")
+    if "\\" in relpath:
+        raise PathEscapeError(f"path contains a backslash: {relpath!r}")
+    if relpath.startswith("/"):
+        raise PathEscapeError(f"path must be relative to the table base path: {relpath!r}")
+    stripped = relpath[:-1] if relpath.endswith("/") else relpath
+    for segment in stripped.split("/"):
+        if segment in ("", ".", ".."):
+            raise PathEscapeError(
+                f"path segment {segment!r} is not allowed (it could escape the base path): {relpath!r}"
+            )
+    return stripped
+
+
+def check_name(name: str, what: str = "name") -> str:
+    """Validate a single path component (a file or family name): no separators, no dots-only."""
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name or "\x00" in name:
+        raise PathEscapeError(f"{what} {name!r} is not a valid single path component")
+    return name
+
+
+class Storage:
+    """File operations relative to one base path (local path, ``file://`` or ``s3://`` URI)."""
+
+    def __init__(self, base_uri: str, filesystem: pafs.FileSystem | None = None) -> None:
+        base_uri = os.fspath(base_uri)
+        if filesystem is None:
+            if "://" in base_uri:
+                filesystem, root = pafs.FileSystem.from_uri(base_uri)
+            else:
+                filesystem, root = pafs.LocalFileSystem(), os.path.abspath(base_uri)
+        else:
+            root = base_uri
+        self.fs: pafs.FileSystem = filesystem
+        self.base_uri = base_uri
+        self.root = root.rstrip("/") or "/"
+        self.is_local = isinstance(filesystem, pafs.LocalFileSystem)
+
+    def __repr__(self) -> str:
+        return f"Storage({self.base_uri!r})"
+
+    def __reduce__(self):  # picklable for engines: rebuild from the URI on the worker
+        return (Storage, (self.base_uri,))
+
+    # ----------------------------------------------------------------- paths
+    def full_path(self, relpath: str) -> str:
+        """The filesystem path of ``relpath`` (validated)."""
+        rel = safe_relpath(relpath)
+        return f"{self.root}/{rel}" if rel else self.root
+
+    def uri(self, relpath: str) -> str:
+        """A URI for ``relpath`` that other libraries (hudi-rs, Spark) accept."""
+        rel = safe_relpath(relpath)
+        base = self.base_uri.rstrip("/")
+        return f"{base}/{rel}" if rel else base
+
+    # ----------------------------------------------------------------- queries
+    def exists(self, relpath: str) -> bool:
+        return self._info(relpath).type != pafs.FileType.NotFound
+
+    def is_dir(self, relpath: str) -> bool:
+        return self._info(relpath).type == pafs.FileType.Directory
+
+    def size(self, relpath: str) -> int:
+        info = self._info(relpath)
+        if info.type == pafs.FileType.NotFound:
+            raise StorageError(f"file not found: {self.full_path(relpath)}")
+        return int(info.size)
+
+    def list(self, relpath: str = "", recursive: bool = False) -> list[FileInfo]:
+        """Entries under a directory (files and sub-directories); empty if it does not exist."""
+        selector = pafs.FileSelector(self.full_path(relpath), allow_not_found=True, recursive=recursive)
+        try:
+            infos = self.fs.get_file_info(selector)
+        except OSError as exc:
+            raise StorageError(f"cannot list {self.full_path(relpath)}: {exc}") from exc
+        prefix = self.root + "/"
+        out = []
+        for info in infos:
+            path = info.path
+            rel = path[len(prefix):] if path.startswith(prefix) else path
+            out.append(
+                FileInfo(
+                    path=rel,
+                    size=int(info.size or 0),
+                    mtime_ns=info.mtime_ns,
+                    is_dir=info.type == pafs.FileType.Directory,
+                )
+            )
+        out.sort(key=lambda f: f.path)
+        return out
+
+    def list_files(self, relpath: str = "") -> list[FileInfo]:
+        return [f for f in self.list(relpath) if not f.is_dir]
+
+    # ----------------------------------------------------------------- reads
+    def read(self, relpath: str) -> bytes:
+        try:
+            with self.fs.open_input_stream(self.full_path(relpath)) as stream:
+                return stream.read()
+        except FileNotFoundError as exc:
+            raise StorageError(f"file not found: {self.full_path(relpath)}") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot read {self.full_path(relpath)}: {exc}") from exc
+
+    def open_input(self, relpath: str) -> pa.NativeFile:
+        """A random-access file (for Parquet footers and log block seeks)."""
+        try:
+            return self.fs.open_input_file(self.full_path(relpath))
+        except OSError as exc:
+            raise StorageError(f"cannot open {self.full_path(relpath)}: {exc}") from exc
+
+    # ----------------------------------------------------------------- writes
+    def makedirs(self, relpath: str) -> None:
+        self.fs.create_dir(self.full_path(relpath), recursive=True)
+
+    def write(self, relpath: str, data: bytes) -> None:
+        """Write (or overwrite) a whole file, creating parent directories."""
+        path = self.full_path(relpath)
+        self._ensure_parent(path)
+        try:
+            with self.fs.open_output_stream(path) as out:
+                out.write(data)
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc}") from exc
+
+    def open_output(self, relpath: str) -> pa.NativeFile:
+        """A fresh output stream (truncates); parents are created."""
+        path = self.full_path(relpath)
+        self._ensure_parent(path)
+        return self.fs.open_output_stream(path)
+
+    def create_if_absent(self, relpath: str, data: bytes = b"") -> None:
+        """Create a write-once file; raise :class:`AlreadyExistsError` if it exists.
+
+        Local file systems: atomic and all-or-nothing (temp file + ``link``). Other file
+        systems: a check-then-write, safe only under the timeline lock.
+        """
+        path = self.full_path(relpath)
+        self._ensure_parent(path)
+        if self.is_local:
+            self._local_create_if_absent(path, data)
+            return
+        if self.exists(relpath):
+            raise AlreadyExistsError(f"file already exists: {path}")
+        self.write(relpath, data)
+
+    def _local_create_if_absent(self, path: str, data: bytes) -> None:
+        tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{uuid.uuid4().hex}.tmp"
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, path)
+            except FileExistsError as exc:
+                raise AlreadyExistsError(f"file already exists: {path}") from exc
+            except OSError as exc:
+                raise StorageError(f"cannot create {path}: {exc}") from exc
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+    def rename(self, src: str, dst: str) -> None:
+        dst_path = self.full_path(dst)
+        self._ensure_parent(dst_path)
+        self.fs.move(self.full_path(src), dst_path)
+
+    def delete(self, relpath: str, missing_ok: bool = True) -> bool:
+        """Delete a file; returns whether it existed. Idempotent unless ``missing_ok=False``."""
+        path = self.full_path(relpath)
+        try:
+            self.fs.delete_file(path)
+            return True
+        except FileNotFoundError:
+            if missing_ok:
+                return False
+            raise StorageError(f"file not found: {path}") from None
+        except OSError as exc:
+            if not self.exists(relpath):
+                if missing_ok:
+                    return False
+                raise StorageError(f"file not found: {path}") from exc
+            raise StorageError(f"cannot delete {path}: {exc}") from exc
+
+    def delete_dir(self, relpath: str) -> None:
+        if self.exists(relpath):
+            self.fs.delete_dir(self.full_path(relpath))
+
+    def walk_files(self, relpath: str = "") -> Iterator[FileInfo]:
+        for info in self.list(relpath, recursive=True):
+            if not info.is_dir:
+                yield info
+
+    # ----------------------------------------------------------------- helpers
+    def _info(self, relpath: str) -> pafs.FileInfo:
+        return self.fs.get_file_info(self.full_path(relpath))
+
+    def _ensure_parent(self, path: str) -> None:
+        parent = posixpath.dirname(path)
+        if parent and parent != path:
+            self.fs.create_dir(parent, recursive=True)
