@@ -1,0 +1,43 @@
+"""Shared test fixtures: the Apache-Hudi-written fixture tables in ../shared/fixtures/hudi."""
+
+from __future__ import annotations
+
+import pathlib
+import zipfile
+
+import pytest
+
+FIXTURES_DIR = pathlib.Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hudi"
+
+
+def fixture_zips() -> list[pathlib.Path]:
+    """Every fixture table zip, sorted (for parametrisation)."""
+    return sorted(FIXTURES_DIR.glob("**/*.zip"))
+
+
+def extract_table(zip_path: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
+    """Unzip a fixture table into ``dest`` and return the table directory (the one with .hoodie)."""
+    with zipfile.ZipFile(zip_path) as zf:
+        members = [m for m in zf.namelist() if not m.startswith("__MACOSX")]
+        zf.extractall(dest, members=members)
+    tables = [p.parent for p in dest.glob("*/.hoodie") if p.is_dir()]
+    if len(tables) != 1:
+        raise RuntimeError(f"{zip_path}: expected one table directory, found {tables}")
+    return tables[0]
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> pathlib.Path:
+    if not FIXTURES_DIR.is_dir():
+        pytest.fail(f"fixture directory missing: {FIXTURES_DIR} (shared/ must sit beside the repo)")
+    return FIXTURES_DIR
+
+
+@pytest.fixture
+def unzip_fixture(tmp_path):
+    """``unzip_fixture("sample_table/cow/v8_nonpartitioned.zip")`` → extracted table directory."""
+
+    def _unzip(name: str) -> pathlib.Path:
+        return extract_table(FIXTURES_DIR / name, tmp_path / pathlib.Path(name).stem)
+
+    return _unzip
