@@ -20,7 +20,8 @@ SCHEMA = ["id", "a", "b", "c", "ts", "d"]
 
 
 def test_parse_value_with_and_without_ordering():
-    assert parse_family_value("cf1", "a, b ;ts") == ColumnFamily("cf1", ("a", "b"), "ts")
+    assert parse_family_value("cf1", "a, b ;ts") == ColumnFamily("cf1", ("a", "b", "ts"), "ts")
+    assert parse_family_value("cf1", "a,ts,b;ts") == ColumnFamily("cf1", ("a", "ts", "b"), "ts")
     assert parse_family_value("cf2", "c") == ColumnFamily("cf2", ("c",), None)
     assert ColumnFamily("cf1", ("a", "b"), "ts").property_value == "a,b;ts"
     assert ColumnFamily("cf2", ("c",)).property_value == "c"
@@ -51,7 +52,7 @@ def test_properties_accept_alias_and_store_canonically():
     props = {"hoodie.colFamily.f1": "a,b;ts", "hoodie.columnFamily.f2": "c,d", "other": "x"}
     families = families_from_properties(props)
     assert list(families) == ["f1", "f2"]
-    assert family_properties(families) == {"hoodie.colFamily.f1": "a,b;ts", "hoodie.colFamily.f2": "c,d"}
+    assert family_properties(families) == {"hoodie.colFamily.f1": "a,b,ts;ts", "hoodie.colFamily.f2": "c,d"}
 
 
 def test_same_family_under_both_prefixes_must_agree():
@@ -79,14 +80,16 @@ def test_validate_rules_with_messages():
     check({"f1": "a,b,zz", "f2": "c,d,ts"}, "column family 'f1': column 'zz' is not in the table schema")
     check({"f1": "a,b,c", "f2": "c,d,ts"}, "column 'c' is in two column families: 'f1' and 'f2'")
     check({"f1": "a,b", "f2": "c,ts"}, r"column 'd' is not in any column family .*unassigned: d")
-    check({"f1": "a,b;c", "f2": "c,d,ts"}, "column family 'f1': ordering column 'c' does not belong to the family")
-    check({"f1": "a,b;nope", "f2": "c,d,ts"}, "ordering column 'nope' is not in the table schema")
+    check({"f1": "a,b;c", "f2": "c,d,ts"}, "column 'c' is in two column families: 'f1' and 'f2'")
+    with pytest.raises(ColumnFamilyError, match="ordering column 'c' does not belong to the family"):
+        validate_families({"f1": ColumnFamily("f1", ("a", "b"), "c")}, ["id", "a", "b", "c"], ["id"])
+    check({"f1": "a,b;nope", "f2": "c,d,ts"}, "column family 'f1': column 'nope' is not in the table schema")
     check({"f1": "id", "f2": "a,b,c,d,ts"}, "column family 'f1' has no columns besides the record key")
 
 
 def test_validate_ordering_and_shared_key():
     out = validate_families(
-        families_from_mapping({"f1": "id,a,b,ts;ts", "f2": "id,c,d;id"}), SCHEMA, ["id"]
+        families_from_mapping({"f1": "id,a,b;ts", "f2": "id,c,d;id"}), SCHEMA, ["id"]
     )
     assert out["f1"] == ColumnFamily("f1", ("a", "b", "ts"), "ts")
     # the RFC's default ordering (the primary key) means: merge by commit time
@@ -108,7 +111,7 @@ def test_default_family_holds_every_non_key_column():
 def test_alter_rules():
     current = families_from_mapping({"f1": "a,b;ts", "f2": "c"})
     validate_family_change(current, families_from_mapping({"f1": "a,b;ts", "f3": "x,y"}))
-    with pytest.raises(ColumnFamilyError, match="column family 'f1' already exists as 'a,b;ts'"):
+    with pytest.raises(ColumnFamilyError, match="column family 'f1' already exists as 'a,b,ts;ts'"):
         validate_family_change(current, families_from_mapping({"f1": "a;ts"}))
     with pytest.raises(ColumnFamilyError, match="column 'c' already belongs to column family 'f2'"):
         validate_family_change(current, families_from_mapping({"f9": "c,z"}))

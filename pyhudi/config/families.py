@@ -8,8 +8,9 @@ DESIGN §4) are checked here, once, with errors that name the family and the col
 - the value is ``"c1,c2,...;orderingCol"``; the ``;orderingCol`` part is optional;
 - a column appears in at most one family, except the record key columns;
 - when families are defined, every non-key column of the schema is in exactly one family;
-- the ordering column belongs to its family; when absent (or when it is the record key, the
-  RFC's default) the family merges by commit time;
+- the ordering column belongs to its family (``"a,b;ts"`` puts ``ts`` in the family, as the RFC's
+  "columns plus the preCombine field" reads), so it may not be in another family; when absent
+  (or when it is the record key, the RFC's default) the family merges by commit time;
 - ``hoodie.columnFamily.<name>`` is accepted as an alias on input and stored canonically.
 
 A table without families has one implicit default family (name ``""``, no file suffix) holding
@@ -97,6 +98,8 @@ def parse_family_value(name: str, value: str) -> ColumnFamily:
     ordering = ordering_part.strip() or None
     if ";" in value and ordering is None:
         raise ColumnFamilyError(f"column family {name!r}: definition {value!r} has an empty ordering column after ';'")
+    if ordering is not None and ordering not in columns:
+        columns.append(ordering)  # RFC-80: the value is the family's columns "plus the preCombine field"
     return ColumnFamily(name=name, columns=tuple(columns), ordering_field=ordering)
 
 

@@ -96,11 +96,16 @@ class ConfigKey(Generic[T]):
 
     def format(self, value: Any) -> str:
         """The string stored in a properties file for ``value``."""
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, (list, tuple)):
-            return ",".join(str(v) for v in value)
-        return str(value)
+        return format_value(value)
+
+
+def format_value(value: Any) -> str:
+    """How a Python value is spelled in a properties file (``true``/``false``, comma lists)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
 
 
 def lookup(name: str) -> ConfigKey[Any] | None:

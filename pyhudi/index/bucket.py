@@ -46,6 +46,16 @@ def _horner(units: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return h
     shortest, longest = int(lengths.min()), int(lengths.max())
     thirty_one = np.uint32(31)
+    if shortest == longest:
+        # Fixed-width keys (UUIDs, zero-padded ids): offsets are regular, so the units form an
+        # (n, width) matrix; walking its transposed rows avoids index gathers entirely.
+        first = int(starts[0])
+        columns = np.ascontiguousarray(units[first : first + n * longest].reshape(n, longest).T)
+        with np.errstate(over="ignore"):
+            for column in columns:
+                h *= thirty_one
+                h += column
+        return h
     with np.errstate(over="ignore"):
         for j in range(shortest):
             h = h * thirty_one + units[starts + j]
@@ -120,7 +130,7 @@ def java_string_hash(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
         offsets = np.concatenate([[0], np.cumsum(counts)])
     else:
         units = data
-    hashes = _horner(units.astype(np.uint32, copy=False), offsets)
+    hashes = _horner(units, offsets)  # uint8 (ASCII) or uint32 units; sums stay uint32
     if arr.null_count:
         hashes[np.asarray(arr.is_null())] = 0
     return hashes.view(np.int32)

@@ -1,0 +1,316 @@
+"""The table handle: ``pyhudi.create_table`` / ``pyhudi.open_table`` and :class:`Table`.
+
+This module is the face over the kernel: it validates what a user asks for against the rules
+of the format (record key, partitions, buckets, column families, merge mode), persists it in
+``hoodie.properties``, and exposes the table's timeline, schema and families. The write and read
+paths attach here as they land (DESIGN §5 lists the full surface).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping, Sequence
+
+import pyarrow as pa
+
+from pyhudi.config import table as tc
+from pyhudi.config.keys import format_value
+from pyhudi.config.families import (
+    ColumnFamily,
+    default_family,
+    families_from_mapping,
+    families_from_properties,
+    is_family_key,
+    validate_families,
+)
+from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
+from pyhudi.schema import META_FIELDS, arrow_schema_from_avro, avro_schema_json
+from pyhudi.storage.fs import Storage
+from pyhudi.timeline.instant import Instant
+from pyhudi.timeline.timeline import Timeline
+
+TABLE_TYPES = ("MERGE_ON_READ", "COPY_ON_WRITE")
+_ORDERING_OPTION_KEYS = ("hoodie.table.precombine.field", "hoodie.datasource.write.precombine.field")
+
+
+def _as_fields(value: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        fields = tuple(f.strip() for f in value.split(",") if f.strip())
+    else:
+        fields = tuple(value)
+    for field in fields:
+        if not isinstance(field, str) or not field:
+            raise ConfigError(f"{what} must be column names, got {value!r}")
+    if len(set(fields)) != len(fields):
+        raise ConfigError(f"{what} lists a column twice: {', '.join(fields)}")
+    return fields
+
+
+def _require_columns(schema: pa.Schema, columns: Iterable[str], what: str) -> None:
+    names = set(schema.names)
+    for column in columns:
+        if column not in names:
+            raise SchemaError(f"{what} {column!r} is not a column of the schema ({', '.join(schema.names)})")
+
+
+def _check_schema(schema: pa.Schema) -> pa.Schema:
+    if not isinstance(schema, pa.Schema):
+        raise SchemaError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    if len(schema) == 0:
+        raise SchemaError("schema has no columns")
+    if len(set(schema.names)) != len(schema.names):
+        dupes = sorted({n for n in schema.names if schema.names.count(n) > 1})
+        raise SchemaError(f"schema has duplicate column names: {', '.join(dupes)}")
+    meta = [n for n in schema.names if n in META_FIELDS]
+    if meta:
+        raise SchemaError(f"column {meta[0]!r} is a Hudi meta column and cannot be part of the table schema")
+    return schema
+
+
+def _check_key_types(schema: pa.Schema, fields: Sequence[str], bucketed: bool) -> None:
+    for name in fields:
+        t = schema.field(name).type
+        ok = pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+        if not bucketed:
+            ok = ok or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_decimal(t)
+        if not ok:
+            kinds = "string or integer" if bucketed else "string, integer, date, timestamp or decimal"
+            raise SchemaError(f"record key column {name!r} has type {t}; record keys must be {kinds}")
+
+
+def _split_options(options: Mapping[str, Any] | None) -> tuple[dict[str, str], dict[str, str]]:
+    """Family definitions and the remaining ``hoodie.*`` options, as strings."""
+    families: dict[str, str] = {}
+    rest: dict[str, str] = {}
+    for key, value in (options or {}).items():
+        if not isinstance(key, str) or not key.startswith("hoodie."):
+            raise ConfigError(f"option {key!r} is not a hoodie.* key")
+        text = value if isinstance(value, str) else format_value(value)
+        (families if is_family_key(key) else rest)[key] = text
+    return families, rest
+
+
+def create_table(
+    path: str,
+    schema: pa.Schema,
+    record_key: str | Sequence[str] = "id",
+    *,
+    name: str | None = None,
+    partition_fields: str | Sequence[str] = (),
+    table_type: str = "MERGE_ON_READ",
+    num_buckets: int | None = None,
+    ordering_field: str | None = None,
+    column_families: Mapping[str, str] | Mapping[str, ColumnFamily] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> "Table":
+    """Create an empty Hudi table (version 8, timeline layout 2) and return its handle.
+
+    ``column_families`` maps family names to ``"c1,c2;orderingCol"`` (or pass them as
+    ``hoodie.colFamily.<name>`` entries in ``options``). Families need a merge-on-read bucketed
+    table (RFC-80). Any other ``hoodie.*`` option is persisted in ``hoodie.properties``.
+    Raises :class:`TableExistsError` if ``path`` already holds a table; nothing is written when
+    validation fails.
+    """
+    schema = _check_schema(schema)
+    storage = Storage(path)
+    family_options, extra = _split_options(options)
+    table_type = (extra.pop("hoodie.table.type", None) or table_type).upper()
+    if table_type not in TABLE_TYPES:
+        raise ConfigError(f"table_type must be MERGE_ON_READ or COPY_ON_WRITE, got {table_type!r}")
+    name = name or extra.pop(tc.TABLE_NAME.key, None) or _default_name(storage)
+    database = extra.pop(tc.DATABASE_NAME.key, None)
+    record_key_fields = _as_fields(record_key, "record_key")
+    if not record_key_fields:
+        raise ConfigError("record_key must name at least one column")
+    partition_fields = _as_fields(partition_fields, "partition_fields")
+    ordering_field = ordering_field or next((extra.pop(k) for k in _ORDERING_OPTION_KEYS if k in extra), None)
+    for key in _ORDERING_OPTION_KEYS:
+        extra.pop(key, None)
+    num_buckets = _bucket_count(num_buckets, extra)
+    hash_fields = _as_fields(extra.pop(tc.BUCKET_HASH_FIELD.key, None), tc.BUCKET_HASH_FIELD.key)
+    merge_mode = extra.pop(tc.MERGE_MODE.key, None)
+    hive_style = tc.HIVE_STYLE_PARTITIONING.parse(extra.pop(tc.HIVE_STYLE_PARTITIONING.key, "false"))
+
+    _require_columns(schema, record_key_fields, "record key column")
+    _require_columns(schema, partition_fields, "partition column")
+    overlap = set(record_key_fields) & set(partition_fields)
+    if overlap:
+        raise ConfigError(f"column {sorted(overlap)[0]!r} cannot be both a record key and a partition column")
+    if ordering_field is not None:
+        _require_columns(schema, [ordering_field], "ordering field")
+    _check_key_types(schema, record_key_fields, num_buckets is not None)
+    if hash_fields and not set(hash_fields) <= set(record_key_fields):
+        raise ConfigError(
+            f"{tc.BUCKET_HASH_FIELD.key}={','.join(hash_fields)} must be a subset of the record key fields "
+            f"({','.join(record_key_fields)})"
+        )
+    if num_buckets is not None and table_type != "MERGE_ON_READ":
+        raise ConfigError("bucketed tables must be MERGE_ON_READ (non-blocking concurrency needs merge-on-read)")
+
+    spec = dict(families_from_mapping(column_families or {}))
+    for fam_name, fam in families_from_properties(family_options).items():
+        if fam_name in spec and spec[fam_name] != fam:
+            raise ConfigError(f"column family {fam_name!r} is given twice with different definitions")
+        spec[fam_name] = fam
+    families = validate_families(spec, schema.names, record_key_fields, partition_fields)
+    if families and (table_type != "MERGE_ON_READ" or num_buckets is None):
+        raise ConfigError(
+            "column families need a MERGE_ON_READ table with a bucket index (pass num_buckets=...); RFC-80"
+        )
+
+    config = tc.new_table_properties(
+        name=name,
+        table_type=table_type,
+        record_key_fields=record_key_fields,
+        partition_fields=partition_fields,
+        ordering_field=ordering_field,
+        merge_mode=merge_mode,
+        hive_style=hive_style,
+        num_buckets=num_buckets,
+        bucket_hash_fields=hash_fields,
+        families=families,
+        database=database,
+        create_schema=avro_schema_json(schema, name),
+        extra=extra,
+    )
+    if tc.properties_exist(storage):
+        raise TableExistsError(f"a Hudi table already exists at {storage.base_uri}")
+    try:
+        tc.create_table_config(storage, config)
+    except AlreadyExistsError as exc:
+        raise TableExistsError(f"a Hudi table already exists at {storage.base_uri}") from exc
+    storage.makedirs(f"{config.timeline_dir}/{config.get(tc.TIMELINE_HISTORY_PATH)}")
+    return Table(storage, config)
+
+
+def _default_name(storage: Storage) -> str:
+    base = storage.root.rstrip("/").rsplit("/", 1)[-1]
+    cleaned = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in base)
+    return cleaned or "hudi_table"
+
+
+def _bucket_count(num_buckets: int | None, extra: dict[str, str]) -> int | None:
+    index_type = extra.pop(tc.INDEX_TYPE.key, None)
+    from_options = extra.pop(tc.BUCKET_NUM.key, None)
+    extra.pop(tc.BUCKET_ENGINE.key, None)
+    if num_buckets is None and from_options is not None:
+        num_buckets = tc.BUCKET_NUM.parse(from_options)
+    if num_buckets is None and index_type and index_type.upper() == "BUCKET":
+        num_buckets = tc.BUCKET_NUM.default
+    if index_type and index_type.upper() != "BUCKET":
+        raise ConfigError(f"hoodie.index.type={index_type} is not supported; pyhudi tables use BUCKET or none")
+    if num_buckets is not None and (isinstance(num_buckets, bool) or not isinstance(num_buckets, int) or num_buckets <= 0):
+        raise ConfigError(f"num_buckets must be a positive integer, got {num_buckets!r}")
+    return num_buckets
+
+
+def open_table(path: str) -> "Table":
+    """Open an existing Hudi table (versions 6, 8, 9; written by pyhudi or Apache Hudi)."""
+    storage = Storage(path)
+    return Table(storage, tc.load_table_config(storage))
+
+
+class Table:
+    """A Hudi table: its configuration, timeline, schema and column families."""
+
+    def __init__(self, storage: Storage, config: tc.TableConfig) -> None:
+        self.storage = storage
+        self.config = config
+
+    def __repr__(self) -> str:
+        return f"Table({self.storage.base_uri!r}, name={self.name!r}, type={self.config.table_type})"
+
+    # ----------------------------------------------------------------- identity
+    @property
+    def path(self) -> str:
+        return self.storage.base_uri
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """The raw ``hoodie.properties`` entries."""
+        return dict(self.config.props)
+
+    @property
+    def record_key_fields(self) -> tuple[str, ...]:
+        return self.config.record_key_fields
+
+    @property
+    def partition_fields(self) -> tuple[str, ...]:
+        return self.config.partition_fields
+
+    @property
+    def num_buckets(self) -> int | None:
+        return self.config.num_buckets
+
+    # ----------------------------------------------------------------- timeline
+    def active_timeline(self) -> Timeline:
+        """A freshly listed :class:`Timeline` (reflects other writers' completed instants)."""
+        timeline = Timeline(
+            self.storage,
+            timeline_dir=self.config.timeline_dir,
+            layout_version=self.config.layout_version,
+            timezone=self.config.timezone,
+        )
+        return timeline.load()
+
+    @property
+    def timeline(self) -> list[Instant]:
+        """Every instant of the active timeline, in its latest state, by requested time."""
+        return list(self.active_timeline().instants)
+
+    # ----------------------------------------------------------------- schema & families
+    @property
+    def schema(self) -> pa.Schema:
+        """The table schema (no meta columns): the latest commit's, else the create schema."""
+        timeline = self.active_timeline()
+        for instant in reversed(timeline.commits_timeline()):
+            metadata = timeline.read_metadata(instant)
+            avro = getattr(metadata, "extra_metadata", None) or {}
+            if avro.get("schema"):
+                return _without_meta(arrow_schema_from_avro(avro["schema"]))
+        create = self.config.get(tc.CREATE_SCHEMA)
+        if create:
+            return _without_meta(arrow_schema_from_avro(create))
+        raise SchemaError(f"table {self.name!r} has no schema yet (no commits and no hoodie.table.create.schema)")
+
+    @property
+    def column_families(self) -> dict[str, ColumnFamily]:
+        """Declared column families; empty for a table without families (a plain Hudi table)."""
+        return self.config.column_families
+
+    def effective_families(self) -> dict[str, ColumnFamily]:
+        """The families data is written in: the declared ones, or the implicit default family."""
+        families = self.column_families
+        if families:
+            return families
+        family = default_family(self.schema.names, self.record_key_fields, self.config.ordering_field)
+        return {family.name: family}
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready summary (used by the CLI)."""
+        return {
+            "path": self.path,
+            "name": self.name,
+            "type": self.config.table_type,
+            "version": self.config.version,
+            "record_key": list(self.record_key_fields),
+            "partition_fields": list(self.partition_fields),
+            "ordering_field": self.config.ordering_field,
+            "merge_mode": self.config.merge_mode,
+            "num_buckets": self.num_buckets,
+            "column_families": {n: f.property_value for n, f in self.column_families.items()},
+        }
+
+    def __str__(self) -> str:
+        return json.dumps(self.describe(), indent=2)
+
+
+def _without_meta(schema: pa.Schema) -> pa.Schema:
+    keep = [f for f in schema if f.name not in META_FIELDS]
+    return pa.schema(keep)

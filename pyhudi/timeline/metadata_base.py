@@ -1,0 +1,325 @@
+"""Serde machinery shared by the timeline metadata models.
+
+A model is a frozen dataclass bound to one Avro record schema of :mod:`pyhudi.timeline.schemas` by
+:func:`avro_model`. The binding is the single mapping between Python and Hudi names: the Python
+attribute of an Avro field is its name in snake_case (``partitionToWriteStats`` →
+``partition_to_write_stats``), and the defaults come from the schema. The class body only declares
+the attributes with their types; the decorator checks at import time that they are exactly the
+schema's fields, in order, so the two can never drift apart silently.
+
+Wire formats:
+
+* **Avro** (timeline layout 2, and table-service instants of layout 1): an Object Container File
+  with the writer schema embedded, codec null, exactly one record. We write it the way Java's
+  ``DataFileWriter`` does (only ``avro.schema`` in the file metadata) and read it with the writer
+  schema it carries, so files written by other Hudi versions parse: unknown fields are ignored,
+  missing fields take the schema default.
+* **JSON** (timeline layout 1 commit metadata, Jackson-serialised POJOs): the same camelCase keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import io
+import json
+import re
+from typing import Any, Callable, ClassVar, TypeVar
+
+import fastavro
+from fastavro.validation import ValidationError
+
+from pyhudi.errors import MetadataError
+from pyhudi.timeline import schemas
+
+AVRO_MAGIC = b"Obj\x01"
+
+_M = TypeVar("_M", bound="AvroModel")
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
+
+#: fully qualified record name -> model class, for decoding nested records
+_REGISTRY: dict[str, type[AvroModel]] = {}
+
+
+def snake_case(avro_name: str) -> str:
+    """The Python attribute name of an Avro field (``RollbackRequests`` → ``rollback_requests``)."""
+    return _CAMEL_BOUNDARY.sub("_", avro_name).lower()
+
+
+def detect_format(data: bytes) -> str:
+    """``"empty"``, ``"avro"`` (container magic), ``"json"`` (an object) or ``"unknown"``."""
+    if not data or not data.strip():
+        return "empty"
+    if data[:4] == AVRO_MAGIC:
+        return "avro"
+    if data.lstrip()[:1] == b"{":
+        return "json"
+    return "unknown"
+
+
+# --- Avro Object Container File -------------------------------------------------------------
+
+
+def _zigzag_long(n: int) -> bytes:
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _avro_bytes(b: bytes) -> bytes:
+    return _zigzag_long(len(b)) + b
+
+
+def encode_container(schema_json: str, datum: bytes) -> bytes:
+    """One-record Object Container File, laid out as Java's ``DataFileWriter`` writes it.
+
+    The sync marker is derived from the content instead of being random, so the same metadata
+    always serialises to the same bytes (a retried commit writes an identical instant file).
+    """
+    schema_bytes = schema_json.encode("utf-8")
+    sync = hashlib.md5(schema_bytes + datum).digest()
+    header = (
+        AVRO_MAGIC
+        + _zigzag_long(1)
+        + _avro_bytes(b"avro.schema")
+        + _avro_bytes(schema_bytes)
+        + _zigzag_long(0)
+        + sync
+    )
+    block = _zigzag_long(1) + _zigzag_long(len(datum)) + datum + sync
+    return header + block
+
+
+def read_container(data: bytes) -> tuple[str, dict[str, Any] | None]:
+    """(fully qualified writer record name, first record or None) of an Avro container file.
+
+    Hudi stores exactly one record; a container without records reads as None (treated like an
+    empty file by callers). Raises :class:`MetadataError` on anything that is not a valid container.
+    """
+    if data[:4] != AVRO_MAGIC:
+        raise MetadataError("not an Avro container file (no 'Obj\\x01' magic)")
+    try:
+        reader = fastavro.reader(io.BytesIO(data))
+        writer_schema = reader.writer_schema
+        record = next(iter(reader), None)
+    except MetadataError:
+        raise
+    except Exception as exc:  # fastavro raises a zoo of types on truncated/garbled input
+        raise MetadataError(f"undecodable Avro container: {exc}") from exc
+    name = writer_schema.get("name", "") if isinstance(writer_schema, dict) else ""
+    if record is not None and not isinstance(record, dict):
+        raise MetadataError(f"Avro container holds a {type(record).__name__}, not a record")
+    return name, record
+
+
+def read_json(data: bytes) -> dict[str, Any]:
+    try:
+        obj = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MetadataError(f"undecodable JSON metadata: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise MetadataError(f"JSON metadata is a {type(obj).__name__}, not an object")
+    return obj
+
+
+# --- schema-driven conversion ------------------------------------------------------------------
+
+
+def _schema_default(field: dict[str, Any]) -> Any:
+    """Default of an Avro field for a Python model: the schema default, else null/zero."""
+    if "default" in field:
+        return field["default"]
+    ftype = field["type"]
+    if isinstance(ftype, list):
+        return None if "null" in ftype else _zero(ftype[0])
+    return _zero(ftype)
+
+
+def _zero(t: Any) -> Any:
+    name = t["type"] if isinstance(t, dict) else t
+    return {"string": "", "long": 0, "int": 0, "boolean": False, "double": 0.0, "float": 0.0,
+            "bytes": b"", "array": [], "map": {}}.get(name)
+
+
+def _dataclass_default(value: Any) -> Any:
+    if isinstance(value, list):
+        return dataclasses.field(default_factory=list)
+    if isinstance(value, dict):
+        return dataclasses.field(default_factory=dict)
+    return value
+
+
+def _fresh(value: Any) -> Any:
+    return list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
+
+
+def _decode(t: Any, value: Any) -> Any:
+    """Convert a value read from Avro/JSON to model form, guided by *our* schema type ``t``."""
+    if value is None:
+        return None
+    if isinstance(t, list):
+        branches = [b for b in t if b != "null"]
+        return _decode(branches[0], value) if len(branches) == 1 else value
+    if isinstance(t, str):
+        if t in _PRIMITIVES:
+            if t in ("double", "float") and isinstance(value, int) and not isinstance(value, bool):
+                return float(value)
+            return value
+        model = _REGISTRY.get(t if "." in t else f"{schemas.NAMESPACE}.{t}")
+        if model is None:
+            raise MetadataError(f"no model for Avro type {t!r}")
+        return model.from_dict(value)
+    kind = t["type"]
+    if kind == "record":
+        model = _REGISTRY.get(schemas.full_name(t))
+        return model.from_dict(value) if model is not None else value
+    if kind == "array":
+        if not isinstance(value, list):
+            raise MetadataError(f"expected an array, got {type(value).__name__}")
+        return [_decode(t["items"], v) for v in value]
+    if kind == "map":
+        if not isinstance(value, dict):
+            raise MetadataError(f"expected a map, got {type(value).__name__}")
+        return {str(k): _decode(t["values"], v) for k, v in value.items()}
+    return _decode(kind, value)
+
+
+def _encode(value: Any) -> Any:
+    """Model form → plain Avro record form (camelCase dicts, lists, maps)."""
+    if isinstance(value, AvroModel):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    return value
+
+
+# --- model base + binding ----------------------------------------------------------------------
+
+
+class AvroModel:
+    """Base of every timeline metadata model; see :func:`avro_model`."""
+
+    __avro_schema__: ClassVar[dict[str, Any]]
+    __avro_schema_json__: ClassVar[str]
+    __avro_fields__: ClassVar[tuple[tuple[str, str, Any, Any], ...]]  # (attr, avro name, type, default)
+
+    @classmethod
+    def from_dict(cls: type[_M], record: dict[str, Any]) -> _M:
+        """Build from a camelCase record (as read from Avro or JSON); unknown keys are ignored."""
+        if not isinstance(record, dict):
+            raise MetadataError(f"{cls.__name__}: expected a record, got {type(record).__name__}")
+        kwargs = {}
+        for attr, avro_name, ftype, default in cls.__avro_fields__:
+            kwargs[attr] = _decode(ftype, record[avro_name]) if avro_name in record else _fresh(default)
+        return cls(**kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The camelCase record, in schema field order (what is written to Avro or JSON)."""
+        return {avro_name: _encode(getattr(self, attr)) for attr, avro_name, _, _ in self.__avro_fields__}
+
+    @classmethod
+    def from_avro_bytes(cls: type[_M], data: bytes) -> _M:
+        """Read an Avro container (writer schema from the file); empty bytes → default model."""
+        if detect_format(data) == "empty":
+            return cls()
+        _, record = read_container(data)
+        return cls() if record is None else cls.from_dict(record)
+
+    @classmethod
+    def from_json_bytes(cls: type[_M], data: bytes) -> _M:
+        """Read layout-1 (0.x) JSON metadata; empty bytes → default model."""
+        if detect_format(data) == "empty":
+            return cls()
+        return cls.from_dict(read_json(data))
+
+    def to_avro_bytes(self) -> bytes:
+        """One-record Avro container with our (Hudi's) writer schema embedded, codec null."""
+        cls = type(self)
+        record = self.to_dict()
+        parsed = _parsed_schema(cls)
+        try:
+            fastavro.validate(record, parsed, raise_errors=True)
+            buf = io.BytesIO()
+            fastavro.schemaless_writer(buf, parsed, record)
+        except (ValidationError, TypeError, ValueError, OverflowError) as exc:
+            raise MetadataError(f"cannot encode {cls.__name__} as {cls.__avro_schema__['name']}: {exc}") from exc
+        return encode_container(cls.__avro_schema_json__, buf.getvalue())
+
+    def to_json_bytes(self) -> bytes:
+        """Layout-1 style JSON (for debugging and legacy tools; layout 2 always writes Avro)."""
+        return json.dumps(self.to_dict(), indent=2).encode("utf-8")
+
+
+_PARSED: dict[type, Any] = {}
+
+
+def _parsed_schema(cls: type[AvroModel]) -> Any:
+    parsed = _PARSED.get(cls)
+    if parsed is None:
+        parsed = _PARSED[cls] = fastavro.parse_schema(cls.__avro_schema__, named_schemas={})
+    return parsed
+
+
+def avro_model(record_schema: dict[str, Any]) -> Callable[[type[_M]], type[_M]]:
+    """Bind a model class to an Avro record schema and turn it into a frozen dataclass.
+
+    The class declares its attributes (annotations only, no defaults); this decorator derives the
+    attribute ↔ Avro-name mapping and the defaults from the schema and refuses (TypeError at import)
+    a class whose attributes are not exactly the schema's fields in schema order. A subclass of a
+    bound model (ReplaceCommitMetadata extends CommitMetadata) declares only the fields it adds.
+    """
+
+    def bind(cls: type[_M]) -> type[_M]:
+        spec = []
+        for f in record_schema["fields"]:
+            spec.append((snake_case(f["name"]), f["name"], f["type"], _schema_default(f)))
+        inherited = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else []
+        own = list(inspect.get_annotations(cls))
+        declared = inherited + own
+        expected = [s[0] for s in spec]
+        if declared != expected:
+            raise TypeError(f"{cls.__name__} declares {declared}, schema {record_schema['name']} needs {expected}")
+        by_attr = {s[0]: s for s in spec}
+        if inherited:
+            for f in dataclasses.fields(cls):
+                theirs = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+                if theirs != by_attr[f.name][3]:
+                    raise TypeError(f"{cls.__name__}.{f.name}: inherited default differs from the schema")
+        for attr in own:
+            if attr in cls.__dict__:
+                raise TypeError(f"{cls.__name__}.{attr}: defaults come from the schema, do not declare one")
+            setattr(cls, attr, _dataclass_default(by_attr[attr][3]))
+        cls = dataclasses.dataclass(frozen=True)(cls)
+        cls.__avro_fields__ = tuple(spec)
+        cls.__avro_schema__ = schemas.standalone(record_schema)
+        cls.__avro_schema_json__ = schemas.to_json(cls.__avro_schema__)
+        _REGISTRY.setdefault(schemas.full_name(record_schema), cls)
+        return cls
+
+    return bind
+
+
+def model_for_record(full_record_name: str) -> type[AvroModel] | None:
+    """The model class bound to a fully qualified Avro record name, if any."""
+    return _REGISTRY.get(full_record_name)
+
+
+__all__ = [
+    "AVRO_MAGIC",
+    "AvroModel",
+    "avro_model",
+    "detect_format",
+    "encode_container",
+    "model_for_record",
+    "read_container",
+    "read_json",
+    "snake_case",
+]

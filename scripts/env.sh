@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Create or update the project's virtual environment (.venv) and install pyhudi with its test
+# dependencies. Sourced by scripts/demo.sh and scripts/test.sh; safe to run again (it updates).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PYTHON="${PYTHON:-python3}"
+
+if ! command -v java >/dev/null 2>&1; then
+  echo "error: 'java' was not found on PATH. pyhudi runs Spark through PySpark, which needs Java 17." >&2
+  echo "       Install a Java 17 runtime (e.g. 'apt-get install openjdk-17-jre-headless') and retry." >&2
+  exit 1
+fi
+if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+  echo "error: Python >= 3.11 is required ($PYTHON is $("$PYTHON" --version 2>&1))." >&2
+  exit 1
+fi
+
+if [ ! -x "$ROOT/.venv/bin/python" ]; then
+  "$PYTHON" -m venv "$ROOT/.venv"
+fi
+VENV_PY="$ROOT/.venv/bin/python"
+stamp="$ROOT/.venv/.pyhudi-installed"
+if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+  "$VENV_PY" -m pip install --quiet --upgrade pip
+  "$VENV_PY" -m pip install --quiet -e "$ROOT[test]"
+  touch "$stamp"
+fi
+export PATH="$ROOT/.venv/bin:$PATH"
