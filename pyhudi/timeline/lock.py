@@ -1,0 +1,370 @@
+"""A file-based timeline lock for tables on local (and POSIX-like shared) file systems.
+
+Hudi needs a lock for exactly two short critical sections under non-blocking concurrency:
+generating instant times and, atomically with it, generating a completion time and creating the
+completed instant file (hudi-internals-core §4, "What the lock is for under NBCC"). So the lock
+is held for milliseconds and a simple lock file is enough:
+
+* **Acquire** = create ``.hoodie/.lock`` with :meth:`Storage.create_if_absent` (temp file +
+  ``link(2)``: exactly one creator wins, and the file is never seen half-written). Its content is
+  JSON ``{owner, pid, host, acquired_at_ms}`` so a waiter can name the holder in its error.
+  Losers retry with exponential backoff (plus jitter) until the wait timeout.
+* **Stale locks** (the holder crashed): a lock older than the expiry, or held by a pid that no
+  longer exists on this host, is broken. Breaking is the dangerous step: two waiters that both
+  saw the same stale lock must not both delete "it" (the second would delete the first one's
+  *fresh* lock). So a breaker first takes a second, tiny lock file (``.lock.break``), re-reads the
+  lock under it and deletes it only if it is still the same stale owner; then everybody races on
+  the atomic create again and exactly one wins. Releases that might race with a breaker (the
+  holder kept the lock longer than half the expiry) go through the breaker lock too.
+* ``.hoodie/.lock`` is outside ``.hoodie/timeline/`` and does not match the instant-name grammar,
+  so neither hudi-rs nor Java Hudi mistake it for an instant (also in layout-1 tables).
+
+On object stores ``create_if_absent`` is check-then-write, so this lock is only best-effort
+there; configure an external lock for concurrent writers on S3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import pyarrow.fs as pafs
+
+from pyhudi.config.keys import ConfigKey
+from pyhudi.errors import AlreadyExistsError, LockError, StorageError
+from pyhudi.storage.fs import Storage
+
+DEFAULT_LOCK_PATH = ".hoodie/.lock"
+
+# ---------------------------------------------------------------------------------------- keys
+LOCK_WAIT_TIME_MS = ConfigKey(
+    "hoodie.write.lock.wait_time_ms", int, 60_000,
+    "How long (ms) one acquire waits for the timeline lock before failing with LockError.",
+)
+LOCK_NUM_RETRIES = ConfigKey(
+    "hoodie.write.lock.num_retries", int, None,
+    "Maximum number of retries of one acquire; unset = retry until hoodie.write.lock.wait_time_ms.",
+)
+LOCK_RETRY_WAIT_MS = ConfigKey(
+    "hoodie.write.lock.wait_time_ms_between_retry", int, 2,
+    "First backoff (ms) between acquire attempts; doubles up to the max. pyhudi holds the lock for "
+    "milliseconds, so its default is far below Hudi's 1000.",
+)
+LOCK_MAX_RETRY_WAIT_MS = ConfigKey(
+    "hoodie.write.lock.max_wait_time_ms_between_retry", int, 50,
+    "Upper bound (ms) of the backoff between acquire attempts.",
+)
+LOCK_EXPIRE_MINUTES = ConfigKey(
+    "hoodie.write.lock.filesystem.expire", float, 1.0,
+    "Minutes after which a file lock counts as stale and may be broken (Hudi's unit; fractions allowed). "
+    "0 = never expire (dead holders on this host are still detected by pid).",
+)
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """What a lock file says about its holder."""
+
+    owner: str
+    pid: int | None
+    host: str | None
+    acquired_at_ms: int | None
+
+    def describe(self) -> str:
+        when = ""
+        if self.acquired_at_ms is not None:
+            when = f", acquired {max(0, _now_ms() - self.acquired_at_ms) / 1000:.1f}s ago"
+        return f"owner={self.owner} pid={self.pid} host={self.host}{when}"
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LockHolder | None:
+        try:
+            raw = json.loads(data.decode("utf-8"))
+            return cls(
+                owner=str(raw["owner"]),
+                pid=int(raw["pid"]) if raw.get("pid") is not None else None,
+                host=str(raw["host"]) if raw.get("host") is not None else None,
+                acquired_at_ms=int(raw["acquired_at_ms"]) if raw.get("acquired_at_ms") is not None else None,
+            )
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            return None
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this host (pid reuse makes this conservative)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return True
+    return True
+
+
+class FileLock:
+    """A cross-process lock backed by one write-once file in ``.hoodie/``.
+
+    Not re-entrant: acquiring again from the thread that holds it raises :class:`LockError`
+    instead of deadlocking. Other threads sharing the object wait their turn.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        path: str = DEFAULT_LOCK_PATH,
+        *,
+        wait_timeout_s: float = LOCK_WAIT_TIME_MS.default / 1000.0,  # type: ignore[operator]
+        expiry_s: float = 60.0,
+        retry_interval_s: float = LOCK_RETRY_WAIT_MS.default / 1000.0,  # type: ignore[operator]
+        max_retry_interval_s: float = LOCK_MAX_RETRY_WAIT_MS.default / 1000.0,  # type: ignore[operator]
+        num_retries: int | None = None,
+    ) -> None:
+        self.storage = storage
+        self.path = path
+        self.break_path = f"{path}.break"
+        self.wait_timeout_s = float(wait_timeout_s)
+        self.expiry_s = float(expiry_s)
+        self.retry_interval_s = max(0.0005, float(retry_interval_s))
+        self.max_retry_interval_s = max(self.retry_interval_s, float(max_retry_interval_s))
+        self.num_retries = num_retries
+        #: How many stale locks this object broke (observability; tests count winners with it).
+        self.broken_count = 0
+        self._thread_lock = threading.Lock()
+        self._owner_thread: int | None = None
+        self._owner_id: str | None = None
+        self._acquired_mono: float | None = None
+        self._host = socket.gethostname()
+
+    @classmethod
+    def from_config(cls, storage: Storage, props: Mapping[str, str], path: str = DEFAULT_LOCK_PATH) -> FileLock:
+        """Build a lock from ``hoodie.write.lock.*`` options."""
+        expire_min = LOCK_EXPIRE_MINUTES.get(props)
+        return cls(
+            storage,
+            path,
+            wait_timeout_s=LOCK_WAIT_TIME_MS.get(props) / 1000.0,
+            expiry_s=expire_min * 60.0 if expire_min else 0.0,
+            retry_interval_s=LOCK_RETRY_WAIT_MS.get(props) / 1000.0,
+            max_retry_interval_s=LOCK_MAX_RETRY_WAIT_MS.get(props) / 1000.0,
+            num_retries=LOCK_NUM_RETRIES.get(props),
+        )
+
+    def __repr__(self) -> str:
+        return f"FileLock({self.storage.base_uri!r}, {self.path!r}, held={self.held})"
+
+    # ------------------------------------------------------------------ state
+    @property
+    def held(self) -> bool:
+        """Whether this object currently holds the lock (from any thread)."""
+        return self._owner_id is not None
+
+    def held_by_current_thread(self) -> bool:
+        return self._owner_id is not None and self._owner_thread == threading.get_ident()
+
+    def holder(self) -> LockHolder | None:
+        """The current holder according to the lock file, or None if unlocked / unreadable."""
+        try:
+            return LockHolder.from_bytes(self.storage.read(self.path))
+        except StorageError:
+            return None
+
+    # ------------------------------------------------------------------ acquire / release
+    def acquire(self, timeout_s: float | None = None) -> None:
+        """Take the lock, waiting up to ``timeout_s`` (default: the configured wait time).
+
+        Raises :class:`LockError` naming the holder when the wait times out, and when this
+        thread already holds the lock through this object (the lock is not re-entrant).
+        """
+        if self.held_by_current_thread():
+            raise LockError(f"lock {self.storage.full_path(self.path)} is already held by this thread (not re-entrant)")
+        timeout = self.wait_timeout_s if timeout_s is None else float(timeout_s)
+        deadline = time.monotonic() + timeout
+        if not self._thread_lock.acquire(timeout=max(0.0, timeout)):
+            raise LockError(
+                f"could not acquire lock {self.storage.full_path(self.path)} within {timeout:.3f}s: "
+                f"held by another thread of this process"
+            )
+        try:
+            self._acquire_file(deadline, timeout)
+        except BaseException:
+            self._thread_lock.release()
+            raise
+        self._owner_thread = threading.get_ident()
+
+    def _acquire_file(self, deadline: float, timeout: float) -> None:
+        delay = self.retry_interval_s
+        retries = 0
+        while True:
+            owner = uuid.uuid4().hex
+            payload = json.dumps(
+                {"owner": owner, "pid": os.getpid(), "host": self._host, "acquired_at_ms": _now_ms()}
+            ).encode("utf-8")
+            try:
+                self.storage.create_if_absent(self.path, payload)
+            except AlreadyExistsError:
+                pass
+            else:
+                self._owner_id = owner
+                self._acquired_mono = time.monotonic()
+                return
+            holder = self.holder()
+            if holder is None and not self.storage.exists(self.path):
+                continue  # released between our attempt and the read: retry at once
+            if self._is_stale(holder):
+                self._break(holder)
+                continue
+            now = time.monotonic()
+            if now >= deadline or (self.num_retries is not None and retries >= self.num_retries):
+                who = holder.describe() if holder is not None else "an unreadable lock file"
+                raise LockError(
+                    f"could not acquire lock {self.storage.full_path(self.path)} within {timeout:.3f}s "
+                    f"({retries} retries): held by {who}"
+                )
+            retries += 1
+            time.sleep(min(delay * random.uniform(0.5, 1.0), max(0.0, deadline - now)))
+            delay = min(delay * 2.0, self.max_retry_interval_s)
+
+    def release(self) -> None:
+        """Release the lock; raises :class:`LockError` if this object does not hold it."""
+        if not self.held:
+            raise LockError(f"lock {self.storage.full_path(self.path)} is not held by this object")
+        if self._owner_thread is not None and self._owner_thread != threading.get_ident():
+            raise LockError(f"lock {self.storage.full_path(self.path)} is held by another thread")
+        owner = self._owner_id
+        held_for = time.monotonic() - (self._acquired_mono or time.monotonic())
+        try:
+            # Quick path: nobody can consider a lock held for less than half the expiry stale
+            # (dead-pid breaking cannot apply: we are alive), so no breaker can race with us.
+            if self.expiry_s <= 0 or held_for < self.expiry_s / 2:
+                self._delete_if_owner(owner)
+            else:
+                with _BreakerGuard(self):
+                    self._delete_if_owner(owner)
+        finally:
+            self._owner_id = None
+            self._owner_thread = None
+            self._acquired_mono = None
+            self._thread_lock.release()
+
+    def _delete_if_owner(self, owner: str | None) -> None:
+        current = self.holder()
+        if current is not None and current.owner == owner:
+            self.storage.delete(self.path)
+
+    def __enter__(self) -> FileLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+    # ------------------------------------------------------------------ stale locks
+    def _lock_age_s(self, holder: LockHolder | None) -> float | None:
+        """Age of the lock file: from its modification time, else from its content."""
+        mtime_ns = self._mtime_ns(self.path)
+        if mtime_ns is not None:
+            return (time.time_ns() - mtime_ns) / 1e9
+        if holder is not None and holder.acquired_at_ms is not None:
+            return (_now_ms() - holder.acquired_at_ms) / 1000.0
+        return None
+
+    def _mtime_ns(self, path: str) -> int | None:
+        try:
+            info = self.storage.fs.get_file_info(self.storage.full_path(path))
+        except OSError:
+            return None
+        if info.type == pafs.FileType.NotFound:
+            return None
+        return info.mtime_ns
+
+    def _is_stale(self, holder: LockHolder | None) -> bool:
+        if holder is not None and holder.host == self._host and holder.pid is not None:
+            if holder.pid != os.getpid() and not _pid_alive(holder.pid):
+                return True
+        if self.expiry_s <= 0:
+            return False
+        age = self._lock_age_s(holder)
+        return age is not None and age > self.expiry_s
+
+    def _break(self, seen: LockHolder | None) -> None:
+        """Delete the stale lock ``seen`` if it is still there, under the breaker lock."""
+        try:
+            guard = _BreakerGuard(self, wait=False)
+            guard.__enter__()
+        except _BreakerBusy:
+            time.sleep(self.retry_interval_s)
+            return
+        try:
+            current = self.holder()
+            same = (current is None and seen is None) or (
+                current is not None and seen is not None and current.owner == seen.owner
+            )
+            if same and self.storage.exists(self.path) and self._is_stale(current):
+                self.storage.delete(self.path)
+                self.broken_count += 1
+        finally:
+            guard.__exit__()
+
+
+class _BreakerBusy(Exception):
+    pass
+
+
+class _BreakerGuard:
+    """The short second lock that serialises breaking (and late releases) of the main lock."""
+
+    _BREAKER_EXPIRY_S = 10.0
+
+    def __init__(self, lock: FileLock, wait: bool = True) -> None:
+        self.lock = lock
+        self.wait = wait
+
+    def __enter__(self) -> _BreakerGuard:
+        lock = self.lock
+        deadline = time.monotonic() + max(lock.wait_timeout_s, 1.0)
+        while True:
+            try:
+                lock.storage.create_if_absent(lock.break_path, str(os.getpid()).encode())
+                return self
+            except AlreadyExistsError:
+                pass
+            mtime = lock._mtime_ns(lock.break_path)
+            # The breaker is held for microseconds; one this old belongs to a crashed breaker.
+            if mtime is not None and (time.time_ns() - mtime) / 1e9 > self._BREAKER_EXPIRY_S:
+                lock.storage.delete(lock.break_path)
+                continue
+            if not self.wait:
+                raise _BreakerBusy()
+            if time.monotonic() >= deadline:
+                raise LockError(f"could not acquire lock breaker {lock.storage.full_path(lock.break_path)}")
+            time.sleep(lock.retry_interval_s)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.lock.storage.delete(self.lock.break_path)
+
+
+__all__ = [
+    "FileLock",
+    "LockHolder",
+    "DEFAULT_LOCK_PATH",
+    "LOCK_WAIT_TIME_MS",
+    "LOCK_NUM_RETRIES",
+    "LOCK_RETRY_WAIT_MS",
+    "LOCK_MAX_RETRY_WAIT_MS",
+    "LOCK_EXPIRE_MINUTES",
+]

@@ -1,0 +1,147 @@
+"""Monotonic instant-time generation that holds across threads and processes.
+
+Every instant time (requested and completion) must be unique and strictly increasing, because
+Hudi orders file slices and merges by them (NBCC orders writes by completion time). Java Hudi
+relies on a process-wide "last time" plus sleeping out the maximum clock skew. pyhudi instead
+makes the step explicit and durable: under the timeline lock,
+
+    t = max(now, last + 1 ms)
+
+where ``last`` is the maximum of the last time persisted in ``.hoodie/.aux/.instant_time``,
+this process's last issued time (per timezone) and an optional caller floor (e.g. the greatest
+time already on the timeline, or the requested time when generating a completion time). The new
+time is written back before the lock is released, so two processes can never issue the same
+time even when their clocks disagree or they issue many times within one millisecond.
+
+"+ 1 ms" is calendar arithmetic on the wall-clock digits (:func:`next_instant_time`), so the
+result is greater *as a string* even across a DST fall-back in LOCAL timelines.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from datetime import datetime, timezone as dt_timezone
+from typing import Callable, Protocol
+
+from pyhudi.errors import StorageError
+from pyhudi.storage.fs import Storage
+from pyhudi.timeline.instant import format_instant_time, next_instant_time, resolve_timezone
+from pyhudi.timeline.lock import FileLock
+
+DEFAULT_STATE_PATH = ".hoodie/.aux/.instant_time"
+
+_PROCESS_LAST: dict[str, str] = {}
+_PROCESS_GUARD = threading.Lock()
+
+
+class TimelineLock(Protocol):
+    """What the generator and the timeline need from a lock provider."""
+
+    def acquire(self, timeout_s: float | None = None) -> None: ...
+
+    def release(self) -> None: ...
+
+    def held_by_current_thread(self) -> bool: ...
+
+
+def _tz_key(timezone: str) -> str:
+    """The process-level "last time" is kept per timezone: times in different zones don't compare."""
+    name = str(timezone).strip()
+    return name.upper() if name.upper() in ("UTC", "LOCAL") else name
+
+
+def _normalize(value: str | None) -> str | None:
+    """A 17-digit comparable form of an instant time (legacy 14 digits padded, longer trimmed)."""
+    if not value or not value.isdigit():
+        return None
+    if len(value) == 14:
+        return value + "000"
+    if len(value) < 17:
+        return value.ljust(17, "0")
+    return value[:17]
+
+
+def _max_time(*values: str | None) -> str | None:
+    present = [v for v in (_normalize(x) for x in values) if v is not None]
+    return max(present) if present else None
+
+
+class InstantTimeGenerator:
+    """Issues strictly increasing 17-digit instant times for one table.
+
+    ``lock`` must be the same lock object the timeline uses, so a caller already holding it
+    (e.g. while completing an instant) can generate without re-acquiring.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        lock: TimelineLock | None = None,
+        timezone: str = "UTC",
+        state_path: str = DEFAULT_STATE_PATH,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        resolve_timezone(timezone)  # fail early on a bad zone name
+        self.storage = storage
+        self.lock: TimelineLock = lock if lock is not None else FileLock(storage)
+        self.timezone = timezone
+        self.state_path = state_path
+        self._clock = clock or (lambda: datetime.now(dt_timezone.utc))
+        self._key = _tz_key(timezone)
+
+    def next_time(self, floor: str | None = None) -> str:
+        """A new instant time greater than every time issued before and than ``floor``.
+
+        Takes the lock unless the current thread already holds it.
+        """
+        if self.lock.held_by_current_thread():
+            return self._next_locked(floor)
+        self.lock.acquire()
+        try:
+            return self._next_locked(floor)
+        finally:
+            self.lock.release()
+
+    def observe(self, value: str) -> None:
+        """Record an externally chosen time so later generated times exceed it (this process)."""
+        norm = _normalize(value)
+        if norm is None:
+            return
+        with _PROCESS_GUARD:
+            if norm > _PROCESS_LAST.get(self._key, ""):
+                _PROCESS_LAST[self._key] = norm
+
+    def last_persisted(self) -> str | None:
+        """The last time written to the state file, or None if absent or unreadable."""
+        try:
+            raw = self.storage.read(self.state_path)
+        except StorageError:
+            return None
+        return _normalize(raw.decode("ascii", errors="replace").strip())
+
+    # ------------------------------------------------------------------ internals
+    def _now(self) -> str:
+        return format_instant_time(self._clock(), self.timezone)
+
+    def _next_locked(self, floor: str | None) -> str:
+        with _PROCESS_GUARD:
+            last = _max_time(_PROCESS_LAST.get(self._key), self.last_persisted(), floor)
+            now = self._now()
+            t = now if last is None or now > last else next_instant_time(last)
+            self._persist(t)
+            _PROCESS_LAST[self._key] = t
+            return t
+
+    def _persist(self, value: str) -> None:
+        """Replace the state file atomically (temp file + rename), so a crash never tears it."""
+        tmp = f"{self.state_path}.{uuid.uuid4().hex}.tmp"
+        self.storage.write(tmp, value.encode("ascii"))
+        try:
+            self.storage.rename(tmp, self.state_path)
+        except OSError:
+            self.storage.delete(tmp)
+            raise
+
+
+__all__ = ["InstantTimeGenerator", "TimelineLock", "DEFAULT_STATE_PATH"]

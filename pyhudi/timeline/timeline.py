@@ -1,0 +1,377 @@
+"""The active timeline of a Hudi table: loading, views and write-once state transitions.
+
+Loading lists the timeline directory once and folds the requested / inflight / completed files
+of each instant into one :class:`Instant` in its most advanced state (Hudi never deletes the
+earlier files of a transition). Names that are not instants (``history/``, ``.crc``, temp files,
+``hoodie.properties`` in a layout-1 ``.hoodie/``) are ignored.
+
+Transitions create files with :meth:`Storage.create_if_absent`, so each state file appears
+exactly once and complete. Completion is the one step that needs the timeline lock: the
+completion time must be generated and the completed file created atomically with respect to
+other writers (RFC-66), so that completion order equals completion-time order.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any, Iterable, Iterator
+
+from pyhudi.errors import AlreadyExistsError, FileNameError, TimelineError
+from pyhudi.storage.fs import FileInfo, Storage
+from pyhudi.timeline.instant import (
+    Action,
+    Instant,
+    State,
+    is_valid_instant_time,
+    to_action,
+)
+from pyhudi.timeline.lock import FileLock
+from pyhudi.timeline.metadata import decode_instant_metadata
+from pyhudi.timeline.timegen import InstantTimeGenerator, TimelineLock, _max_time
+
+DEFAULT_TIMELINE_DIR = ".hoodie/timeline"
+LAYOUT1_TIMELINE_DIR = ".hoodie"
+
+#: Actions whose completed instants change data files (what readers and the fs view consume).
+COMMIT_ACTIONS = frozenset({Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT})
+#: Pending actions that will complete as one of COMMIT_ACTIONS.
+PENDING_COMMIT_ACTIONS = COMMIT_ACTIONS | {Action.COMPACTION, Action.LOGCOMPACTION, Action.CLUSTERING}
+
+_GroupKey = tuple[str, Action]  # (requested time, completed action)
+
+
+class Timeline:
+    """The instants of one table's active timeline (layout 2 in ``.hoodie/timeline``, or layout 1).
+
+    Views return lists sorted by requested time. The object caches the last listing; call
+    :meth:`reload` to see other writers' changes (transitions made through this object update
+    the cache, and :meth:`complete` re-lists under the lock before deciding). One object is not
+    meant to be shared by threads; separate objects (threads, processes) are made safe by the lock.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        timeline_dir: str = DEFAULT_TIMELINE_DIR,
+        layout_version: int = 2,
+        timezone: str = "UTC",
+        lock: TimelineLock | None = None,
+        time_generator: InstantTimeGenerator | None = None,
+    ) -> None:
+        if layout_version not in (1, 2):
+            raise TimelineError(f"unsupported timeline layout version {layout_version!r} (expected 1 or 2)")
+        self.storage = storage
+        self.timeline_dir = timeline_dir.rstrip("/")
+        self.layout_version = layout_version
+        self.timezone = timezone
+        self.lock: TimelineLock = lock if lock is not None else FileLock(storage)
+        self.time_generator = time_generator or InstantTimeGenerator(storage, self.lock, timezone)
+        self._entries: dict[str, Instant] = {}  # file name -> what it says
+        self._instants: list[Instant] = []
+        self._names: dict[tuple[str, Action, State], str] = {}
+        self._loaded = False
+
+    def __repr__(self) -> str:
+        return f"Timeline({self.storage.base_uri!r}, {self.timeline_dir!r}, layout={self.layout_version})"
+
+    # ------------------------------------------------------------------ loading
+    def load(self) -> Timeline:
+        """List the timeline directory once and rebuild every instant. Returns self."""
+        self._entries = {}
+        for info in self.storage.list_files(self.timeline_dir):
+            self._add_entry(info)
+        self._rebuild()
+        self._loaded = True
+        return self
+
+    reload = load
+
+    def _add_entry(self, info: FileInfo) -> None:
+        name = posixpath.basename(info.path)
+        try:
+            instant = Instant.parse(
+                name, self.layout_version, modification_time_ns=info.mtime_ns, timezone=self.timezone
+            )
+        except (FileNameError, TimelineError):
+            return
+        self._entries[name] = instant
+
+    def _rebuild(self) -> None:
+        groups: dict[_GroupKey, dict[State, list[tuple[Instant, str]]]] = {}
+        for name, inst in self._entries.items():
+            key = (inst.requested_time, inst.completed_action)
+            groups.setdefault(key, {}).setdefault(inst.state, []).append((inst, name))
+        instants: list[Instant] = []
+        names: dict[tuple[str, Action, State], str] = {}
+        for (requested, completed_action), by_state in groups.items():
+            for state, entries in by_state.items():
+                entries.sort(key=lambda e: (e[0].completion_time or "", e[1]))
+                names[(requested, completed_action, state)] = entries[0][1]
+            if State.COMPLETED in by_state:
+                done = by_state[State.COMPLETED][0][0]
+                pending = [e[0].action for s in (State.REQUESTED, State.INFLIGHT) for e in by_state.get(s, ())]
+                origin = next((a for a in pending if a is not done.action), None)
+                instants.append(
+                    Instant(requested, done.action, State.COMPLETED, done.completion_time, pending_action=origin)
+                )
+            elif State.INFLIGHT in by_state:
+                instants.append(by_state[State.INFLIGHT][0][0])
+            else:
+                instants.append(by_state[State.REQUESTED][0][0])
+        instants.sort()
+        self._instants = instants
+        self._names = names
+
+    def _ensure_loaded(self) -> None:
+        if not self._loaded:
+            self.load()
+
+    # ------------------------------------------------------------------ views
+    @property
+    def instants(self) -> list[Instant]:
+        """Every instant in its latest state, sorted by requested time."""
+        self._ensure_loaded()
+        return list(self._instants)
+
+    def __iter__(self) -> Iterator[Instant]:
+        return iter(self.instants)
+
+    def __len__(self) -> int:
+        return len(self.instants)
+
+    def completed(self) -> list[Instant]:
+        return [i for i in self.instants if i.is_completed]
+
+    def pending(self) -> list[Instant]:
+        return [i for i in self.instants if i.is_pending]
+
+    def filter(
+        self,
+        actions: Iterable[Action | str] | Action | str | None = None,
+        states: Iterable[State | str] | State | str | None = None,
+    ) -> list[Instant]:
+        """Instants whose action (as named by their current file) and state are in the given sets.
+
+        A completed compaction has action ``commit`` here, as in Hudi; use
+        :attr:`Instant.is_compaction` / :attr:`Instant.origin_action` to find it.
+        """
+        action_set = None if actions is None else {to_action(a) for a in _as_iterable(actions)}
+        state_set = None if states is None else {State(s) for s in _as_iterable(states)}
+        return [
+            i
+            for i in self.instants
+            if (action_set is None or i.action in action_set) and (state_set is None or i.state in state_set)
+        ]
+
+    def completed_before(self, completion_time: str) -> list[Instant]:
+        """Completed instants whose completion time is <= ``completion_time`` (time travel).
+
+        Instants without a completion time (never in layout 2 as written by pyhudi) compare by
+        their requested time.
+        """
+        return [i for i in self.completed() if i.sort_time <= completion_time]
+
+    def last_completed(self) -> Instant | None:
+        """The completed instant that finished last (greatest completion time)."""
+        done = self.completed()
+        return max(done, key=lambda i: (i.sort_time, i.requested_time)) if done else None
+
+    def commits_timeline(self, completed_only: bool = True) -> list[Instant]:
+        """Instants that write data files: commit, deltacommit, replacecommit.
+
+        Completed compactions, log compactions and clusterings are included (they complete as
+        those actions). With ``completed_only=False`` pending ones are too, including pending
+        compaction / log compaction / clustering.
+        """
+        if completed_only:
+            return [i for i in self.instants if i.is_completed and i.action in COMMIT_ACTIONS]
+        return [i for i in self.instants if i.action in PENDING_COMMIT_ACTIONS]
+
+    def get(self, requested_time: str) -> Instant | None:
+        """The instant requested at ``requested_time`` (the most advanced, if several), or None."""
+        found = [i for i in self.instants if i.requested_time == requested_time]
+        if not found:
+            return None
+        return max(found, key=lambda i: i.state.rank)
+
+    def completion_times(self) -> dict[str, str]:
+        """Requested time -> completion time of every completed instant (for file slicing)."""
+        return {i.requested_time: i.sort_time for i in self.completed()}
+
+    def latest_time(self) -> str | None:
+        """The greatest requested or completion time on the timeline (a floor for new times)."""
+        self._ensure_loaded()
+        times = [t for i in self._instants for t in (i.requested_time, i.completion_time) if t]
+        return _max_time(*times) if times else None
+
+    # ------------------------------------------------------------------ contents
+    def file_name_of(self, instant: Instant) -> str:
+        """The file that holds ``instant`` in its state (the real name when it was listed)."""
+        self._ensure_loaded()
+        if instant.is_pending:
+            return instant.file_name(self.layout_version)
+        listed = self._names.get((instant.requested_time, instant.completed_action, State.COMPLETED))
+        if listed is not None and instant.completion_time in (None, self._entries[listed].completion_time):
+            return listed  # also covers legacy names whose completion time came from the mtime
+        return instant.file_name(self.layout_version)
+
+    def path_of(self, instant: Instant) -> str:
+        return f"{self.timeline_dir}/{self.file_name_of(instant)}"
+
+    def read_bytes(self, instant: Instant) -> bytes:
+        """The raw content of the instant's file for its state."""
+        return self.storage.read(self.path_of(instant))
+
+    def read_metadata(self, instant: Instant) -> Any:
+        """The decoded metadata (commit metadata, plan, ...) of the instant's file for its state."""
+        return decode_instant_metadata(instant.action.value, instant.state.value, self.read_bytes(instant))
+
+    # ------------------------------------------------------------------ transitions
+    def new_instant_time(self) -> str:
+        """A fresh instant time, greater than every time on the (cached) timeline."""
+        self._check_writable()
+        return self.time_generator.next_time(floor=self.latest_time())
+
+    def create_requested(
+        self, action: Action | str, requested_time: str | None = None, content: bytes = b""
+    ) -> Instant:
+        """Create ``{t}.{action}.requested``; the time is generated under the lock when not given."""
+        self._check_writable()
+        action = to_action(action)
+        if requested_time is None:
+            requested_time = self.new_instant_time()
+        else:
+            if not is_valid_instant_time(requested_time):
+                raise TimelineError(f"invalid instant time {requested_time!r} for a new {action.value} instant")
+            existing = self._find(requested_time, Instant(requested_time, action, State.REQUESTED).completed_action)
+            if existing is not None:
+                raise TimelineError(f"instant {existing} already exists; cannot request {requested_time} again")
+            self.time_generator.observe(requested_time)
+        instant = Instant(requested_time, action, State.REQUESTED)
+        _, inflight_name = instant.pending_file_names(self.layout_version)
+        if self.storage.exists(f"{self.timeline_dir}/{inflight_name}"):
+            raise TimelineError(f"instant {instant.as_inflight()} already exists; cannot request it again")
+        self._create(instant, content)
+        return instant
+
+    def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        """Create the inflight file of a requested instant."""
+        self._check_writable()
+        if instant.state is not State.REQUESTED:
+            raise TimelineError(
+                f"cannot move instant {instant} to inflight: it is {instant.state.value}, not REQUESTED"
+            )
+        requested_path = f"{self.timeline_dir}/{instant.file_name(self.layout_version)}"
+        if not self.storage.exists(requested_path):
+            raise TimelineError(f"cannot move instant {instant} to inflight: {requested_path} does not exist")
+        current = self._find(instant.requested_time, instant.completed_action)
+        if current is not None and current.is_completed:
+            raise TimelineError(f"cannot move instant {instant} to inflight: it is already completed as {current}")
+        inflight = instant.as_inflight()
+        self._create(inflight, content)
+        return inflight
+
+    def complete(self, instant: Instant, content: bytes) -> Instant:
+        """Complete an inflight instant: under the lock, generate the completion time and create
+        the completed file atomically. Returns the completed instant."""
+        self._check_writable()
+        if instant.state is not State.INFLIGHT:
+            raise TimelineError(f"cannot complete instant {instant}: it is {instant.state.value}, not INFLIGHT")
+        with _Locked(self.lock):
+            self.load()  # decide on the current state of storage, not on our cache
+            current = self._find(instant.requested_time, instant.completed_action)
+            if current is None:
+                raise TimelineError(f"cannot complete instant {instant}: it is not on the timeline (rolled back?)")
+            if current.is_completed:
+                raise TimelineError(f"cannot complete instant {instant}: it is already completed as {current}")
+            if current.state is not State.INFLIGHT:
+                raise TimelineError(f"cannot complete instant {instant}: it is {current.state.value} on storage")
+            floor = _max_time(self.latest_time(), instant.requested_time)
+            completion = self.time_generator.next_time(floor=floor)
+            done = instant.with_state(State.COMPLETED, completion)
+            self._create(done, content)
+        return done
+
+    def delete_pending(self, instant: Instant) -> None:
+        """Remove the requested and inflight files of a pending instant (rollback)."""
+        self._check_writable()
+        if instant.is_completed:
+            raise TimelineError(f"cannot delete completed instant {instant}; only pending instants can be deleted")
+        with _Locked(self.lock):
+            self.load()
+            current = self._find(instant.requested_time, instant.completed_action)
+            if current is not None and current.is_completed:
+                raise TimelineError(f"cannot delete instant {instant}: it completed as {current}")
+            requested_name, inflight_name = instant.pending_file_names(self.layout_version)
+            for name in (inflight_name, requested_name):  # most advanced first
+                self.storage.delete(f"{self.timeline_dir}/{name}")
+                self._entries.pop(name, None)
+            self._rebuild()
+
+    def revert_to_requested(self, instant: Instant) -> Instant:
+        """Delete the inflight file of a pending instant (compaction / clustering rollback)."""
+        self._check_writable()
+        if instant.is_completed:
+            raise TimelineError(f"cannot revert completed instant {instant} to requested")
+        with _Locked(self.lock):
+            self.load()
+            current = self._find(instant.requested_time, instant.completed_action)
+            if current is None or current.state is not State.INFLIGHT:
+                state = "absent" if current is None else current.state.value
+                raise TimelineError(f"cannot revert instant {instant} to requested: it is {state}, not INFLIGHT")
+            requested_name, inflight_name = instant.pending_file_names(self.layout_version)
+            if requested_name not in self._entries:
+                raise TimelineError(f"cannot revert instant {instant} to requested: {requested_name} is missing")
+            self.storage.delete(f"{self.timeline_dir}/{inflight_name}")
+            self._entries.pop(inflight_name, None)
+            self._rebuild()
+        return instant.as_requested()
+
+    # ------------------------------------------------------------------ helpers
+    def _check_writable(self) -> None:
+        if self.layout_version != 2:
+            raise TimelineError("writing layout 1 timelines is not supported")
+
+    def _find(self, requested_time: str, completed_action: Action) -> Instant | None:
+        self._ensure_loaded()
+        for inst in self._instants:
+            if inst.requested_time == requested_time and inst.completed_action is completed_action:
+                return inst
+        return None
+
+    def _create(self, instant: Instant, content: bytes) -> None:
+        name = instant.file_name(self.layout_version)
+        try:
+            self.storage.create_if_absent(f"{self.timeline_dir}/{name}", bytes(content))
+        except AlreadyExistsError:
+            raise TimelineError(f"instant {instant} already exists ({self.timeline_dir}/{name})") from None
+        self._ensure_loaded()
+        self._entries[name] = instant
+        self._rebuild()
+
+
+class _Locked:
+    """Hold ``lock`` for a block unless the current thread already holds it (callers may nest)."""
+
+    def __init__(self, lock: TimelineLock) -> None:
+        self.lock = lock
+        self.taken = False
+
+    def __enter__(self) -> _Locked:
+        if not self.lock.held_by_current_thread():
+            self.lock.acquire()
+            self.taken = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.taken:
+            self.lock.release()
+
+
+def _as_iterable(value: Any) -> Iterable[Any]:
+    if isinstance(value, str):  # Action/State are str enums too
+        return (value,)
+    return value
+
+
+__all__ = ["Timeline", "COMMIT_ACTIONS", "PENDING_COMMIT_ACTIONS", "DEFAULT_TIMELINE_DIR", "LAYOUT1_TIMELINE_DIR"]
