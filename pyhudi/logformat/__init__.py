@@ -1,1 +1,79 @@
-"""pyhudi.logformat"""
+"""Hudi log files: block types, the block codec, a writer and a corruption-tolerant reader."""
+
+from __future__ import annotations
+
+from pyhudi.logformat.block import (
+    BLOCK_CLASSES,
+    CONTENT_VERSION,
+    LOG_FORMAT_VERSION,
+    MAGIC,
+    AvroDataBlock,
+    BlockContent,
+    BlockType,
+    CdcDataBlock,
+    CommandBlock,
+    CommandType,
+    CorruptBlock,
+    DataBlock,
+    DeleteBlock,
+    HeaderKey,
+    HFileDataBlock,
+    LogBlock,
+    ParquetDataBlock,
+    decode_header,
+    default_parquet_options,
+    encode_header,
+)
+from pyhudi.logformat.deletes import (
+    DELETE_RECORD_LIST_SCHEMA,
+    OrderingType,
+    decode_delete_records,
+    encode_delete_records,
+)
+from pyhudi.logformat.reader import FileSource, LogReader, read_log_blocks
+from pyhudi.logformat.writer import (
+    BlockLocation,
+    LogWriter,
+    append_log_blocks,
+    data_block_header,
+    encode_block,
+    encode_blocks,
+    write_log_file,
+)
+
+__all__ = [
+    "BLOCK_CLASSES",
+    "CONTENT_VERSION",
+    "LOG_FORMAT_VERSION",
+    "MAGIC",
+    "AvroDataBlock",
+    "BlockContent",
+    "BlockType",
+    "CdcDataBlock",
+    "CommandBlock",
+    "CommandType",
+    "CorruptBlock",
+    "DataBlock",
+    "DeleteBlock",
+    "HeaderKey",
+    "HFileDataBlock",
+    "LogBlock",
+    "ParquetDataBlock",
+    "decode_header",
+    "default_parquet_options",
+    "encode_header",
+    "DELETE_RECORD_LIST_SCHEMA",
+    "OrderingType",
+    "decode_delete_records",
+    "encode_delete_records",
+    "FileSource",
+    "LogReader",
+    "read_log_blocks",
+    "BlockLocation",
+    "LogWriter",
+    "append_log_blocks",
+    "data_block_header",
+    "encode_block",
+    "encode_blocks",
+    "write_log_file",
+]
