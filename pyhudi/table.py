@@ -218,6 +218,7 @@ class Table:
     def __init__(self, storage: Storage, config: tc.TableConfig) -> None:
         self.storage = storage
         self.config = config
+        self.last_write = None  # the WriteResult of this handle's latest write (stats, files)
 
     def __repr__(self) -> str:
         return f"Table({self.storage.base_uri!r}, name={self.name!r}, type={self.config.table_type})"
@@ -291,6 +292,34 @@ class Table:
             return families
         family = default_family(self.schema.names, self.record_key_fields, self.config.ordering_field)
         return {family.name: family}
+
+    # ----------------------------------------------------------------- writes
+    def _write(self, data: Any, operation: str, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
+        from pyhudi.write.client import WriteClient  # the write path sits above the table handle
+
+        self.last_write = WriteClient(self, engine=engine, options=options).write(data, operation)
+        return self.last_write.instant
+
+    def upsert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
+        """Insert or update rows (any subset of columns with the record key); returns the instant."""
+        return self._write(data, "upsert", engine, options)
+
+    def insert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
+        return self._write(data, "insert", engine, options)
+
+    def bulk_insert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
+        """Like insert; file groups with no data yet get base files instead of log files."""
+        return self._write(data, "bulk_insert", engine, options)
+
+    def delete(self, keys: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
+        """Delete rows by key (a table with the record key and partition columns)."""
+        return self._write(keys, "delete", engine, options)
+
+    def file_groups(self, as_of: str | None = None) -> list:
+        """Visible file groups (file-system view of the completed timeline)."""
+        from pyhudi.fsview.view import FileSystemView
+
+        return FileSystemView(self.storage, self.active_timeline(), len(self.partition_fields), as_of).file_groups()
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary (used by the CLI)."""

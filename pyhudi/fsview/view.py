@@ -1,0 +1,178 @@
+"""File-system view: timeline + listing → file groups → the latest file slice of every family.
+
+Rules (table version 8, RFC-66 completion-time slicing; DESIGN §4 for families):
+
+- a data file is visible only if its instant is a completed instant (base: the commit time in
+  its name; log: the writing deltacommit's requested time in its name), and, for time travel,
+  only if that instant completed at or before ``as_of``;
+- file groups replaced by a completed replacecommit (clustering, insert overwrite) are hidden;
+- per file group and family, the base candidates are the family's own base files plus full-row
+  base files (no suffix); a log file belongs to the slice of the greatest base instant lower
+  than the log's completion time; log files in a slice are ordered by completion time, then
+  version, then write token;
+- table version 6 (layout 1) names logs after the base instant and checks instants per block,
+  so there a log joins the slice whose base instant equals the log's instant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from pyhudi.errors import FileNameError
+from pyhudi.storage.fs import FileInfo, Storage
+from pyhudi.storage.naming import BaseFileName, LogFileName, parse_data_file_name
+from pyhudi.timeline.timeline import Timeline
+
+FULL_ROW = None
+"""Family key of full-row base files (no suffix) in a family table."""
+
+
+@dataclass(frozen=True)
+class BaseFile:
+    partition_path: str
+    name: BaseFileName
+    size: int
+    completion_time: str
+
+    @property
+    def relpath(self) -> str:
+        return f"{self.partition_path}/{self.name.name}" if self.partition_path else self.name.name
+
+    @property
+    def instant(self) -> str:
+        return self.name.instant
+
+
+@dataclass(frozen=True)
+class LogFile:
+    partition_path: str
+    name: LogFileName
+    size: int
+    completion_time: str
+
+    @property
+    def relpath(self) -> str:
+        return f"{self.partition_path}/{self.name.name}" if self.partition_path else self.name.name
+
+    @property
+    def instant(self) -> str:
+        return self.name.instant
+
+    def sort_key(self) -> tuple:
+        return (self.completion_time, self.name.version, self.name.write_token or "")
+
+
+@dataclass
+class FileSlice:
+    """One family's view of a file group: a base file (own or full-row) and the logs after it."""
+
+    partition_path: str
+    file_id: str
+    family: str | None
+    base_file: BaseFile | None
+    log_files: list[LogFile] = field(default_factory=list)
+
+    @property
+    def base_instant(self) -> str | None:
+        return self.base_file.instant if self.base_file else None
+
+    @property
+    def is_empty(self) -> bool:
+        return self.base_file is None and not self.log_files
+
+
+@dataclass
+class FileGroup:
+    partition_path: str
+    file_id: str
+    base_files: list[BaseFile] = field(default_factory=list)
+    log_files: list[LogFile] = field(default_factory=list)
+
+    def families(self) -> set[str | None]:
+        return {b.name.family for b in self.base_files} | {lf.name.family for lf in self.log_files}
+
+    def latest_slice(self, family: str | None, family_table: bool, layout_version: int = 2) -> FileSlice:
+        """The latest slice of ``family`` (None = default family / full-row files)."""
+        bases = [b for b in self.base_files if b.name.family == family or (family_table and b.name.family is None)]
+        logs = [lf for lf in self.log_files if lf.name.family == family]
+        base = max(bases, key=lambda b: (b.instant, b.name.family is not None), default=None)
+        if base is None:
+            chosen = logs
+        elif layout_version == 1:
+            chosen = [lf for lf in logs if lf.instant == base.instant]
+        else:
+            chosen = [lf for lf in logs if lf.completion_time > base.instant]
+        chosen.sort(key=LogFile.sort_key)
+        return FileSlice(self.partition_path, self.file_id, family, base, chosen)
+
+
+class FileSystemView:
+    """File groups of a table as of its completed timeline (optionally as of a completion time)."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        timeline: Timeline,
+        partition_depth: int,
+        as_of: str | None = None,
+    ) -> None:
+        self.storage = storage
+        self.timeline = timeline
+        self.partition_depth = partition_depth
+        self.as_of = as_of
+        self.completion = self._visible_completions()
+        self.replaced = self._replaced_file_groups()
+
+    def _visible_completions(self) -> dict[str, str]:
+        out = {}
+        for instant in self.timeline.completed():
+            done = instant.completion_time or instant.requested_time
+            if self.as_of is None or done <= self.as_of:
+                out[instant.requested_time] = done
+        return out
+
+    def _replaced_file_groups(self) -> set[tuple[str, str]]:
+        replaced: set[tuple[str, str]] = set()
+        for instant in self.timeline.completed():
+            if str(instant.action) != "replacecommit" or instant.requested_time not in self.completion:
+                continue
+            metadata = self.timeline.read_metadata(instant)
+            for partition, file_ids in (getattr(metadata, "partition_to_replace_file_ids", None) or {}).items():
+                replaced.update((partition, fid) for fid in file_ids)
+        return replaced
+
+    def _data_files(self) -> Iterable[FileInfo]:
+        for info in self.storage.walk_files(""):
+            path = info.path
+            if path.startswith(".hoodie/") or path.count("/") != self.partition_depth:
+                continue
+            yield info
+
+    def file_groups(self, partitions: Iterable[str] | None = None) -> list[FileGroup]:
+        """Visible, non-replaced file groups, sorted by (partition, file id)."""
+        wanted = set(partitions) if partitions is not None else None
+        groups: dict[tuple[str, str], FileGroup] = {}
+        for info in self._data_files():
+            partition, _, name = info.path.rpartition("/")
+            if wanted is not None and partition not in wanted:
+                continue
+            try:
+                parsed = parse_data_file_name(name)
+            except FileNameError:
+                continue  # not a Hudi data file (e.g. .hoodie_partition_metadata, _SUCCESS)
+            completion = self.completion.get(parsed.instant)
+            if completion is None:
+                continue  # written by an instant that is pending, failed or after as_of
+            key = (partition, parsed.file_id)
+            if key in self.replaced:
+                continue
+            group = groups.setdefault(key, FileGroup(partition, parsed.file_id))
+            if isinstance(parsed, BaseFileName):
+                group.base_files.append(BaseFile(partition, parsed, info.size, completion))
+            else:
+                group.log_files.append(LogFile(partition, parsed, info.size, completion))
+        return [groups[k] for k in sorted(groups)]
+
+    def partitions(self) -> list[str]:
+        return sorted({g.partition_path for g in self.file_groups()})

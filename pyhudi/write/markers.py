@@ -1,0 +1,58 @@
+"""Markers: one empty file per data file a write creates, written *before* the data file.
+
+``.hoodie/.temp/<instant>/<partition>/<dataFile>.marker.<IOType>`` (Hudi's DIRECT markers). If a
+writer dies, the markers of its pending instant name every file it may have left behind, so a
+rollback deletes exactly those (and nothing a concurrent writer owns). After a successful
+commit the instant's marker folder is deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyhudi.errors import AlreadyExistsError, FileNameError
+from pyhudi.storage.fs import Storage
+from pyhudi.storage.naming import MarkerName, marker_dir
+
+IO_CREATE = "CREATE"  # a new base file
+IO_MERGE = "MERGE"  # a new version of a base file (copy-on-write upsert, compaction)
+IO_APPEND = "APPEND"  # a log file
+
+
+@dataclass(frozen=True)
+class Marker:
+    partition_path: str
+    file_name: str
+    io_type: str
+
+    @property
+    def data_relpath(self) -> str:
+        return f"{self.partition_path}/{self.file_name}" if self.partition_path else self.file_name
+
+
+def create_marker(storage: Storage, instant: str, partition_path: str, file_name: str, io_type: str) -> str:
+    """Create the marker for a data file about to be written; idempotent for task retries."""
+    relpath = MarkerName(partition_path, file_name, io_type).relpath(instant)
+    try:
+        storage.create_if_absent(relpath, b"")
+    except AlreadyExistsError:
+        pass  # a retried task attempt re-creates the same marker
+    return relpath
+
+
+def list_markers(storage: Storage, instant: str) -> list[Marker]:
+    """Every marker of an instant (the data files its writers may have created)."""
+    root = marker_dir(instant)
+    out = []
+    for info in storage.walk_files(root):
+        rel = info.path[len(root) + 1 :]
+        try:
+            parsed = MarkerName.parse(rel)
+        except FileNameError:
+            continue  # temp files of an interrupted create_if_absent
+        out.append(Marker(parsed.partition_path, parsed.data_file, parsed.io_type))
+    return out
+
+
+def delete_markers(storage: Storage, instant: str) -> None:
+    storage.delete_dir(marker_dir(instant))

@@ -1,0 +1,180 @@
+"""Write preparation: accept the user's data, check it against the table schema, derive keys.
+
+Everything here is vectorised over Arrow arrays. The checks run before any file is written, so
+a bad input (unknown column, a type that cannot be cast safely, a null or missing key) leaves
+the table unchanged; every error names the column.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.errors import PathEscapeError, SchemaError
+from pyhudi.schema import META_FIELDS
+from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
+
+ARRIVAL_COLUMN = "__pyhudi_arrival"
+"""Temporary column holding each row's arrival position (ties in ordering → later arrival wins)."""
+
+
+def to_arrow_table(data: Any) -> pa.Table:
+    """Accept a pyarrow Table/RecordBatch/RecordBatchReader, an iterable of batches, or pandas."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    module = type(data).__module__
+    if module.startswith("pandas"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if isinstance(data, (list, tuple, Iterator)) or hasattr(data, "__iter__"):
+        batches = [b if isinstance(b, pa.RecordBatch) else None for b in data]
+        if any(b is None for b in batches):
+            raise SchemaError("data must be a pyarrow Table, RecordBatch(Reader), iterable of RecordBatches or pandas DataFrame")
+        if not batches:
+            raise SchemaError("data is empty: an iterable with no record batches")
+        return pa.Table.from_batches(batches)
+    raise SchemaError(
+        f"unsupported data type {type(data).__name__}: expected a pyarrow Table, RecordBatch(Reader), "
+        "iterable of RecordBatches or pandas DataFrame"
+    )
+
+
+def _cast_column(column: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
+    if column.type == target:
+        return column
+    if pa.types.is_null(column.type):
+        return pa.chunked_array([pa.nulls(len(column), target)])
+    try:
+        return column.cast(target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaError(f"column {name!r} has type {column.type}, which cannot be safely cast to {target}: {exc}") from None
+
+
+def conform(
+    data: pa.Table,
+    table_schema: pa.Schema,
+    key_fields: Sequence[str],
+    required: Sequence[str] = (),
+) -> pa.Table:
+    """Check ``data`` against the table schema and cast it; returns only the columns given.
+
+    The result keeps the table's column order (a subset). Key columns and ``required`` columns
+    must be present; key values must not be null.
+    """
+    names = data.column_names
+    if len(set(names)) != len(names):
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        raise SchemaError(f"input has duplicate columns: {', '.join(dupes)}")
+    known = set(table_schema.names)
+    for name in names:
+        if name in META_FIELDS:
+            raise SchemaError(f"input column {name!r} is a Hudi meta column; pyhudi fills it in")
+        if name not in known:
+            raise SchemaError(f"input column {name!r} is not in the table schema ({', '.join(table_schema.names)})")
+    for name in (*key_fields, *required):
+        if name not in names:
+            raise SchemaError(f"input is missing the column {name!r} (record key and partition columns are required)")
+    columns, fields = [], []
+    for field in table_schema:
+        if field.name not in names:
+            continue
+        column = _cast_column(data.column(field.name), field.type, field.name)
+        if field.name in key_fields and column.null_count:
+            first = int(np.flatnonzero(np.asarray(column.is_null()))[0])
+            raise SchemaError(f"record key column {field.name!r} has {column.null_count} null value(s) (first at row {first})")
+        if not field.nullable and column.null_count and field.name not in key_fields:
+            raise SchemaError(f"column {field.name!r} is not nullable but has {column.null_count} null value(s)")
+        columns.append(column)
+        fields.append(field)
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def record_keys(data: pa.Table, key_fields: Sequence[str]) -> pa.ChunkedArray:
+    """``_hoodie_record_key`` values: the raw value for one field, ``f1:v1,f2:v2`` for several.
+
+    Empty strings are written as ``__empty__`` and nulls as ``__null__`` inside composite keys,
+    as Hudi's complex key generator does.
+    """
+    if len(key_fields) == 1:
+        return _as_strings(data.column(key_fields[0]))
+    parts = []
+    for field in key_fields:
+        text = _as_strings(data.column(field))
+        text = pc.if_else(pc.equal(text, ""), "__empty__", text)
+        text = pc.fill_null(text, "__null__")
+        parts.append(pc.binary_join_element_wise(f"{field}:", text, ""))
+    return pc.binary_join_element_wise(*parts, ",")
+
+
+def _as_strings(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    if pa.types.is_string(column.type):
+        return column
+    if pa.types.is_large_string(column.type):
+        return column.cast(pa.string())
+    try:
+        return column.cast(pa.string())
+    except pa.ArrowNotImplementedError:
+        raise SchemaError(f"record key values of type {column.type} cannot be turned into strings") from None
+
+
+def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style: bool) -> pa.ChunkedArray:
+    """The relative partition folder of every row (``""`` for unpartitioned tables)."""
+    if not partition_fields:
+        return pa.chunked_array([pc.fill_null(pa.nulls(data.num_rows, pa.string()), "")])
+    parts = []
+    for field in partition_fields:
+        text = _as_strings(data.column(field))
+        text = pc.if_else(pc.equal(text, ""), DEFAULT_PARTITION_PATH, text)
+        text = pc.fill_null(text, DEFAULT_PARTITION_PATH)
+        parts.append(pc.binary_join_element_wise(f"{field}=", text, "") if hive_style else text)
+    paths = pc.binary_join_element_wise(*parts, "/") if len(parts) > 1 else parts[0]
+    check_partition_values(pc.unique(paths).to_pylist(), partition_fields)
+    return paths
+
+
+def check_partition_values(paths: Iterable[str], partition_fields: Sequence[str]) -> None:
+    """Refuse partition values that could leave the base path (checked once per distinct path)."""
+    depth = len(partition_fields)
+    for path in paths:
+        segments = path.split("/")
+        if len(segments) != depth or any(s in ("", ".", "..") or "\\" in s or "\x00" in s for s in segments):
+            raise PathEscapeError(
+                f"partition path {path!r} built from columns {', '.join(partition_fields)} cannot be used: "
+                "partition values may not contain '/', '\\\\' or NUL, nor be '.' or '..'"
+            )
+
+
+def with_arrival(data: pa.Table) -> pa.Table:
+    return data.append_column(ARRIVAL_COLUMN, pa.array(np.arange(data.num_rows, dtype=np.int64)))
+
+
+def latest_per_key(data: pa.Table, key_column: str, ordering: str | None) -> pa.Table:
+    """Sort by key and keep one row per key: the highest ``ordering`` value, ties → later arrival.
+
+    Without an ordering column the later arrival wins (commit-time semantics within a batch).
+    The result is sorted by key, which is the order every pyhudi data file is written in.
+    """
+    if ARRIVAL_COLUMN not in data.column_names:
+        data = with_arrival(data)
+    sort_keys = [(key_column, "ascending", "at_start")]
+    if ordering is not None:
+        sort_keys.append((ordering, "ascending", "at_start"))  # a null ordering value loses
+    sort_keys.append((ARRIVAL_COLUMN, "ascending", "at_start"))
+    order = pc.sort_indices(data, sort_keys=sort_keys)
+    ordered = data.take(order)
+    keys = ordered.column(key_column)
+    n = ordered.num_rows
+    if n <= 1:
+        return ordered
+    keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    last = np.ones(n, dtype=bool)
+    last[:-1] = np.asarray(pc.not_equal(keys.slice(0, n - 1), keys.slice(1)))
+    if last.all():
+        return ordered
+    return ordered.filter(pa.array(last))
