@@ -315,6 +315,14 @@ class Table:
         """Delete rows by key (a table with the record key and partition columns)."""
         return self._write(keys, "delete", engine, options)
 
+    # ----------------------------------------------------------------- reads
+    def read(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
+             as_of: str | None = None, with_meta: bool = False) -> pa.Table:
+        """Snapshot read (``as_of``: instants completed at or before that time)."""
+        from pyhudi.read.reader import read_table
+
+        return read_table(self, columns, filters, as_of, with_meta)
+
     def file_groups(self, as_of: str | None = None) -> list:
         """Visible file groups (file-system view of the completed timeline)."""
         from pyhudi.fsview.view import FileSystemView

@@ -1,0 +1,1 @@
+"""pyhudi.read: family readers, the row reader and queries."""
