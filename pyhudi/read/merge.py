@@ -32,7 +32,7 @@ class Versions:
 
     keys: pa.Array  # string record keys
     data: pa.Table | None  # columns this block carries (None for deletes)
-    is_delete: bool
+    is_delete: bool | np.ndarray  # per batch, or per row (soft deletes: _hoodie_is_deleted)
     ordering: pa.Array | None = None  # ordering values (None: block has none)
     default_delete: pa.Array | None = None  # bool per delete: default ordering value
 
@@ -83,9 +83,9 @@ def merge_versions(
     keys = pa.chunked_array([b.keys.cast(pa.string()) for b in batches], pa.string())
     block_of = np.repeat(np.arange(len(batches), dtype=np.int64), sizes)
     seq = block_of * (1 << 32) + np.concatenate([np.arange(s, dtype=np.int64) for s in sizes])
-    is_delete = np.repeat(np.array([b.is_delete for b in batches]), sizes)
+    is_delete = np.concatenate([np.broadcast_to(np.asarray(b.is_delete, dtype=bool), (len(b.keys),)) for b in batches])
     default_delete = np.concatenate(
-        [np.asarray(b.default_delete.fill_null(True)) if b.default_delete is not None else np.full(len(b.keys), b.is_delete)
+        [np.asarray(b.default_delete.fill_null(True)) if b.default_delete is not None else np.broadcast_to(np.asarray(b.is_delete, dtype=bool), (len(b.keys),))
          for b in batches]
     ) if event_time else is_delete
     has_ord = np.repeat(np.array([b.ordering is not None for b in batches]), sizes)

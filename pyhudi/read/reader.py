@@ -29,6 +29,7 @@ from pyhudi.schema import META_FIELDS
 from pyhudi.write.prepare import record_keys
 
 RECORD_KEY = META_FIELDS[2]
+SOFT_DELETE = "_hoodie_is_deleted"
 
 
 @dataclass
@@ -68,7 +69,10 @@ class SliceReader:
         ordering = None
         if scan.ordering_field and scan.ordering_field in table.column_names:
             ordering = table.column(scan.ordering_field).combine_chunks()
-        return Versions(keys, table.select(wanted), False, ordering)
+        deleted: bool | np.ndarray = False
+        if SOFT_DELETE in table.column_names:  # Hudi's soft-delete marker column
+            deleted = np.asarray(table.column(SOFT_DELETE).fill_null(False), dtype=bool)
+        return Versions(keys, table.select(wanted), deleted, ordering)
 
     def _read_base(self, relpath: str, scan: FamilyScan) -> Versions:
         with self.storage.open_input(relpath) as source:
@@ -76,8 +80,7 @@ class SliceReader:
             available = parquet.schema_arrow.names
             cols = [f.name for f in scan.fields if f.name in available]
             cols += [c for c in self._key_columns(available) if c not in cols]
-            if scan.ordering_field and scan.ordering_field in available and scan.ordering_field not in cols:
-                cols.append(scan.ordering_field)
+            cols += [c for c in (scan.ordering_field, SOFT_DELETE) if c and c in available and c not in cols]
             table = parquet.read(columns=cols)
         return self._data_versions(table, scan)
 
@@ -102,8 +105,7 @@ class SliceReader:
                 available = block.arrow_schema().names
                 cols = [f.name for f in scan.fields if f.name in available]
                 cols += [c for c in self._key_columns(available) if c not in cols]
-                if scan.ordering_field and scan.ordering_field in available and scan.ordering_field not in cols:
-                    cols.append(scan.ordering_field)
+                cols += [c for c in (scan.ordering_field, SOFT_DELETE) if c and c in available and c not in cols]
                 table = block.read(cols) if not isinstance(block, AvroDataBlock) else block.read().select(cols)
                 out.append(self._data_versions(table, scan))
 
