@@ -131,8 +131,9 @@ def join_families(parts: list[pa.Table], fields: list[pa.Field]) -> pa.Table:
                 continue
             positions = pc.index_in(all_keys, value_set=part.column("_key"))
             for name in part.column_names[1:]:
-                if name not in columns:
-                    columns[name] = part.column(name).take(positions)
+                taken = part.column(name).take(positions)
+                # key and partition columns live in every family: take them from any that has the row
+                columns[name] = pc.coalesce(columns[name], taken) if name in columns else taken
         table = pa.table(columns)
     arrays = [table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type) for f in fields]
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
