@@ -106,7 +106,7 @@ def cmd_timeline(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
-    """Create a wide, column-family table and show what is on disk and where keys would go."""
+    """Create a column-family table, write, partially update, delete, and read it back."""
     owned_dir = args.path is None
     base = Path(args.path or tempfile.mkdtemp(prefix="pyhudi-demo-")) / "profiles"
     if base.exists():
@@ -140,6 +140,30 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
     for key, bucket in zip(keys.to_pylist(), buckets.tolist()):
         routing.add_row(key, str(bucket), bucket_file_id(bucket))
     console.print(routing)
+
+    ts = pa.array([1_700_000_000_000_000 + i for i in range(6)], pa.timestamp("us", tz="UTC"))
+    table.upsert(pa.table({"user_id": keys, "clicks": [3, 1, 4, 1, 5, 9], "last_click": ts,
+                           "orders": [0, 2, 1, 0, 3, 1], "spend": [0.0, 25.5, 9.99, 0.0, 120.0, 15.0],
+                           "country": ["FR", "US", "DE", "US", "BR", "JP"], "age": [31, 45, 27, 38, 22, 50]}))
+    console.print("[bold]1.[/bold] upsert of 6 full rows → one log file per bucket and family")
+    table.upsert(pa.table({"user_id": ["alice", "bob"], "clicks": [30, 11]}))
+    console.print("[bold]2.[/bold] partial upsert of the clicks family only (IS_PARTIAL block; last_click kept)")
+    table.delete(pa.table({"user_id": ["dave"]}))
+    console.print("[bold]3.[/bold] delete of dave → a delete block in every family of his file group")
+    _print_timeline(console, table)
+    result = table.read().sort_by("user_id")
+    view = RichTable(title="snapshot read: families joined on the record key")
+    for name in result.column_names:
+        view.add_column(name)
+    for row in result.to_pylist():
+        view.add_row(*("" if v is None else str(v) for v in row.values()))
+    console.print(view)
+    files = RichTable(title="file groups (per family log files)")
+    files.add_column("bucket")
+    files.add_column("log files (one per commit and family)", overflow="fold")
+    for group in table.file_groups():
+        files.add_row(group.file_id[:8], "\n".join(lf.name.name for lf in group.log_files))
+    console.print(files)
     if owned_dir and not args.keep:
         shutil.rmtree(base.parent)
         console.print("(demo table removed; pass --path DIR to keep it)")

@@ -37,6 +37,16 @@ class Versions:
     default_delete: pa.Array | None = None  # bool per delete: default ordering value
 
 
+def _cast_ordering(values: pa.Array, target: pa.DataType) -> pa.Array:
+    """Ordering values of delete blocks come as Int/Long wrappers for temporal columns too."""
+    if values.type == target:
+        return values
+    if pa.types.is_integer(values.type) and (pa.types.is_timestamp(target) or pa.types.is_date(target)):
+        width = pa.int32() if pa.types.is_date32(target) else pa.int64()
+        return values.cast(width).cast(target)
+    return values.cast(target)
+
+
 def _dense_ranks(values: pa.ChunkedArray) -> np.ndarray:
     """Rank of every value (nulls → -1), equal values equal ranks."""
     if len(values) == 0:
@@ -91,7 +101,7 @@ def merge_versions(
     has_ord = np.repeat(np.array([b.ordering is not None for b in batches]), sizes)
     if event_time and ordering_type is not None and has_ord.any():
         ordering = pa.chunked_array(
-            [(b.ordering.cast(ordering_type) if b.ordering is not None else pa.nulls(len(b.keys), ordering_type))
+            [(_cast_ordering(b.ordering, ordering_type) if b.ordering is not None else pa.nulls(len(b.keys), ordering_type))
              for b in batches], ordering_type)
         rank = _dense_ranks(ordering)
     else:

@@ -98,8 +98,10 @@ class SliceReader:
                 continue  # written by an instant that never completed (or is after as_of)
             if isinstance(block, DeleteBlock):
                 deletes = block.deletes()
-                ordering = deletes.column("ordering_value").combine_chunks() if scan.ordering_field else None
                 default = deletes.column("is_default_ordering").combine_chunks()
+                ordering = None  # default-ordering deletes win regardless of ordering values
+                if scan.ordering_field and not pc.all(default).as_py():
+                    ordering = deletes.column("ordering_value").combine_chunks()
                 out.append(Versions(deletes.column("record_key").combine_chunks(), None, True, ordering, default))
             elif isinstance(block, DataBlock):
                 available = block.arrow_schema().names
