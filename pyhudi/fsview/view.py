@@ -29,9 +29,11 @@ FULL_ROW = None
 
 
 @dataclass(frozen=True)
-class BaseFile:
+class _DataFile:
+    """A visible data file: where it is, its parsed name, size, and its instant's completion."""
+
     partition_path: str
-    name: BaseFileName
+    name: BaseFileName | LogFileName
     size: int
     completion_time: str
 
@@ -44,20 +46,12 @@ class BaseFile:
         return self.name.instant
 
 
-@dataclass(frozen=True)
-class LogFile:
-    partition_path: str
-    name: LogFileName
-    size: int
-    completion_time: str
+class BaseFile(_DataFile):
+    """A base (Parquet) file of a file group."""
 
-    @property
-    def relpath(self) -> str:
-        return f"{self.partition_path}/{self.name.name}" if self.partition_path else self.name.name
 
-    @property
-    def instant(self) -> str:
-        return self.name.instant
+class LogFile(_DataFile):
+    """A log file of a file group (named after the writing instant in table version 8)."""
 
     def sort_key(self) -> tuple:
         return (self.completion_time, self.name.version, self.name.write_token or "")
