@@ -108,16 +108,24 @@ class WriteClient:
             [p for p in required if p not in table.record_key_fields]
         ):
             raise SchemaError("input has only record key and partition columns: nothing to write (use delete to delete)")
+        prepared = self._prepare(rows)  # every input check happens before the timeline changes
         timeline = table.active_timeline()
         rolled_back = rollback_failed_writes(
             table.storage, timeline, FAILED_WRITES_POLICY.get(self.options),
             HEARTBEAT_INTERVAL_MS.get(self.options), HEARTBEAT_TOLERABLE_MISSES.get(self.options),
         )
-        instant = timeline.create_requested(Action.DELTACOMMIT)
-        instant = timeline.transition_to_inflight(instant)
-        heartbeat = Heartbeat(table.storage, instant.requested_time, HEARTBEAT_INTERVAL_MS.get(self.options)).start()
+        # The heartbeat starts before the instant exists, so a lazy cleaner never sees a pending
+        # instant of a live writer without a fresh heartbeat.
+        requested_time = timeline.new_instant_time()
+        heartbeat = Heartbeat(table.storage, requested_time, HEARTBEAT_INTERVAL_MS.get(self.options)).start()
         try:
-            tasks = self._plan(rows, instant.requested_time, operation, timeline)
+            instant = timeline.create_requested(Action.DELTACOMMIT, requested_time)
+            instant = timeline.transition_to_inflight(instant)
+        except BaseException:
+            heartbeat.stop()
+            raise
+        try:
+            tasks = self._plan(prepared, instant.requested_time, operation, timeline)
             statuses = [s for batch in self.engine.run_tasks(tasks) for s in batch]
             self._write_partition_metafiles(statuses, instant.requested_time)
             metadata = self._commit_metadata(statuses, OPERATIONS[operation], schema)
@@ -126,8 +134,8 @@ class WriteClient:
             heartbeat.stop(delete=False)
             self._rollback_quietly(timeline, instant)
             raise
-        heartbeat.stop()
         delete_markers(table.storage, instant.requested_time)
+        heartbeat.stop()
         result = WriteResult(
             instant=completed.requested_time, operation=OPERATIONS[operation],
             completion_time=completed.completion_time or "", statuses=statuses,
@@ -138,14 +146,18 @@ class WriteClient:
         return result
 
     # ------------------------------------------------------------------ planning
-    def _plan(self, rows: pa.Table, instant: str, operation: str, timeline) -> list[FileGroupWriteTask]:
+    def _prepare(self, rows: pa.Table) -> pa.Table:
+        """Add record keys, partition paths and bucket ids (validating partition values)."""
         table = self.table
         keys = prepare.record_keys(rows, table.record_key_fields)
         paths = prepare.partition_paths(rows, table.partition_fields, table.config.hive_style_partitioning)
         hash_cols = [rows.column(f) for f in table.config.bucket_hash_fields]
         buckets = pa.array(bucket_ids(hash_cols, table.num_buckets))
         rows = prepare.with_arrival(rows).append_column(RECORD_KEY, keys)
-        rows = rows.append_column(_PARTITION, paths).append_column(_BUCKET, buckets)
+        return rows.append_column(_PARTITION, paths).append_column(_BUCKET, buckets)
+
+    def _plan(self, rows: pa.Table, instant: str, operation: str, timeline) -> list[FileGroupWriteTask]:
+        table = self.table
         view = FileSystemView(table.storage, timeline, len(table.partition_fields))
         existing = {(g.partition_path, g.file_id): g for g in view.file_groups()}
         if operation == "delete":

@@ -50,6 +50,10 @@ def _cast_column(column: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.
         return column
     if pa.types.is_null(column.type):
         return pa.chunked_array([pa.nulls(len(column), target)])
+    textual = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+    if any(t(column.type) for t in textual) and not any(t(target) for t in textual):
+        raise SchemaError(f"column {name!r} has type {column.type}, which cannot be safely cast to {target} "
+                          "(text is never parsed into other types)")
     try:
         return column.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:

@@ -17,7 +17,7 @@ import threading
 import time
 
 from pyhudi.config.keys import ConfigKey
-from pyhudi.errors import StorageError
+from pyhudi.errors import StorageError, TimelineError
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.instant import Action, Instant
 from pyhudi.timeline.metadata import (
@@ -62,7 +62,10 @@ class Heartbeat:
         return self
 
     def _beat(self) -> None:
-        self.storage.write(self.relpath, str(int(time.time() * 1000)).encode())
+        # write-then-rename: a reader never sees an empty (torn) heartbeat
+        tmp = f"{self.relpath}.{threading.get_ident()}.tmp"
+        self.storage.write(tmp, str(int(time.time() * 1000)).encode())
+        self.storage.rename(tmp, self.relpath)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -106,30 +109,42 @@ def rollback_instant(storage: Storage, timeline: Timeline, failed: Instant) -> I
             for m in markers
         ],
     )
-    started = time.time()
     rollback = timeline.create_requested(Action.ROLLBACK, content=plan.to_avro_bytes())
     rollback = timeline.transition_to_inflight(rollback)
+    try:
+        # Claim the failed instant first, under the timeline lock: once its pending files are
+        # gone its writer can no longer complete it; if it completed meanwhile, touch nothing.
+        timeline.delete_pending(failed)
+    except TimelineError:
+        timeline.delete_pending(rollback)
+        return None
+    return execute_rollback(storage, timeline, rollback, plan)
+
+
+def execute_rollback(storage: Storage, timeline: Timeline, rollback: Instant, plan: RollbackPlan) -> Instant:
+    """Delete the files a rollback plan names and complete the rollback (idempotent: re-runnable)."""
+    started = time.time()
+    target = plan.instant_to_rollback
     deleted: dict[str, list[str]] = {}
-    for marker in markers:
-        if storage.delete(marker.data_relpath):
-            deleted.setdefault(marker.partition_path, []).append(marker.data_relpath)
-        else:
-            deleted.setdefault(marker.partition_path, [])
+    for request in plan.rollback_requests or []:
+        files = deleted.setdefault(request.partition_path, [])
+        for relpath in request.files_to_be_deleted:
+            if storage.delete(relpath):
+                files.append(relpath)
     metadata = RollbackMetadata(
         start_rollback_time=rollback.requested_time,
         time_taken_in_millis=int((time.time() - started) * 1000),
         total_files_deleted=sum(len(v) for v in deleted.values()),
-        commits_rollback=[failed.requested_time],
+        commits_rollback=[target.commit_time],
         partition_metadata={
             p: RollbackPartitionMetadata(partition_path=p, success_delete_files=files, failed_delete_files=[])
             for p, files in deleted.items()
         },
-        instants_rollback=[InstantInfo(commit_time=failed.requested_time, action=str(failed.action))],
+        instants_rollback=[target],
     )
     completed = timeline.complete(rollback, metadata.to_avro_bytes())
-    delete_markers(storage, failed.requested_time)
-    timeline.delete_pending(failed)
-    storage.delete(f"{HEARTBEAT_DIR}/{failed.requested_time}")
+    delete_markers(storage, target.commit_time)
+    storage.delete(f"{HEARTBEAT_DIR}/{target.commit_time}")
     return completed
 
 
@@ -141,11 +156,22 @@ def rollback_failed_writes(
         return []
     timeline.reload()
     done = []
+    for instant in timeline.pending():  # rollbacks interrupted after claiming their target
+        if instant.action == Action.ROLLBACK and instant.is_inflight:
+            plan = timeline.read_metadata(instant.as_requested())
+            if isinstance(plan, RollbackPlan) and plan.instant_to_rollback is not None:
+                target = timeline.get(plan.instant_to_rollback.commit_time)
+                if target is None or target.is_pending:
+                    if target is not None:
+                        timeline.delete_pending(target)
+                    execute_rollback(storage, timeline, instant, plan)
+                    done.append(plan.instant_to_rollback.commit_time)
+    timeline.reload()
     for instant in timeline.pending():
         if instant.action not in WRITE_ACTIONS or instant.requested_time == exclude:
             continue
         if policy == "LAZY" and not heartbeat_expired(storage, instant.requested_time, interval_ms, misses):
             continue
-        rollback_instant(storage, timeline, instant)
-        done.append(instant.requested_time)
+        if rollback_instant(storage, timeline, instant) is not None:
+            done.append(instant.requested_time)
     return done
