@@ -773,7 +773,9 @@ def _run_concurrently(tmp_path, path, plans):
         args = {"path": str(path), "go_file": str(go), "commits": commits}
         procs.append(subprocess.Popen([PY, HELPER, "loop", json.dumps(args)], stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE))
-    time.sleep(0.3)
+    deadline = time.time() + 60  # start both writers at once, after both finished importing
+    while len(list(tmp_path.glob("go.ready.*"))) < len(procs) and time.time() < deadline:
+        time.sleep(0.01)
     go.write_text("go")
     results = []
     for proc in procs:

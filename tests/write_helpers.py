@@ -150,6 +150,9 @@ def main(argv: list[str]) -> int:
         print(_result_json(table, table.last_write), flush=True)
         return 0
     if command == "loop":
+        table.active_timeline()  # warm up imports and the first listing before signalling readiness
+        with open(f"{args['go_file']}.ready.{os.getpid()}", "w"):
+            pass
         deadline = time.time() + 30
         while not os.path.exists(args["go_file"]):
             if time.time() > deadline:

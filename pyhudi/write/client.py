@@ -165,6 +165,7 @@ class WriteClient:
         families = table.effective_families()
         groups: dict[tuple[str, int], list[FamilyPayload]] = {}
         present = set(rows.column_names)
+        plans: dict[str | None, tuple[pa.Array, list]] = {}  # families with the same ordering share one sort
         for family in families.values():
             own = [c for c in family.columns if c not in table.record_key_fields and c not in table.partition_fields]
             given = [c for c in own if c in present]
@@ -172,11 +173,13 @@ class WriteClient:
                 continue  # family not touched by this write
             cols = [c for c in _family_file_columns(family, table.record_key_fields, table.partition_fields) if c in present]
             ordering = family.ordering_field if family.ordering_field in present else None
-            part = rows.select([RECORD_KEY, _PARTITION, _BUCKET, prepare.ARRIVAL_COLUMN, *cols])
-            deduped = _latest_per_group_key(part, ordering)
-            for (partition, bucket), piece in _split_groups(deduped):
-                payload = FamilyPayload(family.name, piece.select([RECORD_KEY, *cols]), is_partial=len(given) < len(own))
-                groups.setdefault((partition, bucket), []).append(payload)
+            if ordering not in plans:
+                plans[ordering] = _dedupe_plan(rows, ordering)
+            indices, runs = plans[ordering]
+            family_rows = rows.select([RECORD_KEY, *cols]).take(indices)
+            for group, start, length in runs:
+                payload = FamilyPayload(family.name, family_rows.slice(start, length), is_partial=len(given) < len(own))
+                groups.setdefault(group, []).append(payload)
         tasks = []
         for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):
             # bulk_insert writes base files into file groups that have no data yet; otherwise
@@ -188,11 +191,11 @@ class WriteClient:
 
     def _plan_deletes(self, rows: pa.Table, instant: str, existing) -> list[FileGroupWriteTask]:
         families = tuple(self.table.effective_families())
-        part = rows.select([RECORD_KEY, _PARTITION, _BUCKET, prepare.ARRIVAL_COLUMN])
-        deduped = _latest_per_group_key(part, None)
+        indices, runs = _dedupe_plan(rows, None)
+        keys_sorted = rows.column(RECORD_KEY).take(indices)
         tasks = []
-        for index, ((partition, bucket), piece) in enumerate(_split_groups(deduped)):
-            keys = pa.table({"record_key": piece.column(RECORD_KEY)})
+        for index, ((partition, bucket), start, length) in enumerate(runs):
+            keys = pa.table({"record_key": keys_sorted.slice(start, length)})
             tasks.append(self._task(instant, partition, bucket, KIND_DELETE, existing, index,
                                     delete_keys=keys, delete_families=families))
         return tasks
@@ -251,37 +254,42 @@ class WriteClient:
             pass
 
 
-def _latest_per_group_key(part: pa.Table, ordering: str | None) -> pa.Table:
-    """Sort by (partition, bucket, key[, ordering], arrival) and keep the last row per key."""
+def _dedupe_plan(rows: pa.Table, ordering: str | None) -> tuple[pa.Array, list]:
+    """Row indices that keep the latest row per (partition, key), sorted by (partition, bucket, key),
+    and the runs ``((partition, bucket), start, length)`` of the file groups in that order.
+
+    Latest = highest ``ordering`` value (ties → later arrival), or the later arrival without one.
+    """
     sort_keys = [(_PARTITION, "ascending", "at_start"), (_BUCKET, "ascending", "at_start"),
                  (RECORD_KEY, "ascending", "at_start")]
     if ordering is not None:
-        sort_keys.append((ordering, "ascending", "at_start"))
+        sort_keys.append((ordering, "ascending", "at_start"))  # a null ordering value loses
     sort_keys.append((prepare.ARRIVAL_COLUMN, "ascending", "at_start"))
-    ordered = part.take(pc.sort_indices(part, sort_keys=sort_keys))
-    n = ordered.num_rows
-    if n <= 1:
-        return ordered
-    parts = ordered.column(_PARTITION).combine_chunks()
-    keys = ordered.column(RECORD_KEY).combine_chunks()
-    keep = np.ones(n, dtype=bool)  # the last row of each (partition, key) run wins
-    keep[:-1] = np.asarray(pc.not_equal(keys.slice(0, n - 1), keys.slice(1))) | np.asarray(
-        pc.not_equal(parts.slice(0, n - 1), parts.slice(1))
-    )
-    return ordered.filter(pa.array(keep))
+    names = list(dict.fromkeys(k[0] for k in sort_keys))
+    order = pc.sort_indices(rows.select(names), sort_keys=sort_keys)
+    n = len(order)
+    parts = rows.column(_PARTITION).take(order).combine_chunks()
+    keys = rows.column(RECORD_KEY).take(order).combine_chunks()
+    if n > 1:
+        keep = np.ones(n, dtype=bool)  # the last row of each (partition, key) run wins
+        keep[:-1] = np.asarray(pc.not_equal(keys.slice(0, n - 1), keys.slice(1))) | np.asarray(
+            pc.not_equal(parts.slice(0, n - 1), parts.slice(1))
+        )
+        if not keep.all():
+            order = order.filter(pa.array(keep))
+            parts = parts.filter(pa.array(keep))
+    buckets = np.asarray(rows.column(_BUCKET).take(order).combine_chunks())
+    return order, _runs(parts, buckets)
 
 
-def _split_groups(ordered: pa.Table):
-    """Yield ((partition, bucket), rows) for runs of equal (partition, bucket) in sorted rows."""
-    n = ordered.num_rows
+def _runs(parts: pa.Array, buckets: np.ndarray) -> list:
+    """``((partition, bucket), start, length)`` for each run of equal (partition, bucket)."""
+    n = len(buckets)
     if n == 0:
-        return
-    parts = ordered.column(_PARTITION).combine_chunks()
-    buckets = np.asarray(ordered.column(_BUCKET).combine_chunks())
+        return []
     change = np.zeros(n, dtype=bool)
     change[0] = True
     if n > 1:
         change[1:] = np.asarray(pc.not_equal(parts.slice(1), parts.slice(0, n - 1))) | (buckets[1:] != buckets[:-1])
     starts = np.flatnonzero(change).tolist() + [n]
-    for start, end in zip(starts[:-1], starts[1:]):
-        yield (parts[start].as_py(), int(buckets[start])), ordered.slice(start, end - start)
+    return [((parts[a].as_py(), int(buckets[a])), a, b - a) for a, b in zip(starts[:-1], starts[1:])]
