@@ -116,7 +116,21 @@ class FileSystemView:
         self.partition_depth = partition_depth
         self.as_of = as_of
         self.completion = self._visible_completions()
+        instants = self.timeline.instants
+        self.archived_before = instants[0].requested_time if instants else None
         self.replaced = self._replaced_file_groups()
+
+    def completion_of(self, instant: str) -> str | None:
+        """When ``instant`` completed, or None if it is not visible.
+
+        Instants older than the whole active timeline were archived, which only happens to
+        completed instants; their requested time stands in for the completion time.
+        """
+        done = self.completion.get(instant)
+        if done is None and self.archived_before is not None and instant < self.archived_before:
+            if self.as_of is None or instant <= self.as_of:
+                return instant
+        return done
 
     def _visible_completions(self) -> dict[str, str]:
         out = {}
@@ -155,7 +169,7 @@ class FileSystemView:
                 parsed = parse_data_file_name(name)
             except FileNameError:
                 continue  # not a Hudi data file (e.g. .hoodie_partition_metadata, _SUCCESS)
-            completion = self.completion.get(parsed.instant)
+            completion = self.completion_of(parsed.instant)
             if completion is None:
                 continue  # written by an instant that is pending, failed or after as_of
             key = (partition, parsed.file_id)

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from pyhudi.config.families import ColumnFamily
 from pyhudi.errors import SchemaError
 from pyhudi.fsview.view import FileGroup, FileSlice, FileSystemView
-from pyhudi.logformat import AvroDataBlock, CommandBlock, DataBlock, DeleteBlock, HeaderKey, LogReader
+from pyhudi.logformat import AvroDataBlock, CommandBlock, DataBlock, DeleteBlock, LogReader
 from pyhudi.read.merge import Versions, merge_versions
 from pyhudi.schema import META_FIELDS
 from pyhudi.write.prepare import record_keys
@@ -45,12 +45,12 @@ class FamilyScan:
 class SliceReader:
     """Reads file slices of one table (kernel task body; picklable settings only)."""
 
-    def __init__(self, storage, key_fields: Sequence[str], populate_meta: bool, completed: dict[str, str],
+    def __init__(self, storage, key_fields: Sequence[str], populate_meta: bool, view: FileSystemView,
                  layout_version: int) -> None:
         self.storage = storage
         self.key_fields = list(key_fields)
         self.populate_meta = populate_meta
-        self.completed = completed
+        self.view = view  # decides which instants (and so which log blocks) are visible
         self.layout_version = layout_version
 
     def _keys(self, table: pa.Table) -> pa.Array:
@@ -84,8 +84,8 @@ class SliceReader:
             table = parquet.read(columns=cols)
         return self._data_versions(table, scan)
 
-    def _block_visible(self, instant: str | None, as_of_completed: dict[str, str]) -> bool:
-        return instant is not None and instant in as_of_completed
+    def _block_visible(self, instant: str | None) -> bool:
+        return instant is not None and self.view.completion_of(instant) is not None
 
     def _read_log(self, relpath: str, scan: FamilyScan, out: list[Versions]) -> None:
         blocks = list(LogReader(self.storage, relpath))
@@ -94,7 +94,7 @@ class SliceReader:
             instant = block.instant_time
             if isinstance(block, CommandBlock) or instant in rolled_back:
                 continue
-            if not self._block_visible(instant, self.completed):
+            if not self._block_visible(instant):
                 continue  # written by an instant that never completed (or is after as_of)
             if isinstance(block, DeleteBlock):
                 deletes = block.deletes()
@@ -187,7 +187,7 @@ def read_table(table: Any, columns: Sequence[str] | None = None, filters: Sequen
     timeline = table.active_timeline()
     view = FileSystemView(table.storage, timeline, len(table.partition_fields), as_of)
     config = table.config
-    reader = SliceReader(table.storage, table.record_key_fields, config.populate_meta_fields, view.completion,
+    reader = SliceReader(table.storage, table.record_key_fields, config.populate_meta_fields, view,
                          config.layout_version)
     families = table.effective_families()
     scans = family_scans(families, schema, read_columns, table.record_key_fields, table.partition_fields,
