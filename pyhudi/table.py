@@ -285,12 +285,16 @@ class Table:
         """Declared column families; empty for a table without families (a plain Hudi table)."""
         return self.config.column_families
 
-    def effective_families(self) -> dict[str, ColumnFamily]:
-        """The families data is written in: the declared ones, or the implicit default family."""
+    def effective_families(self, schema: pa.Schema | None = None) -> dict[str, ColumnFamily]:
+        """The families data is written in: the declared ones, or the implicit default family.
+
+        Pass ``schema`` when the caller already has it (it costs a timeline read otherwise).
+        """
         families = self.column_families
         if families:
             return families
-        family = default_family(self.schema.names, self.record_key_fields, self.config.ordering_field)
+        schema = schema if schema is not None else self.schema
+        family = default_family(schema.names, self.record_key_fields, self.config.ordering_field)
         return {family.name: family}
 
     # ----------------------------------------------------------------- writes

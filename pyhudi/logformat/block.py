@@ -313,7 +313,8 @@ class DataBlock(LogBlock):
         return arrow_schema_from_avro(self.avro_schema)
 
     def read(self, columns: Sequence[str] | None = None) -> pa.Table:
-        raise NotImplementedError
+        """Decoded rows; every concrete data block (Parquet, Avro) overrides this."""
+        raise LogFormatError(f"{type(self).__name__} content cannot be decoded by pyhudi")
 
     def iter_batches(self, columns: Sequence[str] | None = None, batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
         yield from self.read(columns).to_batches(max_chunksize=batch_size)

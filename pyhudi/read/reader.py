@@ -189,7 +189,7 @@ def read_table(table: Any, columns: Sequence[str] | None = None, filters: Sequen
     config = table.config
     reader = SliceReader(table.storage, table.record_key_fields, config.populate_meta_fields, view,
                          config.layout_version)
-    families = table.effective_families()
+    families = table.effective_families(schema)
     scans = family_scans(families, schema, read_columns, table.record_key_fields, table.partition_fields,
                          config.merge_mode == "EVENT_TIME_ORDERING", config.ordering_field, with_meta)
     meta = [pa.field(n, pa.string()) for n in META_FIELDS] if with_meta else []

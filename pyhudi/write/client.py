@@ -104,6 +104,7 @@ class WriteClient:
         rows = prepare.to_arrow_table(data)
         required = table.partition_fields
         rows = prepare.conform(rows, schema, table.record_key_fields, required)
+        self._families = table.effective_families(schema)
         if operation != "delete" and len(rows.column_names) == len(table.record_key_fields) + len(
             [p for p in required if p not in table.record_key_fields]
         ):
@@ -162,7 +163,7 @@ class WriteClient:
         existing = {(g.partition_path, g.file_id): g for g in view.file_groups()}
         if operation == "delete":
             return self._plan_deletes(rows, instant, existing)
-        families = table.effective_families()
+        families = self._families
         groups: dict[tuple[str, int], list[FamilyPayload]] = {}
         present = set(rows.column_names)
         plans: dict[str | None, tuple[pa.Array, list]] = {}  # families with the same ordering share one sort
@@ -190,7 +191,7 @@ class WriteClient:
         return tasks
 
     def _plan_deletes(self, rows: pa.Table, instant: str, existing) -> list[FileGroupWriteTask]:
-        families = tuple(self.table.effective_families())
+        families = tuple(self._families)
         indices, runs = _dedupe_plan(rows, None)
         keys_sorted = rows.column(RECORD_KEY).take(indices)
         tasks = []
