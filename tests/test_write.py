@@ -770,7 +770,7 @@ def _run_concurrently(tmp_path, path, plans):
     go = tmp_path / "go"
     procs = []
     for commits in plans:
-        args = {"path": str(path), "go_file": str(go), "commits": commits}
+        args = {"path": str(path), "go_file": str(go), "commits": commits, "writers": len(plans)}
         procs.append(subprocess.Popen([PY, HELPER, "loop", json.dumps(args)], stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE))
     deadline = time.time() + 60  # start both writers at once, after both finished importing

@@ -5,7 +5,9 @@ Run as ``python tests/write_helpers.py <command> '<json args>'``:
 - ``slow_upsert``: upsert ``ids`` with ``tag`` values; after the first log file of the write is
   on storage, touch ``ready_file`` and sleep (so the test can SIGKILL a writer mid-write).
 - ``loop``: wait for ``go_file``, then run ``commits`` (each an upsert of ``columns`` for
-  ``ids`` with ``tag``, or a delete) one after the other; print one JSON line per commit.
+  ``ids`` with ``tag``, or a delete) one after the other; print one JSON line per commit. With
+  ``writers`` = N, the first commit of each writer waits before completing until all N writers
+  hold a requested instant, so their commits overlap in time whatever the scheduler does.
 
 Row values are a pure function of (column type, id, tag) — see :func:`value_of` — so the test
 process can compute exactly what each writer wrote.
@@ -122,6 +124,30 @@ def _install_pauses(pauses: Sequence[str], signal_dir: str) -> None:
         client.delete_markers = delete_markers
 
 
+def _install_first_commit_barrier(go_file: str, writers: int) -> None:
+    """Before the first deltacommit completes, touch ``<go_file>.at_complete.<pid>`` and wait
+    until ``writers`` such files exist: every writer then started a commit before any completes."""
+    import glob
+
+    from pyhudi.timeline.timeline import Timeline
+
+    original_complete = Timeline.complete
+    state = {"done": False}
+
+    def complete(self, instant, content):
+        if str(instant.action) == "deltacommit" and not state["done"]:
+            state["done"] = True
+            _signal(f"{go_file}.at_complete.{os.getpid()}")
+            deadline = time.time() + 30
+            while len(glob.glob(f"{go_file}.at_complete.*")) < writers:
+                if time.time() > deadline:
+                    raise SystemExit("the other writers never reached completion")
+                time.sleep(0.005)
+        return original_complete(self, instant, content)
+
+    Timeline.complete = complete
+
+
 def _result_json(table, result) -> str:
     return json.dumps({
         "instant": result.instant,
@@ -150,6 +176,8 @@ def main(argv: list[str]) -> int:
         print(_result_json(table, table.last_write), flush=True)
         return 0
     if command == "loop":
+        if args.get("writers"):
+            _install_first_commit_barrier(args["go_file"], args["writers"])
         table.active_timeline()  # warm up imports and the first listing before signalling readiness
         with open(f"{args['go_file']}.ready.{os.getpid()}", "w"):
             pass
