@@ -123,7 +123,8 @@ def test_plain_table_phases_read_by_hudi_rs(tmp_path):
     assert sorted((s.file_id, token_of(s.file_name)) for s in statuses) == sorted(
         (fid(b), f"{task}-1-0") for b in (0, 1) for task in range(3))
     client.commit(txn, statuses)
-    assert hudi_rows(t.path, ["id", "v", "s"]) == _plain_expected((range(10), 1), (range(10, 20), 2), (range(20, 30), 3))
+    expected = _plain_expected((range(10), 1), (range(10, 20), 2), (range(20, 30), 3))
+    assert hudi_rows(t.path, ["id", "v", "s"]) == expected
 
 
 # ------------------------------------------------------------------------------ abort
@@ -138,7 +139,8 @@ def test_abort_deletes_everything_and_rolls_the_instant_back(tmp_path):
     client.abort(txn)
     assert data_files(t.path) == before
     assert read_sorted(t) == expected_rows(range(6))
-    assert [(str(i.action), str(i.state)) for i in t.timeline] == [("deltacommit", "COMPLETED"), ("rollback", "COMPLETED")]
+    assert [(str(i.action), str(i.state)) for i in t.timeline] == [
+        ("deltacommit", "COMPLETED"), ("rollback", "COMPLETED")]
     md = t.active_timeline().read_metadata(t.timeline[1])
     assert md.commits_rollback == [txn.instant]
     assert sorted(f for p in md.partition_metadata.values() for f in p.success_delete_files) == sorted(

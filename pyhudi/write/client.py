@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 
 from pyhudi.engine.base import Engine, get_engine
-from pyhudi.errors import CommitConflictError, ConfigError, TimelineError
+from pyhudi.errors import CommitConflictError, TimelineError
 from pyhudi.schema import avro_schema_json
 from pyhudi.storage.naming import PARTITION_METAFILE
 from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
@@ -93,11 +93,6 @@ class WriteClient:
         self.options = {**table.properties, **{k: str(v) for k, v in (options or {}).items()}}
         self.on_commit = on_commit
         self._open: dict[str, _OpenTxn] = {}
-        if table.num_buckets is None:
-            raise ConfigError(
-                f"table {table.name!r} has no bucket index: pyhudi writes bucketed merge-on-read tables "
-                "(create it with num_buckets=...)"
-            )
 
     # ------------------------------------------------------------------ one call
     def write(self, data: Any, operation: str) -> WriteResult:

@@ -168,7 +168,8 @@ class FileGroupWriteTask:
         else:
             name = LogFileName(self.file_id, self.instant, 1, self.write_token, family).name
             table = self._with_meta(data, self.file_id)
-            header = data_block_header(self.instant, table.schema, table_name=self.table_name, is_partial=payload.is_partial)
+            header = data_block_header(self.instant, table.schema, table_name=self.table_name,
+                                       is_partial=payload.is_partial)
             block = ParquetDataBlock(table, header, table_name=self.table_name, **self.parquet_options)
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
             size = write_log_file(storage, self._relpath(name), [block])

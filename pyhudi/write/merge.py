@@ -94,7 +94,9 @@ def merge_into_base(
 ) -> MergeOutcome:
     """Apply ``updates`` (``_hoodie_record_key`` + columns, one row per key) and ``delete_keys``
     to ``old`` (a base file read whole, meta columns first)."""
-    data_schema = file_schema if file_schema is not None else pa.schema([f for f in old.schema if f.name not in META_FIELDS])
+    if file_schema is None:
+        file_schema = pa.schema([f for f in old.schema if f.name not in META_FIELDS])
+    data_schema = file_schema
     old_keys = old.column(RECORD_KEY)
     replaced = np.zeros(old.num_rows, dtype=bool)
     num_deletes = 0
@@ -120,7 +122,8 @@ def merge_into_base(
         for name in absent:  # a partial update keeps the stored values of the columns it lacks
             stored = old.column(name).take(positions)
             index = new_data.schema.get_field_index(name)
-            new_data = new_data.set_column(index, new_data.schema.field(index), stored.cast(new_data.schema.field(index).type))
+            target = new_data.schema.field(index)
+            new_data = new_data.set_column(index, target, stored.cast(target.type))
     kept = old.filter(pa.array(~replaced)) if replaced.any() else old
     kept = _conform_kept(kept, data_schema)
     return MergeOutcome(kept, new_data, data_schema, num_inserts, num_updates, num_deletes)

@@ -185,7 +185,8 @@ def _file_group_runs(file_ids: pa.Array) -> list[tuple[str, np.ndarray]]:
     return [(ids[a].as_py(), positions[a:b]) for a, b in zip(starts[:-1], starts[1:])]
 
 
-def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for: TokenFor) -> list[FileGroupWriteTask]:
+def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
+                      token_for: TokenFor) -> list[FileGroupWriteTask]:
     """Route rows of a table without a bucket index (one implicit family, see module docstring)."""
     (family,) = txn.families.values()
     key_fields, partition_fields = txn.config.record_key_fields, txn.config.partition_fields
@@ -236,5 +237,6 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing, token
     for (partition, _), start, length in runs_of(insert_parts, np.zeros(len(insert_parts), dtype=np.int64)):
         for offset in range(start, start + length, per_file):
             chunk = inserts.slice(offset, min(per_file, start + length - offset))
-            add(partition, new_file_id(0), KIND_CREATE, payloads=[FamilyPayload(family.name, chunk, False, file_schema)])
+            payload = FamilyPayload(family.name, chunk, False, file_schema)
+            add(partition, new_file_id(0), KIND_CREATE, payloads=[payload])
     return tasks

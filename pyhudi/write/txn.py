@@ -104,7 +104,9 @@ class WriteTxn:
         rows = prepare.conform(prepare.to_arrow_table(data), self.schema, key_fields, partition_fields)
         implicit = set(key_fields) | set(partition_fields)
         if self.operation != "delete" and not [c for c in rows.column_names if c not in implicit]:
-            raise SchemaError("input has only record key and partition columns: nothing to write (use delete to delete)")
+            raise SchemaError(
+                "input has only record key and partition columns: nothing to write (use delete to delete)"
+            )
         keys = prepare.record_keys(rows, key_fields)
         paths = prepare.partition_paths(rows, partition_fields, config.hive_style_partitioning)
         if config.num_buckets is not None:
@@ -136,7 +138,8 @@ class WriteTxn:
         planner = plan_bucketed if self.config.num_buckets is not None else plan_simple_index
         return planner(self, prepared, existing, token_for)
 
-    def write_rows(self, rows: Any, task_id: int = 0, attempt: int = 0, stage: int = DEFAULT_STAGE) -> list[WriteStatus]:
+    def write_rows(self, rows: Any, task_id: int = 0, attempt: int = 0,
+                   stage: int = DEFAULT_STAGE) -> list[WriteStatus]:
         """Executor side: write ``rows`` (any subset of the commit's rows) for this instant.
 
         ``task_id`` / ``attempt`` / ``stage`` form the write token of every file written, so two
