@@ -30,10 +30,19 @@ from pyhudi.config.families import ColumnFamily
 from pyhudi.config.keys import ConfigKey
 from pyhudi.fsview.view import FileGroup
 from pyhudi.index.simple import tag_locations
+from pyhudi.logformat import parquet_options_for
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import bucket_file_id, new_file_id
 from pyhudi.write import prepare
-from pyhudi.write.handle import KIND_APPEND, KIND_CREATE, KIND_DELETE, KIND_MERGE, FamilyPayload, FileGroupWriteTask
+from pyhudi.write.handle import (
+    KIND_APPEND,
+    KIND_CREATE,
+    KIND_DELETE,
+    KIND_MERGE,
+    META_PARQUET_OPTIONS,
+    FamilyPayload,
+    FileGroupWriteTask,
+)
 
 if TYPE_CHECKING:
     from pyhudi.write.txn import WriteTxn
@@ -151,9 +160,12 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         if ordering not in plans:
             plans[ordering] = dedupe_plan(rows, ordering)
         indices, runs = plans[ordering]
-        family_rows = rows.select([RECORD_KEY, *cols]).take(indices)
-        for group, start, length in runs:
-            payload = FamilyPayload(family.name, family_rows.slice(start, length), len(given) < len(own), file_schema)
+        source = rows.select([RECORD_KEY, *cols])
+        options = parquet_options_for(source, fixed=META_PARQUET_OPTIONS)  # once per family, not per file
+        for group, start, length in runs:  # the gather runs in the task (see FamilyPayload)
+            payload = FamilyPayload(family.name, None, len(given) < len(own), file_schema, source=source,
+                                    indices=indices.slice(start, length), plan=f"plan:{ordering!r}",
+                                    parquet_options=options)
             groups.setdefault(group, []).append(payload)
     tasks = []
     for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):
