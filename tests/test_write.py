@@ -530,8 +530,8 @@ def test_failed_write_is_rolled_back_and_next_write_succeeds(tmp_path, monkeypat
     written = []
     lock = threading.Lock()
 
-    def failing(storage, relpath, blocks_):
-        size = original(storage, relpath, blocks_)
+    def failing(storage, relpath, blocks_, **kwargs):
+        size = original(storage, relpath, blocks_, **kwargs)
         with lock:
             written.append(relpath)
             first = len(written) == 1
@@ -975,3 +975,27 @@ def test_local_engine_parallelism_one_matches_default(tmp_path):
     c1, c2 = _family_contents(t1, i1), _family_contents(t2, i2)
     assert len(c1) == 9
     assert c1 == c2
+
+
+def test_fsync_data_files_option(tmp_path, monkeypatch):
+    """Data files are fsynced only with hoodie.pyhudi.fsync.data.files=true (base and log files)."""
+    synced = []
+    original = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return original(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    t = fam_table(tmp_path, num_buckets=2)
+    t.bulk_insert(full_rows(range(4)))
+    t.upsert(full_rows(range(4), tag=1))
+    root = str(Path(t.path).resolve())
+    assert not [p for p in synced if p.startswith(root) and "/.hoodie/" not in p]
+    t.upsert(full_rows(range(4), tag=2), options={"hoodie.pyhudi.fsync.data.files": "true"})
+    t2 = pyhudi.create_table(str(tmp_path / "b"), PLAIN_SCHEMA, "id", name="b", num_buckets=1)
+    t2.bulk_insert(make_rows(PLAIN_SCHEMA, ["id", "v", "s"], range(3), 1), options={"hoodie.pyhudi.fsync.data.files": True})
+    data_synced = {p for p in synced if "/.hoodie/" not in p}
+    assert data_synced == {str(Path(t.path).resolve() / f) for f in t.last_write.files} | {
+        str(Path(t2.path).resolve() / f) for f in t2.last_write.files}
+    assert len(data_synced) == 2 * 3 + 1

@@ -351,7 +351,7 @@ def default_parquet_options(schema: pa.Schema) -> dict[str, Any]:
     return {"compression": "snappy", "use_dictionary": binary_like}
 
 
-_SAMPLE_ROWS = 2048
+_SAMPLE_ROWS = 512
 _DICTIONARY_MAX_DISTINCT = 0.25
 """A column gets a dictionary when a sample of it has at most this share of distinct values."""
 _COMPRESS_MIN_SAVING = 0.10
@@ -373,6 +373,25 @@ def _sample_bytes(sample: pa.Array) -> bytes | None:
     if len(buffers) == 3 and buffers[2] is not None:  # variable width: the character data
         return buffers[2].to_pybytes()
     return None
+
+
+def _distinct_counts(samples: pa.Table) -> dict[str, int]:
+    """Distinct non-null values per sample column; numeric columns of one dtype in one NumPy sort."""
+    counts: dict[str, int] = {}
+    by_dtype: dict[Any, list[tuple[str, np.ndarray]]] = {}
+    for name, column in zip(samples.column_names, samples.columns):
+        chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+        numeric = pa.types.is_integer(chunk.type) or pa.types.is_floating(chunk.type) or pa.types.is_temporal(chunk.type)
+        if numeric and chunk.null_count == 0 and len(chunk):
+            values = chunk.to_numpy(zero_copy_only=False)
+            by_dtype.setdefault(values.dtype, []).append((name, values))
+        else:
+            counts[name] = len(pc.unique(chunk.drop_null()))
+    for columns in by_dtype.values():
+        matrix = np.sort(np.stack([values for _, values in columns]), axis=1)
+        distinct = 1 + np.count_nonzero(matrix[:, 1:] != matrix[:, :-1], axis=1)
+        counts.update((name, int(d)) for (name, _), d in zip(columns, distinct))
+    return counts
 
 
 def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] | None = None) -> dict[str, Any]:
@@ -402,6 +421,7 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
     samples = table.select(sampled).take(pa.array(np.arange(0, n, step, dtype=np.int64))).combine_chunks()
     dictionary = [name for name, (use, _) in fixed.items() if use]
     compression = {name: codec for name, (_, codec) in fixed.items()}
+    distinct = _distinct_counts(samples)
     for field in table.schema:
         name = field.name
         if name in fixed:
@@ -414,7 +434,7 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
             continue
         sample = samples.column(name).chunk(0)
         valid = len(sample) - sample.null_count
-        if valid == 0 or pc.count_distinct(sample).as_py() <= valid * _DICTIONARY_MAX_DISTINCT:
+        if valid == 0 or distinct[name] <= valid * _DICTIONARY_MAX_DISTINCT:
             dictionary.append(name)
             continue
         raw = _sample_bytes(sample)

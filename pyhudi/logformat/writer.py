@@ -121,9 +121,9 @@ def _part_size(part: bytes | pa.Buffer) -> int:
     return part.size if isinstance(part, pa.Buffer) else len(part)
 
 
-def _create_local(path: str, parts: Sequence[bytes | pa.Buffer]) -> None:
-    """Exclusive create (``O_EXCL``), the parts written in place (no joined copy), then fsync —
-    Hudi's log writer syncs every block it writes. A failed write removes its partial file."""
+def _create_local(path: str, parts: Sequence[bytes | pa.Buffer], fsync: bool) -> None:
+    """Exclusive create (``O_EXCL``), the parts written in place (no joined copy), optionally
+    fsynced. A failed write removes its partial file."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -134,7 +134,8 @@ def _create_local(path: str, parts: Sequence[bytes | pa.Buffer]) -> None:
             for part in parts:
                 fh.write(part)
             fh.flush()
-            os.fsync(fh.fileno())
+            if fsync:
+                os.fsync(fh.fileno())
     except BaseException:
         try:
             os.unlink(path)
@@ -143,19 +144,20 @@ def _create_local(path: str, parts: Sequence[bytes | pa.Buffer]) -> None:
         raise
 
 
-def write_log_file(storage: Storage, relpath: str, blocks: Sequence[LogBlock]) -> int:
+def write_log_file(storage: Storage, relpath: str, blocks: Sequence[LogBlock], *, fsync: bool = False) -> int:
     """Create a NEW log file holding ``blocks``; returns the bytes written.
 
     The file is created exclusively, so two writers racing for the same log name cannot
     interleave: the loser gets :class:`~pyhudi.errors.AlreadyExistsError`. A writer that dies
     mid-file leaves a torn file of an instant that never completes: readers never see it (its
     instant is not on the completed timeline) and the rollback deletes it through its marker.
+    ``fsync`` forces the file to disk before returning (local file systems).
     """
     if not blocks:
         raise LogFormatError(f"refusing to write an empty log file {relpath!r}")
     parts = [part for block in blocks for part in _frame_parts(block)]
     if storage.is_local:
-        _create_local(storage.full_path(relpath), parts)
+        _create_local(storage.full_path(relpath), parts, fsync)
     else:
         storage.create_if_absent(relpath, b"".join(parts))
     return sum(_part_size(p) for p in parts)

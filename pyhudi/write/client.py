@@ -30,6 +30,7 @@ from pyhudi.errors import CommitConflictError, TimelineError
 from pyhudi.schema import avro_schema_json
 from pyhudi.storage.naming import PARTITION_METAFILE
 from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
+from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.handle import KIND_MERGE, WriteStatus
 from pyhudi.write.markers import delete_markers, list_markers
 from pyhudi.write.rollback import (
@@ -81,6 +82,7 @@ class _OpenTxn:
     heartbeat: Heartbeat
     started: float
     rolled_back: list[str]
+    timeline: Timeline  # listed at begin: planning and commit reuse it (completion re-lists under the lock)
 
 
 class WriteClient:
@@ -105,7 +107,7 @@ class WriteClient:
         txn = self.begin(operation, schema=schema)
         self._open[txn.instant].started = started
         try:
-            tasks = txn.plan_tasks(prepared)
+            tasks = txn.plan_tasks(prepared, timeline=self._open[txn.instant].timeline)
             statuses = [s for batch in self.engine.run_tasks(tasks) for s in batch]
         except BaseException:
             self.abort(txn)
@@ -122,7 +124,7 @@ class WriteClient:
         timeline = table.active_timeline()
         rolled_back = rollback_failed_writes(
             table.storage, timeline, FAILED_WRITES_POLICY.get(self.options),
-            HEARTBEAT_INTERVAL_MS.get(self.options), HEARTBEAT_TOLERABLE_MISSES.get(self.options),
+            HEARTBEAT_INTERVAL_MS.get(self.options), HEARTBEAT_TOLERABLE_MISSES.get(self.options), reload=False,
         )
         # The heartbeat starts before the instant exists, so a lazy cleaner never sees a pending
         # instant of a live writer without a fresh heartbeat.
@@ -134,7 +136,7 @@ class WriteClient:
         except BaseException:
             heartbeat.stop()
             raise
-        self._open[requested_time] = _OpenTxn(heartbeat, started, rolled_back)
+        self._open[requested_time] = _OpenTxn(heartbeat, started, rolled_back, timeline)
         return self._txn(operation, schema, instant=requested_time)
 
     def commit(self, txn: WriteTxn, statuses: Sequence[WriteStatus]) -> WriteResult:
@@ -146,7 +148,7 @@ class WriteClient:
         """
         state = self._open.pop(txn.instant, None)
         storage = self.table.storage
-        timeline = self.table.active_timeline()
+        timeline = state.timeline if state is not None else self.table.active_timeline()
         pending = timeline.get(txn.instant)
         if pending is None or not pending.is_inflight:
             if state is not None:

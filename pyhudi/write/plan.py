@@ -33,12 +33,12 @@ from pyhudi.index.simple import tag_locations
 from pyhudi.logformat import parquet_options_for
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import bucket_file_id, new_file_id
-from pyhudi.write import prepare
 from pyhudi.write.handle import (
     KIND_APPEND,
     KIND_CREATE,
     KIND_DELETE,
     KIND_MERGE,
+    FSYNC_DATA_FILES,
     META_PARQUET_OPTIONS,
     FamilyPayload,
     FileGroupWriteTask,
@@ -77,11 +77,12 @@ def dedupe_plan(rows: pa.Table, ordering: str | None) -> tuple[pa.Array, list[Ru
 
     Latest = highest ``ordering`` value (ties → later arrival), or the later arrival without one.
     """
-    sort_keys = [(PARTITION_COLUMN, "ascending", "at_start"), (BUCKET_COLUMN, "ascending", "at_start"),
-                 (RECORD_KEY, "ascending", "at_start")]
+    sort_keys = [(BUCKET_COLUMN, "ascending", "at_start"), (RECORD_KEY, "ascending", "at_start")]
+    if len(pc.unique(rows.column(PARTITION_COLUMN))) > 1:
+        sort_keys.insert(0, (PARTITION_COLUMN, "ascending", "at_start"))
     if ordering is not None:
         sort_keys.append((ordering, "ascending", "at_start"))  # a null ordering value loses
-    sort_keys.append((prepare.ARRIVAL_COLUMN, "ascending", "at_start"))
+    # sort_indices is stable: rows equal on every key stay in arrival order (the later one wins)
     names = list(dict.fromkeys(k[0] for k in sort_keys))
     order = pc.sort_indices(rows.select(names), sort_keys=sort_keys)
     n = len(order)
@@ -123,7 +124,8 @@ def _task(txn: "WriteTxn", partition: str, file_id: str, kind: str, existing: Ex
     return FileGroupWriteTask(
         base_uri=txn.base_uri, instant=txn.instant, table_name=txn.config.name, partition_path=partition,
         file_id=file_id, kind=kind, write_token=token, base_file=base.name.name if base else "",
-        prev_commit=base.instant if base else "null", is_new_file_group=group is None, **kwargs,
+        prev_commit=base.instant if base else "null", is_new_file_group=group is None,
+        fsync=FSYNC_DATA_FILES.get(txn.options), **kwargs,
     )
 
 

@@ -17,10 +17,6 @@ from pyhudi.errors import PathEscapeError, SchemaError
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
 
-ARRIVAL_COLUMN = "__pyhudi_arrival"
-"""Temporary column holding each row's arrival position (ties in ordering → later arrival wins)."""
-
-
 def to_arrow_table(data: Any) -> pa.Table:
     """Accept a pyarrow Table/RecordBatch/RecordBatchReader, an iterable of batches, or pandas."""
     if isinstance(data, pa.Table):
@@ -152,33 +148,3 @@ def check_partition_values(paths: Iterable[str], partition_fields: Sequence[str]
                 f"partition path {path!r} built from columns {', '.join(partition_fields)} cannot be used: "
                 "partition values may not contain '/', '\\\\' or NUL, nor be '.' or '..'"
             )
-
-
-def with_arrival(data: pa.Table) -> pa.Table:
-    return data.append_column(ARRIVAL_COLUMN, pa.array(np.arange(data.num_rows, dtype=np.int64)))
-
-
-def latest_per_key(data: pa.Table, key_column: str, ordering: str | None) -> pa.Table:
-    """Sort by key and keep one row per key: the highest ``ordering`` value, ties → later arrival.
-
-    Without an ordering column the later arrival wins (commit-time semantics within a batch).
-    The result is sorted by key, which is the order every pyhudi data file is written in.
-    """
-    if ARRIVAL_COLUMN not in data.column_names:
-        data = with_arrival(data)
-    sort_keys = [(key_column, "ascending", "at_start")]
-    if ordering is not None:
-        sort_keys.append((ordering, "ascending", "at_start"))  # a null ordering value loses
-    sort_keys.append((ARRIVAL_COLUMN, "ascending", "at_start"))
-    order = pc.sort_indices(data, sort_keys=sort_keys)
-    ordered = data.take(order)
-    keys = ordered.column(key_column)
-    n = ordered.num_rows
-    if n <= 1:
-        return ordered
-    keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-    last = np.ones(n, dtype=bool)
-    last[:-1] = np.asarray(pc.not_equal(keys.slice(0, n - 1), keys.slice(1)))
-    if last.all():
-        return ordered
-    return ordered.filter(pa.array(last))

@@ -149,12 +149,17 @@ def execute_rollback(storage: Storage, timeline: Timeline, rollback: Instant, pl
 
 
 def rollback_failed_writes(
-    storage: Storage, timeline: Timeline, policy: str, interval_ms: int, misses: int, exclude: str | None = None
+    storage: Storage, timeline: Timeline, policy: str, interval_ms: int, misses: int, exclude: str | None = None,
+    reload: bool = True,
 ) -> list[str]:
-    """Roll back pending write instants per ``policy``; returns the rolled-back instant times."""
+    """Roll back pending write instants per ``policy``; returns the rolled-back instant times.
+
+    ``reload=False`` when ``timeline`` was just listed (saves a listing per commit).
+    """
     if policy == "NEVER":
         return []
-    timeline.reload()
+    if reload:
+        timeline.reload()
     done = []
     for instant in timeline.pending():  # rollbacks interrupted after claiming their target
         if instant.action == Action.ROLLBACK and instant.is_inflight:
@@ -166,7 +171,8 @@ def rollback_failed_writes(
                         timeline.delete_pending(target)
                     execute_rollback(storage, timeline, instant, plan)
                     done.append(plan.instant_to_rollback.commit_time)
-    timeline.reload()
+    if done:
+        timeline.reload()
     for instant in timeline.pending():
         if instant.action not in WRITE_ACTIONS or instant.requested_time == exclude:
             continue
