@@ -999,3 +999,26 @@ def test_fsync_data_files_option(tmp_path, monkeypatch):
     assert data_synced == {str(Path(t.path).resolve() / f) for f in t.last_write.files} | {
         str(Path(t2.path).resolve() / f) for f in t2.last_write.files}
     assert len(data_synced) == 2 * 3 + 1
+
+
+def test_per_column_encodings_stay_readable_by_hudi_rs(tmp_path):
+    """Uncompressed random doubles, dictionary-encoded repeats and snappy strings in one block."""
+    import numpy as np
+
+    n = 3000
+    rng = np.random.default_rng(5)
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("x", pa.float64()), ("cat", pa.float64()),
+                        ("s", pa.string())])
+    rows = pa.table({"id": pa.array(np.arange(n)), "x": rng.random(n), "cat": rng.integers(0, 3, n).astype(float),
+                     "s": [f"name-{i % 7}-{i}" for i in range(n)]}, schema=schema)
+    t = pyhudi.create_table(str(tmp_path / "enc"), schema, "id", name="enc", num_buckets=1)
+    t.upsert(rows)
+    block = only_block(t, t.last_write.files[0])
+    meta = block.parquet_file().metadata.row_group(0)
+    chunks = {meta.column(i).path_in_schema: meta.column(i) for i in range(meta.num_columns)}
+    assert (chunks["x"].compression, chunks["x"].has_dictionary_page) == ("UNCOMPRESSED", False)
+    assert (chunks["cat"].compression, chunks["cat"].has_dictionary_page) == ("SNAPPY", True)
+    assert (chunks["s"].compression, chunks["s"].has_dictionary_page) == ("SNAPPY", False)
+    assert chunks["_hoodie_commit_time"].has_dictionary_page and not chunks["_hoodie_commit_seqno"].has_dictionary_page
+    assert hudi_rows(t.path, ["id", "x", "cat", "s"]) == rows.to_pylist()
+    assert t.read().sort_by("id").equals(rows)

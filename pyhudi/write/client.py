@@ -4,8 +4,8 @@ Phases (CONTRACTS C2), so a distributed engine can write files on executors and 
 the driver:
 
 - :meth:`WriteClient.begin` — roll back failed writes (eager policy, or expired heartbeats
-  under the lazy one), start the heartbeat, create the requested and inflight instant; returns
-  a picklable :class:`~pyhudi.write.txn.WriteTxn`;
+  under the lazy one), start the heartbeat (lazy policy), create the requested and inflight
+  instant; returns a picklable :class:`~pyhudi.write.txn.WriteTxn`;
 - :meth:`WriteTxn.write_rows <pyhudi.write.txn.WriteTxn.write_rows>` — executor side: prepare,
   de-duplicate, sort and write files for any subset of the rows; returns write statuses;
 - :meth:`WriteClient.commit` — reconcile against markers (files no status names — failed or
@@ -122,14 +122,16 @@ class WriteClient:
         table = self.table
         schema = schema if schema is not None else table.schema
         timeline = table.active_timeline()
+        policy = FAILED_WRITES_POLICY.get(self.options)
         rolled_back = rollback_failed_writes(
-            table.storage, timeline, FAILED_WRITES_POLICY.get(self.options),
+            table.storage, timeline, policy,
             HEARTBEAT_INTERVAL_MS.get(self.options), HEARTBEAT_TOLERABLE_MISSES.get(self.options), reload=False,
         )
         # The heartbeat starts before the instant exists, so a lazy cleaner never sees a pending
         # instant of a live writer without a fresh heartbeat.
         requested_time = timeline.new_instant_time()
-        heartbeat = Heartbeat(table.storage, requested_time, HEARTBEAT_INTERVAL_MS.get(self.options)).start()
+        heartbeat = Heartbeat(table.storage, requested_time, HEARTBEAT_INTERVAL_MS.get(self.options),
+                              enabled=policy == "LAZY").start()
         try:
             instant = timeline.create_requested(write_action(table.config), requested_time)
             timeline.transition_to_inflight(instant)
