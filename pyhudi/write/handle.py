@@ -89,10 +89,18 @@ class FamilyPayload:
     plan: str | None = None
     parquet_options: dict[str, Any] = field(default_factory=dict)
 
-    def rows(self) -> pa.Table:
+    def rows(self, keys: dict | None = None) -> pa.Table:
+        """The rows; ``keys`` (plan → gathered record keys) shares the key gather within a task."""
         if self.data is None:
             assert self.source is not None and self.indices is not None
-            self.data = self.source.take(self.indices)
+            cached = keys.get(self.plan) if keys is not None and self.plan is not None else None
+            if cached is None:
+                self.data = self.source.take(self.indices)
+                if keys is not None and self.plan is not None:
+                    keys[self.plan] = self.data.column(RECORD_KEY)
+            else:
+                rest = self.source.drop_columns([RECORD_KEY]).take(self.indices)
+                self.data = rest.add_column(0, self.source.schema.field(RECORD_KEY), cached)
             self.source = self.indices = None
         return self.data
 
@@ -227,8 +235,8 @@ class FileGroupWriteTask:
     def _write_family(self, storage: Storage, payload: FamilyPayload, meta_cache: dict | None = None) -> WriteStatus:
         started = time.perf_counter()
         family = payload.family or None
-        data = payload.rows()
         cache = meta_cache if meta_cache is not None else {}
+        data = payload.rows(cache.setdefault("keys", {}))
         if self.kind == KIND_CREATE:
             name = BaseFileName(self.file_id, self.write_token, self.instant, family).name
             if payload.file_schema is not None:  # a base file holds every column of its family
