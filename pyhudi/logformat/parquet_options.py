@@ -69,7 +69,8 @@ def _distinct_counts(samples: pa.Table) -> dict[str, int]:
     by_dtype: dict[Any, list[tuple[str, np.ndarray]]] = {}
     for name, column in zip(samples.column_names, samples.columns):
         chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-        numeric = pa.types.is_integer(chunk.type) or pa.types.is_floating(chunk.type) or pa.types.is_temporal(chunk.type)
+        t = chunk.type
+        numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
         if numeric and chunk.null_count == 0 and len(chunk):
             values = chunk.to_numpy(zero_copy_only=False)
             by_dtype.setdefault(values.dtype, []).append((name, values))

@@ -43,6 +43,7 @@ from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import BaseFileName, LogFileName, WriteToken
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
+from pyhudi.write.prepare import latest_sorted
 
 KIND_APPEND = "append"  # log data blocks (upsert / insert on merge-on-read)
 KIND_DELETE = "delete"  # delete blocks to every family of the file group
@@ -75,9 +76,11 @@ class FamilyPayload:
     ``file_schema`` is every data column of the family's files (base files hold all of them).
 
     The rows may be given lazily as ``source.take(indices)``, so the gather runs inside the task
-    (in parallel on the engine's workers); pickling materialises them, so a shipped task carries
-    only its own rows. Payloads of one task with the same ``plan`` hold the same keys in the same
-    order, so their meta columns are built once.
+    (in parallel on the engine's workers); with ``sort_by = (ordering,)`` the task first sorts
+    them by key and keeps the latest row per key (:func:`~pyhudi.write.prepare.latest_sorted`).
+    Pickling materialises them, so a shipped task carries only its own rows. Payloads of one
+    task with the same ``plan`` hold the same keys in the same order: their key sort, key
+    gather and meta columns are computed once.
     """
 
     family: str
@@ -88,11 +91,28 @@ class FamilyPayload:
     indices: pa.Array | None = None
     plan: str | None = None
     parquet_options: dict[str, Any] = field(default_factory=dict)
+    sort_by: tuple[str | None] | None = None
+
+    def _sorted_indices(self, cache: dict | None) -> pa.Array:
+        """``indices`` in key order, latest row per key (shared by the payloads of one plan)."""
+        assert self.source is not None and self.indices is not None and self.sort_by is not None
+        found = cache.get(("order", self.plan)) if cache is not None and self.plan is not None else None
+        if found is None:
+            (ordering,) = self.sort_by
+            columns = [RECORD_KEY] if ordering is None else [RECORD_KEY, ordering]
+            order = latest_sorted(self.source.select(columns).take(self.indices), ordering)
+            found = self.indices.take(pa.array(order))
+            if cache is not None and self.plan is not None:
+                cache[("order", self.plan)] = found
+        return found
 
     def rows(self, keys: dict | None = None) -> pa.Table:
-        """The rows; ``keys`` (plan → gathered record keys) shares the key gather within a task."""
+        """The rows; ``keys`` (a per-task cache) shares the key sort and gather within a task."""
         if self.data is None:
             assert self.source is not None and self.indices is not None
+            if self.sort_by is not None:
+                self.indices = self._sorted_indices(keys)
+                self.sort_by = None
             cached = keys.get(self.plan) if keys is not None and self.plan is not None else None
             if cached is None:
                 self.data = self.source.take(self.indices)
@@ -213,7 +233,8 @@ class FileGroupWriteTask:
             record = cache[payload.plan] = self._record_meta(data.column(RECORD_KEY))
         names = cache.get((payload.plan, file_name_value))
         if names is None:
-            names = cache[(payload.plan, file_name_value)] = pa.repeat(pa.scalar(file_name_value, pa.string()), len(data))
+            names = pa.repeat(pa.scalar(file_name_value, pa.string()), len(data))
+            cache[(payload.plan, file_name_value)] = names
         return [*record, names]
 
     def _options(self, payload: FamilyPayload | None) -> dict[str, Any]:

@@ -34,11 +34,11 @@ from pyhudi.logformat import parquet_options_for
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import bucket_file_id, new_file_id
 from pyhudi.write.handle import (
+    FSYNC_DATA_FILES,
     KIND_APPEND,
     KIND_CREATE,
     KIND_DELETE,
     KIND_MERGE,
-    FSYNC_DATA_FILES,
     META_PARQUET_OPTIONS,
     FamilyPayload,
     FileGroupWriteTask,
@@ -100,6 +100,30 @@ def dedupe_plan(rows: pa.Table, ordering: str | None) -> tuple[pa.Array, list[Ru
     return order, runs_of(parts, buckets)
 
 
+def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
+    """Row positions grouped by (partition, bucket) — groups in (partition, bucket) order, rows in
+    arrival order within a group — and the runs ``((partition, bucket), start, length)``.
+
+    A counting-style NumPy sort on one integer per row; the key sort and de-duplication of each
+    group happen in its task (:func:`latest_sorted`), in parallel.
+    """
+    n = rows.num_rows
+    buckets = np.asarray(rows.column(BUCKET_COLUMN).combine_chunks(), dtype=np.int64)
+    encoded = pc.dictionary_encode(rows.column(PARTITION_COLUMN).combine_chunks())
+    names = encoded.dictionary
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[np.asarray(pc.sort_indices(names))] = np.arange(len(names))  # partition → its sorted rank
+    group = rank[np.asarray(encoded.indices, dtype=np.int64)] * (int(buckets.max(initial=0)) + 1) + buckets
+    order = np.argsort(group, kind="stable")
+    if n == 0:
+        return order, []
+    ordered = group[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]])).tolist() + [n]
+    codes = np.asarray(encoded.indices)[order]
+    return order, [((names[int(codes[a])].as_py(), int(buckets[order[a]])), a, b - a)
+                   for a, b in zip(starts[:-1], starts[1:])]
+
+
 def runs_of(parts: pa.Array, buckets: np.ndarray) -> list[Run]:
     """``((partition, bucket), start, length)`` for each run of equal (partition, bucket)."""
     n = len(buckets)
@@ -149,7 +173,7 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         ]
     groups: dict[tuple[str, int], list[FamilyPayload]] = {}
     present = set(rows.column_names)
-    plans: dict[str | None, tuple[pa.Array, list]] = {}  # families with the same ordering share one sort
+    positions, runs = group_plan(rows)
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
         given = [c for c in own if c in present]
@@ -159,15 +183,12 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         cols = [c for c in file_columns if c in present]
         file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
         ordering = family.ordering_field if family.ordering_field in present else None
-        if ordering not in plans:
-            plans[ordering] = dedupe_plan(rows, ordering)
-        indices, runs = plans[ordering]
         source = rows.select([RECORD_KEY, *cols])
         options = parquet_options_for(source, fixed=META_PARQUET_OPTIONS)  # once per family, not per file
-        for group, start, length in runs:  # the gather runs in the task (see FamilyPayload)
+        for group, start, length in runs:  # sort, de-duplication and gather run in the task
             payload = FamilyPayload(family.name, None, len(given) < len(own), file_schema, source=source,
-                                    indices=indices.slice(start, length), plan=f"plan:{ordering!r}",
-                                    parquet_options=options)
+                                    indices=pa.array(positions[start:start + length]), plan=f"plan:{ordering!r}",
+                                    parquet_options=options, sort_by=(ordering,))
             groups.setdefault(group, []).append(payload)
     tasks = []
     for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):

@@ -17,6 +17,7 @@ from pyhudi.errors import PathEscapeError, SchemaError
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
 
+
 def to_arrow_table(data: Any) -> pa.Table:
     """Accept a pyarrow Table/RecordBatch/RecordBatchReader, an iterable of batches, or pandas."""
     if isinstance(data, pa.Table):
@@ -148,3 +149,20 @@ def check_partition_values(paths: Iterable[str], partition_fields: Sequence[str]
                 f"partition path {path!r} built from columns {', '.join(partition_fields)} cannot be used: "
                 "partition values may not contain '/', '\\\\' or NUL, nor be '.' or '..'"
             )
+
+
+def latest_sorted(rows: pa.Table, ordering: str | None) -> np.ndarray:
+    """Positions of ``rows`` (one file group) that keep the latest row per record key, in key
+    order. Latest = highest ``ordering`` value, ties → later arrival (the sort is stable)."""
+    sort_keys = [(META_FIELDS[2], "ascending", "at_start")]
+    if ordering is not None:
+        sort_keys.append((ordering, "ascending", "at_start"))  # a null ordering value loses
+    order = np.asarray(pc.sort_indices(rows, sort_keys=sort_keys))
+    n = len(order)
+    if n > 1:
+        keys = rows.column(META_FIELDS[2]).take(order).combine_chunks()
+        keep = np.ones(n, dtype=bool)  # the last row of each key run wins
+        keep[:-1] = np.asarray(pc.not_equal(keys.slice(0, n - 1), keys.slice(1)))
+        if not keep.all():
+            order = order[keep]
+    return order
