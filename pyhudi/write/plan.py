@@ -1,9 +1,11 @@
 """Write planning: prepared rows → one :class:`FileGroupWriteTask` per file group.
 
-Shared steps, vectorised: per family, keep the latest row per (partition, key) — event time on
-the family's ordering column, else arrival order — and sort by (partition, bucket, key) in one
-``sort_indices`` (families with the same ordering share it); then cut the sorted rows into runs
-of one file group each.
+Every step is vectorised. Rows are de-duplicated per (partition, key) — the latest by the
+family's ordering column (event time), ties and tables without one by arrival order — and every
+file is sorted by record key. Upserts on bucketed tables only group rows by file group on the
+driver (one integer sort, :func:`group_plan`); each task then sorts and de-duplicates its own
+rows, once per ordering, in parallel. Deletes and writes without buckets, which need the whole
+picture first, de-duplicate on the driver (:func:`dedupe_plan`).
 
 Where rows go depends on the index:
 
@@ -174,6 +176,7 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     groups: dict[tuple[str, int], list[FamilyPayload]] = {}
     present = set(rows.column_names)
     positions, runs = group_plan(rows)
+    group_rows = [pa.array(positions[start:start + length]) for _, start, length in runs]
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
         given = [c for c in own if c in present]
@@ -185,10 +188,10 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         ordering = family.ordering_field if family.ordering_field in present else None
         source = rows.select([RECORD_KEY, *cols])
         options = parquet_options_for(source, fixed=META_PARQUET_OPTIONS)  # once per family, not per file
-        for group, start, length in runs:  # sort, de-duplication and gather run in the task
+        for (group, _, _), indices in zip(runs, group_rows):  # sort, de-duplication, gather: in the task
             payload = FamilyPayload(family.name, None, len(given) < len(own), file_schema, source=source,
-                                    indices=pa.array(positions[start:start + length]), plan=f"plan:{ordering!r}",
-                                    parquet_options=options, sort_by=(ordering,))
+                                    indices=indices, plan=f"plan:{ordering!r}", parquet_options=options,
+                                    sort_by=(ordering,))
             groups.setdefault(group, []).append(payload)
     tasks = []
     for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):
