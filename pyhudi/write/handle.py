@@ -106,18 +106,19 @@ class FamilyPayload:
                 cache[("order", self.plan)] = found
         return found
 
-    def rows(self, keys: dict | None = None) -> pa.Table:
-        """The rows; ``keys`` (a per-task cache) shares the key sort and gather within a task."""
+    def rows(self, cache: dict | None = None) -> pa.Table:
+        """The rows; ``cache`` (one per task) shares the key sort and key gather of a plan."""
         if self.data is None:
             assert self.source is not None and self.indices is not None
             if self.sort_by is not None:
-                self.indices = self._sorted_indices(keys)
+                self.indices = self._sorted_indices(cache)
                 self.sort_by = None
-            cached = keys.get(self.plan) if keys is not None and self.plan is not None else None
+            shared = cache is not None and self.plan is not None
+            cached = cache.get(("keys", self.plan)) if shared else None
             if cached is None:
                 self.data = self.source.take(self.indices)
-                if keys is not None and self.plan is not None:
-                    keys[self.plan] = self.data.column(RECORD_KEY)
+                if shared:
+                    cache[("keys", self.plan)] = self.data.column(RECORD_KEY)
             else:
                 rest = self.source.drop_columns([RECORD_KEY]).take(self.indices)
                 self.data = rest.add_column(0, self.source.schema.field(RECORD_KEY), cached)
@@ -228,13 +229,13 @@ class FileGroupWriteTask:
         """Meta columns shared by the payloads of one plan (same keys, same order)."""
         if payload.plan is None:
             return self._meta_columns(data.column(RECORD_KEY), file_name_value)
-        record = cache.get(payload.plan)
+        record = cache.get(("meta", payload.plan))
         if record is None:
-            record = cache[payload.plan] = self._record_meta(data.column(RECORD_KEY))
-        names = cache.get((payload.plan, file_name_value))
+            record = cache[("meta", payload.plan)] = self._record_meta(data.column(RECORD_KEY))
+        names = cache.get(("names", payload.plan, file_name_value))
         if names is None:
             names = pa.repeat(pa.scalar(file_name_value, pa.string()), len(data))
-            cache[(payload.plan, file_name_value)] = names
+            cache[("names", payload.plan, file_name_value)] = names
         return [*record, names]
 
     def _options(self, payload: FamilyPayload | None) -> dict[str, Any]:
@@ -257,7 +258,7 @@ class FileGroupWriteTask:
         started = time.perf_counter()
         family = payload.family or None
         cache = meta_cache if meta_cache is not None else {}
-        data = payload.rows(cache.setdefault("keys", {}))
+        data = payload.rows(cache)
         if self.kind == KIND_CREATE:
             name = BaseFileName(self.file_id, self.write_token, self.instant, family).name
             if payload.file_schema is not None:  # a base file holds every column of its family
