@@ -243,3 +243,23 @@ def test_commit_from_another_client_and_on_commit_callbacks(tmp_path):
         ("INSERT", {f: 1 for f in FAMILIES}), ("BULK_INSERT", {f: 1 for f in FAMILIES})]
     assert calls[0].instant == instant and calls[-1] is t.last_write
     assert read_sorted(t) == expected_rows([1, 2, 4, 5])
+
+
+def test_detached_txn_is_committed_by_a_new_client_and_lazy_heartbeats(tmp_path):
+    lazy = {"hoodie.cleaner.policy.failed.writes": "LAZY"}
+    t = pyhudi.create_table(str(tmp_path / "dt"), FAM_SCHEMA, "id", name="dt", num_buckets=2,
+                            column_families=FAMILIES, options=lazy)
+    client = WriteClient(t)
+    txn = client.begin("upsert")
+    beat = Path(t.path) / ".hoodie" / ".heartbeat" / txn.instant
+    assert beat.exists()  # the lazy policy keeps heartbeats: a pending instant may be alive
+    client.detach(txn)
+    assert beat.exists() and txn.instant not in client._open
+    statuses = txn.write_rows(full_rows([1, 2]))
+    WriteClient(pyhudi.open_table(t.path)).commit(txn, statuses)
+    assert not beat.exists()
+    assert read_sorted(t) == expected_rows([1, 2])
+    eager = fam_table(tmp_path, "eager")
+    txn = WriteClient(eager).begin("upsert")
+    assert not (Path(eager.path) / ".hoodie" / ".heartbeat" / txn.instant).exists()  # none under EAGER
+

@@ -185,6 +185,14 @@ class WriteClient:
             self.on_commit(result)
         return result
 
+    def detach(self, txn: WriteTxn) -> None:
+        """Stop this process's part of ``txn`` (its heartbeat thread; the heartbeat file stays
+        for the tasks to keep fresh) — for a driver that hands the instant to workers and may
+        commit or abort it from another client object or process."""
+        state = self._open.pop(txn.instant, None)
+        if state is not None:
+            state.heartbeat.stop(delete=False)
+
     def abort(self, txn: WriteTxn) -> None:
         """Roll the instant back: delete every file written for it and remove it from the timeline."""
         state = self._open.pop(txn.instant, None)
