@@ -85,18 +85,24 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
 
 
 def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bool,
-                strategy: str = "auto") -> Iterator[pa.Table]:
+                strategy: str = "auto", metrics: dict | None = None) -> Iterator[pa.Table]:
     """The family's latest live rows (``_key`` + ``scan.fields``), in batches, sorted by key
-    unless a single input is passed through with ``need_sorted=False``."""
+    unless a single input is passed through with ``need_sorted=False``.
+
+    ``metrics`` (optional) counts the strategy used under ``"strategy.<name>"``.
+    """
     if not inputs:
         return
     fields = list(scan.fields)
     if strategy == "auto" and len(inputs) == 1 and isinstance(inputs[0], ParquetInput) and not need_sorted:
-        yield from _pass_through(inputs[0], fields, batch_size)
+        chosen, rows = "pass_through", _pass_through(inputs[0], fields, batch_size)
     elif strategy == "auto" and all(i.sorted_by_key(batch_size) for i in inputs):
-        yield from _sort_merge(inputs, scan, fields, batch_size)
+        chosen, rows = "sort_merge", _sort_merge(inputs, scan, fields, batch_size)
     else:
-        yield from _hash_merge(inputs, scan, fields, batch_size)
+        chosen, rows = "hash_merge", _hash_merge(inputs, scan, fields, batch_size)
+    if metrics is not None:
+        metrics[f"strategy.{chosen}"] = metrics.get(f"strategy.{chosen}", 0) + 1
+    yield from rows
 
 
 def _pass_through(source: ParquetInput, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:

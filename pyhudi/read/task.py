@@ -23,7 +23,7 @@ from pyhudi.read.family_reader import FamilyScan, open_base, read_family, slice_
 from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
-from pyhudi.read.sources import KeySpec, Prefilter, ReadSpec
+from pyhudi.read.sources import KeySpec, ParquetInput, Prefilter, ReadSpec
 from pyhudi.storage.fs import Storage
 
 DEFAULT_BATCH_SIZE = 65536
@@ -68,7 +68,8 @@ class ReadTask:
     file_id: str
     families: list[FamilyPart]
     settings: TaskSettings
-    label: str = field(default="")
+    metrics: dict = field(default_factory=dict, compare=False)
+    """Counters of the last run (strategies, row groups read / skipped, skipped by statistics)."""
 
     def __repr__(self) -> str:
         return f"ReadTask({self.partition_path!r}, {self.file_id!r}, families={[f.scan.family for f in self.families]})"
@@ -83,9 +84,11 @@ class ReadTask:
     # ------------------------------------------------------------------ body
     def _batches(self, files: ExitStack) -> Iterator[pa.RecordBatch]:
         settings = self.settings
+        self.metrics.clear()
         opened = self._open_bases(files)
         excluded = self._excluded_ranges(opened)
         if excluded is None:
+            self.metrics["skipped_by_statistics"] = 1
             return  # statistics prove that no row of this file group matches
         prefilter = Prefilter(settings.table_schema, list(settings.key_filters), excluded)
         streams = []
@@ -93,14 +96,22 @@ class ReadTask:
             spec = ReadSpec(list(part.scan.fields), part.scan.ordering_field, settings.keys, prefilter)
             inputs = slice_inputs(self.storage, part.file_slice, spec, settings.table_schema, settings.visibility,
                                   files, base_only=settings.read_optimized, opened=opened)
+            for source in inputs:
+                if isinstance(source, ParquetInput):
+                    total = source.parquet.metadata.num_row_groups
+                    self._count("row_groups", total)
+                    self._count("row_groups_skipped", total - len(source.row_groups))
             streams.append(read_family(inputs, part.scan, settings.batch_size, len(self.families) > 1,
-                                       settings.strategy))
+                                       settings.strategy, self.metrics))
         incremental = pa.array(settings.incremental, pa.string()) if settings.incremental is not None else None
         expression = filter_expression(settings.filters, settings.table_schema) if settings.filters else None
         for window in join_streams(streams, incremental):
             batch = self._output(window, expression)
             if batch is not None and batch.num_rows:
                 yield batch
+
+    def _count(self, name: str, n: int) -> None:
+        self.metrics[name] = self.metrics.get(name, 0) + n
 
     def _open_bases(self, files: ExitStack) -> dict[str, pq.ParquetFile]:
         opened = {}
