@@ -110,7 +110,8 @@ def main() -> int:
         pq.write_table(expected, compacted, use_dictionary=False)
         table = pyhudi.open_table(fam_path)
         got = table.read()
-        assert got.num_rows == ROWS and got.sort_by("id").equals(expected.select(got.column_names)), "wrong rows"
+        got = got.sort_by("id")
+        assert got.num_rows == ROWS and all(got.column(n).equals(expected.column(n)) for n in got.column_names)
         t_raw = best_of(lambda: pq.read_table(compacted))
         t_full = best_of(lambda: table.read())
         t_two = best_of(lambda: table.read(columns=["c0", "c1"]))
@@ -146,10 +147,10 @@ def main() -> int:
         build_plain(plain_path, make_data(ROWS))
         plain = pyhudi.open_table(plain_path)
         rs = hudi.HudiTableBuilder.from_base_uri(plain_path).build()
-        rs_rows = pa.Table.from_batches(rs.read_snapshot()).num_rows
+        rs_rows = pa.Table.from_batches(rs.read()).num_rows
         assert rs_rows == plain.read().num_rows == ROWS
         t_py = best_of(lambda: plain.read())
-        t_rs = best_of(lambda: pa.Table.from_batches(rs.read_snapshot()))
+        t_rs = best_of(lambda: pa.Table.from_batches(rs.read()))
         results.append(("one-family table: pyhudi / hudi-rs", t_py / t_rs, "<= 1.0"))
         print(f"  one-family table: pyhudi {t_py:.3f}s, hudi-rs {t_rs:.3f}s")
         for name, ratio, target in results:

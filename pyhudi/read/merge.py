@@ -127,11 +127,12 @@ def merge_versions(
     exists = np.logical_or.reduceat(alive, group_starts)
 
     arrays = [sorted_keys.take(pa.array(group_starts[exists]))]
+    names = [set(b.data.column_names) if b.data is not None else set() for b in batches]
     for field in columns:
         pieces = []
         present = np.zeros(len(batches), dtype=bool)
         for i, b in enumerate(batches):
-            if b.data is not None and field.name in b.data.column_names:
+            if field.name in names[i]:
                 present[i] = True
                 pieces.append(b.data.column(field.name).cast(field.type))
             else:
@@ -172,8 +173,9 @@ def _flags(value: bool | np.ndarray, n: int) -> np.ndarray:
 def _project(keys: pa.Array, data: pa.Table | None, columns: list[pa.Field], out_schema: pa.Schema) -> pa.Table:
     """One piece's rows as the window result (no merge needed)."""
     arrays = [keys]
+    names = set(data.column_names) if data is not None else set()
     for field in columns:
-        if data is not None and field.name in data.column_names:
+        if field.name in names:
             arrays.append(data.column(field.name).cast(field.type))
         else:
             arrays.append(pa.nulls(len(keys), field.type))
@@ -267,8 +269,9 @@ def merge_window(pieces: list[Versions | None], columns: list[pa.Field], event_t
     arrays = [union if keep is None else union.take(pa.array(keep))]
     n_out = n_union if keep is None else len(keep)
     gathers: dict[tuple[bool, ...], tuple] = {}
+    names = [set(p.data.column_names) if p.data is not None else set() for p in live]
     for field in columns:
-        present = tuple(p.data is not None and field.name in p.data.column_names for p in live)
+        present = tuple(field.name in n for n in names)
         if not any(present):
             arrays.append(pa.nulls(n_out, field.type))
             continue
@@ -296,8 +299,11 @@ def _gather_plan(present: tuple[bool, ...], applied: list, live: list[Versions],
         return ("whole", first)
     sizes = np.array([len(p.keys) if present[i] else 0 for i, p in enumerate(live)], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    index = np.where(source >= 0, offsets[np.maximum(source, 0)] + row, 0)
-    return ("take", pa.array(index, mask=source < 0))
+    missing = source < 0
+    if not missing.any():
+        return ("take", pa.array(offsets[source] + row))
+    index = np.where(missing, 0, offsets[np.maximum(source, 0)] + row)
+    return ("take", pa.array(index, mask=missing))
 
 
 def _gather(field: pa.Field, plan: tuple, live: list[Versions], present: tuple[bool, ...]) -> pa.Array:

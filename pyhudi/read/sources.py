@@ -13,14 +13,14 @@ Two kinds of input:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pyhudi.errors import LogFormatError
+from pyhudi.errors import LogFormatError, ReadError
 from pyhudi.logformat import AvroDataBlock, DataBlock, DeleteBlock, ParquetDataBlock
 from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.merge import Versions
@@ -155,7 +155,8 @@ class ReadSpec:
     prefilter: Prefilter
 
     def file_columns(self, available: Sequence[str]) -> list[str]:
-        wanted = [f.name for f in self.fields if f.name in available]
+        present = set(available)
+        wanted = [f.name for f in self.fields if f.name in present]
         extra = [*self.keys.columns(available), self.ordering_field, SOFT_DELETE, *self.prefilter.columns]
         return list(dict.fromkeys([*wanted, *[c for c in extra if c and c in available]]))
 
@@ -180,13 +181,16 @@ class ParquetInput:
 
     streamable = True
 
-    def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema) -> None:
+    def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema,
+                 fingerprint: Callable[[], tuple | None] | None = None, sorted_cache: dict | None = None) -> None:
         self.parquet, self.label, self.spec = parquet, label, spec
+        self.fingerprint, self.sorted_cache = fingerprint, sorted_cache
         available = parquet.schema_arrow.names
         self.columns = spec.file_columns(available)
         self.key_columns = spec.keys.columns(available)
         self.stats_key = spec.keys.stats_column(available, schema)
         self.row_groups = spec.prefilter.row_groups(parquet.metadata, self.stats_key)
+        self.declared_sorted = self._declared_sorted()
 
     def _declared_sorted(self) -> bool:
         """Whether every row group declares sorting on the record key (Parquet sorting_columns)."""
@@ -201,9 +205,21 @@ class ParquetInput:
         return leaf >= 0
 
     def sorted_by_key(self, batch_size: int) -> bool:
-        """Strictly increasing keys (declared, else checked on the key column alone)."""
-        if not self.row_groups or self._declared_sorted():
+        """Strictly increasing keys: declared by the writer (then checked batch by batch while
+        streaming), else checked here by one pass over the key column alone."""
+        if not self.row_groups or self.declared_sorted:
             return True
+        key = None
+        if self.fingerprint is not None and self.sorted_cache is not None:
+            key = (self.fingerprint(), tuple(self.row_groups))
+            if key[0] is not None and key in self.sorted_cache:
+                return self.sorted_cache[key]  # same key bytes as a file already checked
+        verdict = self._keys_increase(batch_size)
+        if key is not None and key[0] is not None:
+            self.sorted_cache[key] = verdict
+        return verdict
+
+    def _keys_increase(self, batch_size: int) -> bool:
         last = None
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
                                                columns=self.key_columns):
@@ -220,9 +236,21 @@ class ParquetInput:
     def chunks(self, batch_size: int) -> Iterator[Versions]:
         if not self.row_groups:
             return
+        last = None
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
                                                columns=self.columns):
-            yield self.spec.versions(pa.Table.from_batches([batch]))
+            table = pa.Table.from_batches([batch])
+            if self.declared_sorted:
+                last = self._check_declared_order(self.spec.keys.keys(table), last)
+            yield self.spec.versions(table)
+
+    def _check_declared_order(self, keys: pa.Array, last: str | None) -> str | None:
+        if not len(keys):
+            return last
+        if (last is not None and not keys[0].as_py() > last) or not strictly_increasing(keys):
+            raise ReadError(f"{self.label} declares its rows sorted by {RECORD_KEY} but they are not "
+                            "(a corrupt or foreign file); read it with strategy='hash'")
+        return keys[-1].as_py()
 
 
 class MemoryInput:
