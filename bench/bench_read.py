@@ -37,7 +37,7 @@ import pyhudi
 ROWS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 200_000
 COLS, FAMILIES, BUCKETS = 100, 5, 4
 PER = COLS // FAMILIES
-REPEAT = 3
+REPEAT = 7
 
 
 def make_data(rows: int, seed: int = 7) -> pa.Table:

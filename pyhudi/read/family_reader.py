@@ -101,7 +101,7 @@ class KeyFingerprint:
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, KeyFingerprint) and self.layout == other.layout
-                and all(a.equals(b) for a, b in zip(self.chunks, other.chunks)))
+                and all(a == b for a, b in zip(self.chunks, other.chunks)))
 
 
 def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: pa.Schema,

@@ -13,6 +13,7 @@ Two kinds of input:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -251,6 +252,55 @@ class ParquetInput:
             raise ReadError(f"{self.label} declares its rows sorted by {RECORD_KEY} but they are not "
                             "(a corrupt or foreign file); read it with strategy='hash'")
         return keys[-1].as_py()
+
+
+class LockstepInput:
+    """Base files of several families holding the same keys in the same layout (equal key
+    fingerprints), read side by side as one wide input: the keys are decoded once, from the
+    lead file, and the other files contribute only their own columns. Only for slices that are
+    a base file alone (nothing to merge), so the rows are the base rows.
+    """
+
+    streamable = True
+
+    def __init__(self, lead: ParquetInput, followers: list[ParquetInput]) -> None:
+        self.lead, self.followers = lead, followers
+        self.parquet, self.fingerprint, self.row_groups = lead.parquet, lead.fingerprint, lead.row_groups
+        self.label = "+".join(m.label for m in [lead, *followers])
+        fields, taken = [], set()
+        for member in (lead, *followers):
+            for f in member.spec.fields:
+                if f.name not in taken:
+                    taken.add(f.name)
+                    fields.append(f)
+        self.spec = ReadSpec(fields, None, lead.spec.keys, lead.spec.prefilter)
+        self.lead_columns = self.spec.file_columns([c for c in lead.columns])
+        seen = set(self.lead_columns)
+        self.follower_columns = []
+        for member in followers:
+            own = [f.name for f in member.spec.fields if f.name in set(member.columns) and f.name not in seen]
+            seen.update(own)
+            self.follower_columns.append(own)
+
+    def sorted_by_key(self, batch_size: int) -> bool:
+        return self.lead.sorted_by_key(batch_size)
+
+    def chunks(self, batch_size: int) -> Iterator[Versions]:
+        if not self.row_groups:
+            return
+        streams = [self.lead.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
+                                                  columns=self.lead_columns)]
+        streams += [m.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=cols)
+                    for m, cols in zip(self.followers, self.follower_columns)]
+        last = None
+        for batches in zip_longest(*streams):
+            if any(b is None or b.num_rows != batches[0].num_rows for b in batches):
+                raise ReadError(f"{self.label}: base files with equal key columns returned unequal batches")
+            fields = [f for b in batches for f in b.schema]
+            table = pa.Table.from_arrays([c for b in batches for c in b.columns], schema=pa.schema(fields))
+            if self.lead.declared_sorted:
+                last = self.lead._check_declared_order(self.spec.keys.keys(table), last)
+            yield self.spec.versions(table)
 
 
 class MemoryInput:

@@ -24,7 +24,7 @@ from pyhudi.read.family_reader import FamilyScan, OpenedBase, read_family, slice
 from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
-from pyhudi.read.sources import SOFT_DELETE, KeySpec, MemoryInput, ParquetInput, Prefilter, ReadSpec
+from pyhudi.read.sources import SOFT_DELETE, KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
 from pyhudi.storage.fs import Storage
 
 DEFAULT_BATCH_SIZE = 65536
@@ -100,18 +100,18 @@ class ReadTask:
                                   files, base_only=settings.read_optimized, opened=opened, sorted_cache=sorted_cache)
             family_inputs.append(inputs)
         redundant = self._redundant_families(family_inputs)
-        streams = []
-        for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
-            if i in redundant:
-                self._count("families_skipped", 1)
-                continue
+        self._count("families_skipped", len(redundant))
+        kept = [(part.scan, inputs) for i, (part, inputs) in enumerate(zip(self.families, family_inputs))
+                if i not in redundant]
+        for _, inputs in kept:
             for source in inputs:
                 if isinstance(source, ParquetInput):
                     total = source.parquet.metadata.num_row_groups
                     self._count("row_groups", total)
                     self._count("row_groups_skipped", total - len(source.row_groups))
-            streams.append(read_family(inputs, part.scan, settings.batch_size, len(self.families) - len(redundant) > 1,
-                                       settings.strategy, self.metrics))
+        kept = self._lockstep(kept)
+        streams = [read_family(inputs, scan, settings.batch_size, len(kept) > 1, settings.strategy, self.metrics)
+                   for scan, inputs in kept]
         incremental = pa.array(settings.incremental, pa.string()) if settings.incremental is not None else None
         expression = filter_expression(settings.filters, settings.table_schema) if settings.filters else None
         for window in join_streams(streams, incremental):
@@ -129,6 +129,32 @@ class ReadTask:
             if base is not None and base.relpath not in opened:
                 opened[base.relpath] = OpenedBase(self.storage, base.relpath, files)
         return opened
+
+    def _lockstep(self, kept: list[tuple[FamilyScan, list]]) -> list[tuple[FamilyScan, list]]:
+        """Families whose slice is a base file alone with equal key fingerprints are read side by
+        side as one input (keys decoded once; no join among them)."""
+        if self.settings.strategy != "auto" or len(kept) < 2:
+            return kept
+        groups: dict = {}
+        out: list = []
+        for scan, inputs in kept:
+            base = inputs[0] if len(inputs) == 1 and isinstance(inputs[0], ParquetInput) else None
+            plain = base is not None and base.fingerprint is not None and not _removes_rows(base) and \
+                not any(f.name.startswith("_hoodie_") for f in scan.fields)
+            fingerprint = base.fingerprint() if plain else None
+            if fingerprint is None:
+                out.append((scan, inputs))
+                continue
+            groups.setdefault((fingerprint, tuple(base.row_groups)), []).append((scan, base))
+        for members in groups.values():
+            if len(members) == 1:
+                out.append((members[0][0], [members[0][1]]))
+                continue
+            combined = LockstepInput(members[0][1], [base for _, base in members[1:]])
+            scan = FamilyScan("+".join(s.family or "" for s, _ in members), tuple(combined.spec.fields), False, None)
+            self._count("families_lockstep", len(members))
+            out.append((scan, [combined]))
+        return out
 
     def _redundant_families(self, family_inputs: list[list]) -> set[int]:
         """Key-only families whose rows are provably rows of another family (not read at all).
