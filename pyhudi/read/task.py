@@ -27,7 +27,12 @@ from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
 from pyhudi.read.sources import SOFT_DELETE, KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
 from pyhudi.storage.fs import Storage
 
-DEFAULT_BATCH_SIZE = 65536
+DEFAULT_BATCH_SIZE = 16384
+"""Rows per batch of a streaming scan: a scan holds about one batch per input and family, so
+this bounds its memory (16k rows x 100 double columns ≈ 13 MB per batch)."""
+READ_BATCH_SIZE = 65536
+"""Rows per batch when the whole result is collected anyway (``Table.read``): fewer, larger
+batches cost less per row."""
 
 
 @dataclass(frozen=True)
@@ -115,9 +120,9 @@ class ReadTask:
         incremental = pa.array(settings.incremental, pa.string()) if settings.incremental is not None else None
         expression = filter_expression(settings.filters, settings.table_schema) if settings.filters else None
         for window in join_streams(streams, incremental):
-            batch = self._output(window, expression)
-            if batch is not None and batch.num_rows:
-                yield batch
+            for batch in self._output(window, expression):
+                if batch.num_rows:
+                    yield batch
 
     def _count(self, name: str, n: int) -> None:
         self.metrics[name] = self.metrics.get(name, 0) + n
@@ -213,7 +218,7 @@ class ReadTask:
             excluded.extend(ranges)
         return excluded
 
-    def _output(self, window: pa.Table, expression) -> pa.RecordBatch | None:
+    def _output(self, window: pa.Table, expression) -> list[pa.RecordBatch]:
         output = self.settings.output
         names = window.column_names
         if RECORD_KEY in output.names and RECORD_KEY in names:  # tables without meta fields
@@ -229,7 +234,7 @@ class ReadTask:
                     window = window.append_column(field, pa.nulls(window.num_rows, field.type))
             window = window.filter(expression)
             if not window.num_rows:
-                return None
+                return []
         present = set(window.column_names)
         arrays = []
         for f in output:
@@ -239,8 +244,7 @@ class ReadTask:
             else:
                 arrays.append(pa.nulls(window.num_rows, f.type))
         table = pa.Table.from_arrays(arrays, schema=output)
-        batches = table.combine_chunks().to_batches()
-        return batches[0] if batches else None
+        return table.combine_chunks().to_batches(max_chunksize=self.settings.batch_size)
 
 
 def _removes_rows(source: ParquetInput | MemoryInput) -> bool:
