@@ -98,3 +98,10 @@ def test_normalize_time_forms():
     assert normalize_time("2024-01-02", "as_of") == "20240102000000000"
     assert normalize_time("2024-01-02 03:04:05.678", "as_of") == "20240102030405678"
     assert normalize_time(None, "as_of") is None
+
+
+def test_reading_no_columns_counts_rows(table):
+    assert table.read(columns=[]).num_rows == 3
+    assert table.read(columns=[], filters=[("c", ">", 15)]).num_rows == 2
+    batches = list(table.scan(columns=[]))
+    assert sum(b.num_rows for b in batches) == 3 and all(b.num_columns == 0 for b in batches)

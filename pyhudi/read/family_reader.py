@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader
-from pyhudi.read.merge import Versions, merge_versions, merge_window
+from pyhudi.read.merge import Versions, columns_of, merge_versions, merge_window
 from pyhudi.read.sources import RECORD_KEY, MemoryInput, ParquetInput, ReadSpec, block_input, slice_versions
 from pyhudi.storage.fs import Storage
 
@@ -172,10 +172,10 @@ def _without_soft_deletes(v: Versions) -> Versions:
 
 def _project_versions(v: Versions, fields: list[pa.Field], schema: pa.Schema) -> pa.Table:
     arrays = [v.keys]
-    names = set(v.data.column_names) if v.data is not None else set()
+    available = columns_of(v.data)
     for field in fields:
-        if field.name in names:
-            column = v.data.column(field.name)
+        column = available.get(field.name)
+        if column is not None:
             arrays.append(column.cast(field.type) if column.type != field.type else column)
         else:
             arrays.append(pa.nulls(len(v.keys), field.type))

@@ -127,14 +127,15 @@ def merge_versions(
     exists = np.logical_or.reduceat(alive, group_starts)
 
     arrays = [sorted_keys.take(pa.array(group_starts[exists]))]
-    names = [set(b.data.column_names) if b.data is not None else set() for b in batches]
+    available = [dict(zip(b.data.column_names, b.data.columns)) if b.data is not None else {} for b in batches]
     for field in columns:
         pieces = []
         present = np.zeros(len(batches), dtype=bool)
         for i, b in enumerate(batches):
-            if field.name in names[i]:
+            if field.name in available[i]:
                 present[i] = True
-                pieces.append(b.data.column(field.name).cast(field.type))
+                column = available[i][field.name]
+                pieces.append(column if column.type == field.type else column.cast(field.type))
             else:
                 pieces.append(pa.chunked_array([pa.nulls(len(b.keys), field.type)]))
         column = pa.chunked_array([c for p in pieces for c in p.chunks], field.type).combine_chunks()
@@ -170,15 +171,22 @@ def _flags(value: bool | np.ndarray, n: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(value, dtype=bool), (n,))
 
 
+def columns_of(data: pa.Table | None) -> dict[str, pa.ChunkedArray]:
+    """Name → column, built once (``Table.column(name)`` searches the schema on every call)."""
+    return dict(zip(data.column_names, data.columns)) if data is not None else {}
+
+
+def _cast(column, type_: pa.DataType):
+    return column if column.type == type_ else column.cast(type_)
+
+
 def _project(keys: pa.Array, data: pa.Table | None, columns: list[pa.Field], out_schema: pa.Schema) -> pa.Table:
     """One piece's rows as the window result (no merge needed)."""
     arrays = [keys]
-    names = set(data.column_names) if data is not None else set()
+    available = columns_of(data)
     for field in columns:
-        if field.name in names:
-            arrays.append(data.column(field.name).cast(field.type))
-        else:
-            arrays.append(pa.nulls(len(keys), field.type))
+        column = available.get(field.name)
+        arrays.append(_cast(column, field.type) if column is not None else pa.nulls(len(keys), field.type))
     return pa.Table.from_arrays(arrays, schema=out_schema)
 
 
@@ -269,15 +277,15 @@ def merge_window(pieces: list[Versions | None], columns: list[pa.Field], event_t
     arrays = [union if keep is None else union.take(pa.array(keep))]
     n_out = n_union if keep is None else len(keep)
     gathers: dict[tuple[bool, ...], tuple] = {}
-    names = [set(p.data.column_names) if p.data is not None else set() for p in live]
+    available = [columns_of(p.data) for p in live]
     for field in columns:
-        present = tuple(field.name in n for n in names)
+        present = tuple(field.name in a for a in available)
         if not any(present):
             arrays.append(pa.nulls(n_out, field.type))
             continue
         if present not in gathers:
             gathers[present] = _gather_plan(present, applied, live, n_union, keep)
-        arrays.append(_gather(field, gathers[present], live, present))
+        arrays.append(_gather(field, gathers[present], available, present))
     return pa.Table.from_arrays(arrays, schema=out_schema)
 
 
@@ -319,42 +327,37 @@ def _gather_plan(present: tuple[bool, ...], applied: list, live: list[Versions],
     return ("take", pa.array(index, mask=missing))
 
 
-def _column(piece: Versions, field: pa.Field):
-    column = piece.data.column(field.name)
-    return column.cast(field.type) if column.type != field.type else column
-
-
 def _scatterable(type_: pa.DataType) -> bool:
     return (pa.types.is_integer(type_) or pa.types.is_floating(type_)) and not pa.types.is_float16(type_)
 
 
-def _gather(field: pa.Field, plan: tuple, live: list[Versions], present: tuple[bool, ...]) -> pa.Array:
+def _gather(field: pa.Field, plan: tuple, available: list[dict], present: tuple[bool, ...]) -> pa.Array:
     if plan[0] == "whole":
-        return _column(live[plan[1]], field)
+        return _cast(available[plan[1]][field.name], field.type)
     if plan[0] == "patch":
-        return _patch(field, plan, live)
+        return _patch(field, plan, available)
     chunks = []
-    for p, has in zip(live, present):
+    for columns, has in zip(available, present):
         if has:
-            chunks.extend(_column(p, field).chunks)
+            chunks.extend(_cast(columns[field.name], field.type).chunks)
     values = pa.concat_arrays(chunks) if len(chunks) != 1 else chunks[0]
     return values.take(plan[1])
 
 
-def _patch(field: pa.Field, plan: tuple, live: list[Versions]) -> pa.Array:
+def _patch(field: pa.Field, plan: tuple, available: list[dict]) -> pa.Array:
     """The spine's column with the patched rows replaced (nulls where no piece supplies one)."""
     _, spine, positions, sources, rows, groups = plan
-    base = _column(live[spine], field)
+    base = _cast(available[spine][field.name], field.type)
     if not len(positions):
         return base
-    parts = {j: _contiguous(_column(live[j], field)) for j, _, _ in groups}
+    parts = {j: _contiguous(_cast(available[j][field.name], field.type)) for j, _, _ in groups}
     if _scatterable(field.type) and base.null_count == 0 and len(groups) and (sources >= 0).all() and \
             all(part.null_count == 0 for part in parts.values()):
         values = np.array(_contiguous(base))
         for j, at, taken in groups:
             values[at] = np.asarray(parts[j])[taken]
         return pa.array(values, type=field.type)
-    offsets = np.zeros(len(live), dtype=np.int64)
+    offsets = np.zeros(len(available), dtype=np.int64)
     at = 0
     for j, _, _ in groups:
         offsets[j] = at

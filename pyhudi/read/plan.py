@@ -65,6 +65,8 @@ class ScanPlan:
         workers = min(len(self.tasks), max_workers or os.cpu_count() or 1)
         if workers <= 1:
             return pa.Table.from_batches(list(self.batches()), schema=self.schema)
+        if not len(self.schema):  # counts: tables without columns keep their row counts
+            return pa.Table.from_batches(list(self.batches()), schema=self.schema)
         with ThreadPoolExecutor(max_workers=workers) as pool:
             parts = list(pool.map(ReadTask.run, self.tasks))
         return pa.concat_tables(parts) if parts else self.schema.empty_table()

@@ -103,8 +103,7 @@ def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = No
         parts = [(p, pc.index_in(keys, value_set=p.column(KEY))) for p in live]
     columns: dict[str, list] = {}
     for table, index in parts:
-        for name in table.column_names[1:]:
-            column = table.column(name)
+        for name, column in zip(table.column_names[1:], table.columns[1:]):
             columns.setdefault(name, []).append(column if index is None else column.take(index))
     out = {KEY: keys}
     meta = {name: columns.pop(name) for name in META_FIELDS if name in columns}

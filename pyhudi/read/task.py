@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.read.family_reader import FamilyScan, OpenedBase, read_family, slice_inputs
 from pyhudi.read.filters import Filter, filter_expression
+from pyhudi.read.merge import columns_of
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
 from pyhudi.read.sources import SOFT_DELETE, KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
@@ -235,15 +236,18 @@ class ReadTask:
             window = window.filter(expression)
             if not window.num_rows:
                 return []
-        present = set(window.column_names)
+        present = columns_of(window)
         arrays = []
         for f in output:
-            if f.name in present:
-                column = window.column(f.name)
+            column = present.get(f.name)
+            if column is not None:
                 arrays.append(column.cast(f.type) if column.type != f.type else column)
             else:
                 arrays.append(pa.nulls(window.num_rows, f.type))
-        table = pa.Table.from_arrays(arrays, schema=output)
+        if not arrays:  # no columns asked for (a count): rows without columns
+            table = window.select([])
+        else:
+            table = pa.Table.from_arrays(arrays, schema=output)
         return table.combine_chunks().to_batches(max_chunksize=self.settings.batch_size)
 
 
