@@ -97,10 +97,7 @@ def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = No
         keys = live[0].column(KEY)
         parts = [(p, None) for p in live]
     else:
-        all_keys = pa.chunked_array([c for p in live for c in p.column(KEY).chunks], pa.string())
-        keys = pc.unique(all_keys)
-        keys = keys.take(pc.sort_indices(keys))
-        parts = [(p, pc.index_in(keys, value_set=p.column(KEY))) for p in live]
+        keys, parts = _union(live)
     columns: dict[str, list] = {}
     for table, index in parts:
         for name, column in zip(table.column_names[1:], table.columns[1:]):
@@ -119,6 +116,35 @@ def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = No
         out[name] = arrays[0] if len(arrays) == 1 else pc.coalesce(*arrays)
     table = pa.table(out)
     return table.filter(keep) if keep is not None else table
+
+
+def _union(live: list[pa.Table]) -> tuple:
+    """The sorted distinct keys of the pieces and, per piece, the take-index onto them.
+
+    Common case: every key is in the largest piece, whose keys then are the union (no sort).
+    """
+    sizes = [p.num_rows for p in live]
+    spine = int(np.argmax(sizes))
+    spine_keys = live[spine].column(KEY)
+    others = [p for i, p in enumerate(live) if i != spine]
+    found = pc.index_in(pa.chunked_array([c for p in others for c in p.column(KEY).chunks], pa.string()),
+                        value_set=spine_keys)
+    if found.null_count == 0:
+        found = np.asarray(found.combine_chunks() if isinstance(found, pa.ChunkedArray) else found, dtype=np.int64)
+        parts, at = [], 0
+        for i, p in enumerate(live):
+            if i == spine:
+                parts.append((p, None))
+                continue
+            index = np.full(sizes[spine], -1, dtype=np.int64)
+            index[found[at: at + p.num_rows]] = np.arange(p.num_rows)
+            at += p.num_rows
+            parts.append((p, pa.array(index, mask=index < 0)))
+        return spine_keys, parts
+    all_keys = pa.chunked_array([c for p in live for c in p.column(KEY).chunks], pa.string())
+    keys = pc.unique(all_keys)
+    keys = keys.take(pc.sort_indices(keys))
+    return keys, [(p, pc.index_in(keys, value_set=p.column(KEY))) for p in live]
 
 
 def combine_meta(meta: dict[str, list]) -> dict[str, pa.ChunkedArray | pa.Array]:

@@ -106,9 +106,13 @@ class ReadTask:
                                   files, base_only=settings.read_optimized, opened=opened, sorted_cache=sorted_cache)
             family_inputs.append(inputs)
         redundant = self._redundant_families(family_inputs)
-        self._count("families_skipped", len(redundant))
-        kept = [(part.scan, inputs) for i, (part, inputs) in enumerate(zip(self.families, family_inputs))
-                if i not in redundant]
+        self._count("families_skipped", sum(1 for trim in redundant.values() if trim == "all"))
+        self._count("bases_skipped", sum(1 for trim in redundant.values() if trim == "base"))
+        kept = []
+        for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
+            trim = redundant.get(i)
+            if trim != "all":
+                kept.append((part.scan, inputs[1:] if trim == "base" else inputs))
         for _, inputs in kept:
             for source in inputs:
                 if isinstance(source, ParquetInput):
@@ -162,37 +166,36 @@ class ReadTask:
             out.append((scan, [combined]))
         return out
 
-    def _redundant_families(self, family_inputs: list[list]) -> set[int]:
-        """Key-only families whose rows are provably rows of another family (not read at all).
+    def _redundant_families(self, family_inputs: list[list]) -> dict[int, str]:
+        """Key-only families (read for row existence, DESIGN §4) whose base file adds no row.
 
-        A family read only for its keys (DESIGN §4: row existence) adds no row when its slice
-        is just a base file whose key column is byte-identical (equal fingerprint) to the base
-        file of another family read in this task whose later inputs never remove a row (no
-        delete blocks, no soft-delete column): that family has every one of those keys alive.
+        A family read only for its keys needs no base file when that base is byte-identical in
+        its key column (equal fingerprint) to the base of another family read in this task whose
+        inputs never remove a row (no delete blocks, no soft deletes): every one of those keys is
+        alive there. Its log blocks are still merged (they may add keys). Returns family index →
+        ``"all"`` (nothing left to read) or ``"base"`` (read only its log blocks).
         """
         if len(self.families) < 2 or self.settings.strategy != "auto":
-            return set()
+            return {}
         anchors: list = []
         candidates = []
         for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
             key_only = not any(f.name in part.own_columns or f.name.startswith("_hoodie_") for f in part.scan.fields)
             base = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) and inputs[0].fingerprint else None
-            if key_only and base is not None and len(inputs) == 1:
-                candidates.append((i, base))
+            if key_only and base is not None:  # (only base inputs carry a fingerprint)
+                candidates.append((i, base, len(inputs) == 1))
             elif base is not None and not any(_removes_rows(source) for source in inputs):
                 anchors.append(base)
         if not candidates:
-            return set()
+            return {}
         known = {a.fingerprint() for a in anchors} - {None}
-        redundant = set()
-        for i, base in candidates:
+        redundant: dict[int, str] = {}
+        for i, base, alone in candidates:
             fingerprint = base.fingerprint()
-            if fingerprint is None:
-                continue
-            if fingerprint in known:
-                redundant.add(i)
-            elif not _removes_rows(base):
-                known.add(fingerprint)  # kept: it may anchor the next key-only family
+            if fingerprint is not None and fingerprint in known:
+                redundant[i] = "all" if alone else "base"
+            elif fingerprint is not None and alone and not _removes_rows(base):
+                known.add(fingerprint)  # kept whole: it may anchor the next key-only family
         return redundant
 
     def _excluded_ranges(self, opened: dict[str, pq.ParquetFile]) -> list[KeyRange] | None:
