@@ -190,6 +190,25 @@ def _project(keys: pa.Array, data: pa.Table | None, columns: list[pa.Field], out
     return pa.Table.from_arrays(arrays, schema=out_schema)
 
 
+def subset_positions(spine: pa.Array | pa.ChunkedArray, others: pa.ChunkedArray) -> np.ndarray | None:
+    """Row of ``spine`` holding each of ``others`` (distinct keys), or None if one is missing.
+
+    The hash table is built over the smaller side (``others``) and the spine probes it, which
+    costs a third of hashing the spine; repeated ``others`` keys fail the count and return None.
+    """
+    if not len(others):
+        return np.zeros(0, dtype=np.int64)
+    reverse = pc.index_in(spine, value_set=others)
+    if isinstance(reverse, pa.ChunkedArray):
+        reverse = reverse.combine_chunks()
+    if len(reverse) - reverse.null_count != len(others):
+        return None
+    rows = np.flatnonzero(np.asarray(reverse.is_valid()))
+    positions = np.empty(len(others), dtype=np.int64)
+    positions[np.asarray(reverse.drop_null(), dtype=np.int64)] = rows
+    return positions
+
+
 def _union_positions(live: list[Versions]) -> tuple[pa.Array, list[np.ndarray]]:
     """The sorted distinct keys of the window and, per piece, each row's position among them.
 
@@ -201,9 +220,8 @@ def _union_positions(live: list[Versions]) -> tuple[pa.Array, list[np.ndarray]]:
     spine_keys = live[spine].keys
     others = [p.keys for i, p in enumerate(live) if i != spine]
     if others:
-        found = pc.index_in(pa.chunked_array(others, pa.string()), value_set=spine_keys)
-        if found.null_count == 0:
-            found = np.asarray(found.combine_chunks() if isinstance(found, pa.ChunkedArray) else found, dtype=np.int64)
+        found = subset_positions(spine_keys, pa.chunked_array(others, pa.string()))
+        if found is not None:
             positions, at = [], 0
             for i, size in enumerate(sizes):
                 if i == spine:

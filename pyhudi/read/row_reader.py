@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.read.merge import subset_positions
 from pyhudi.schema import META_FIELDS
 
 KEY = "_key"
@@ -127,10 +128,9 @@ def _union(live: list[pa.Table]) -> tuple:
     spine = int(np.argmax(sizes))
     spine_keys = live[spine].column(KEY)
     others = [p for i, p in enumerate(live) if i != spine]
-    found = pc.index_in(pa.chunked_array([c for p in others for c in p.column(KEY).chunks], pa.string()),
-                        value_set=spine_keys)
-    if found.null_count == 0:
-        found = np.asarray(found.combine_chunks() if isinstance(found, pa.ChunkedArray) else found, dtype=np.int64)
+    found = subset_positions(spine_keys, pa.chunked_array([c for p in others for c in p.column(KEY).chunks],
+                                                          pa.string()))
+    if found is not None:
         parts, at = [], 0
         for i, p in enumerate(live):
             if i == spine:

@@ -80,6 +80,8 @@ class Prefilter:
         return list(dict.fromkeys(f.column for f in self.key_filters))
 
     def row_groups(self, metadata: pq.FileMetaData, key_column: str | None) -> list[int]:
+        if not self.key_filters and not self.excluded:
+            return list(range(metadata.num_row_groups))
         kept = []
         for i in range(metadata.num_row_groups):
             if not row_group_may_match(metadata, i, self.key_filters, self.schema):
