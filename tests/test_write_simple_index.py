@@ -181,6 +181,18 @@ def test_inserts_are_split_into_file_groups_of_max_file_size(tmp_path, table_typ
     assert hudi_rows(t.path, ["id", "v"]) == expected
 
 
+@pytest.mark.parametrize("num_buckets", [None, 1])
+def test_row_groups_follow_parquet_block_size(tmp_path, num_buckets):
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.float64())])
+    t = pyhudi.create_table(str(tmp_path / "rg"), schema, "id", name="rg", num_buckets=num_buckets)
+    data = pa.table({"id": pa.array(range(12), pa.int64()), "v": [float(i) for i in range(12)]}, schema=schema)
+    t.bulk_insert(data, options={"hoodie.parquet.block.size": 80})  # 16 bytes per row: 5 rows per group
+    (f,) = t.last_write.files
+    meta = pq.read_metadata(Path(t.path) / f)
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [5, 5, 2]
+    assert t.read().sort_by("id").equals(data)
+
+
 def test_insert_does_not_look_keys_up_like_hudi(tmp_path):
     """``insert`` skips the index (Hudi's semantics): an existing key is stored again."""
     t = make_table(tmp_path, "COPY_ON_WRITE", False)

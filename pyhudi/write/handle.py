@@ -34,6 +34,7 @@ from pyhudi.logformat import (
     DeleteBlock,
     ParquetDataBlock,
     data_block_header,
+    key_sorting_columns,
     parquet_options_cover,
     parquet_options_for,
     write_log_file,
@@ -244,6 +245,10 @@ class FileGroupWriteTask:
     def _write_base(self, storage: Storage, relpath: str, table: pa.Table, options: dict[str, Any]) -> int:
         if not parquet_options_cover(options, table.schema):
             options = {**parquet_options_for(table), **options}
+        if "sorting_columns" not in options:
+            sorting = key_sorting_columns(table)  # readers merge by key ranges when declared
+            if sorting:
+                options = {**options, "sorting_columns": sorting}
         with storage.open_output(relpath) as sink:
             pq.write_table(table, sink, **options)
         if self.fsync and storage.is_local:

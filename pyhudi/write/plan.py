@@ -59,6 +59,12 @@ MAX_FILE_SIZE = ConfigKey(
     "inserts are split into file groups of this size, estimated from the records' in-memory size.",
 )
 
+PARQUET_BLOCK_SIZE = ConfigKey(
+    "hoodie.parquet.block.size", int, 125_829_120,
+    "Target size in bytes of a Parquet row group in the files a write creates, estimated from the "
+    "records' in-memory size.",
+)
+
 TokenFor = Callable[[int], str]
 Existing = dict[tuple[str, str], FileGroup]
 Run = tuple[tuple[str, int], int, int]
@@ -139,15 +145,26 @@ def runs_of(parts: pa.Array, buckets: np.ndarray) -> list[Run]:
     return [((parts[a].as_py(), int(buckets[a])), a, b - a) for a, b in zip(starts[:-1], starts[1:])]
 
 
+def _bytes_per_row(txn: "WriteTxn", rows: pa.Table) -> float:
+    data_bytes = sum(rows.column(c).nbytes for c in rows.column_names if c in txn.schema.names)
+    return max(1.0, data_bytes / max(rows.num_rows, 1))
+
+
+def rows_per_row_group(txn: "WriteTxn", rows: pa.Table) -> int:
+    """Rows per Parquet row group for ``hoodie.parquet.block.size``."""
+    return max(1, int(PARQUET_BLOCK_SIZE.get(txn.options) // _bytes_per_row(txn, rows)))
+
+
 def _latest_base(group: FileGroup | None):
     return max(group.base_files, key=lambda b: b.instant, default=None) if group else None
 
 
 def _task(txn: "WriteTxn", partition: str, file_id: str, kind: str, existing: Existing, token: str,
-          **kwargs) -> FileGroupWriteTask:
+          row_group: int, **kwargs) -> FileGroupWriteTask:
     group = existing.get((partition, file_id))
     base = _latest_base(group)
     return FileGroupWriteTask(
+        parquet_options={"row_group_size": row_group},
         base_uri=txn.base_uri, instant=txn.instant, table_name=txn.config.name, partition_path=partition,
         file_id=file_id, kind=kind, write_token=token, base_file=base.name.name if base else "",
         prev_commit=base.instant if base else "null", is_new_file_group=group is None,
@@ -165,11 +182,12 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     into empty file groups), or delete blocks to every family."""
     key_fields, partition_fields = txn.config.record_key_fields, txn.config.partition_fields
     families = txn.families
+    row_group = rows_per_row_group(txn, rows)
     if txn.operation == "delete":
         indices, runs = dedupe_plan(rows, None)
         keys_sorted = rows.column(RECORD_KEY).take(indices)
         return [
-            _task(txn, partition, bucket_file_id(bucket), KIND_DELETE, existing, token_for(index),
+            _task(txn, partition, bucket_file_id(bucket), KIND_DELETE, existing, token_for(index), row_group,
                   delete_keys=_delete_keys(keys_sorted.slice(start, length)), delete_families=tuple(families))
             for index, ((partition, bucket), start, length) in enumerate(runs)
         ]
@@ -199,15 +217,14 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         # (and for upsert/insert) one new log file per family, as non-blocking writers do.
         new_group = (partition, bucket_file_id(bucket)) not in existing
         kind = KIND_CREATE if txn.operation == "bulk_insert" and new_group else KIND_APPEND
-        tasks.append(_task(txn, partition, bucket_file_id(bucket), kind, existing, token_for(index), payloads=payloads))
+        tasks.append(_task(txn, partition, bucket_file_id(bucket), kind, existing, token_for(index), row_group,
+                           payloads=payloads))
     return tasks
 
 
 # ------------------------------------------------------------------------------ simple index
 def _rows_per_file(txn: "WriteTxn", rows: pa.Table) -> int:
-    data_bytes = sum(rows.column(c).nbytes for c in rows.column_names if c in txn.schema.names)
-    per_row = max(1.0, data_bytes / max(rows.num_rows, 1))
-    return max(1, int(MAX_FILE_SIZE.get(txn.options) // per_row))
+    return max(1, int(MAX_FILE_SIZE.get(txn.options) // _bytes_per_row(txn, rows)))
 
 
 def _file_group_runs(file_ids: pa.Array) -> list[tuple[str, np.ndarray]]:
@@ -231,6 +248,7 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
     present = set(rows.column_names)
     ordering = family.ordering_field if family.ordering_field in present else None
     delete = txn.operation == "delete"
+    row_group = rows_per_row_group(txn, rows)
     indices, runs = dedupe_plan(rows, None if delete else ordering)
     file_columns = family_file_columns(family, key_fields, partition_fields)
     own = [c for c in file_columns if c not in key_fields and c not in partition_fields]
@@ -249,7 +267,7 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
     tasks: list[FileGroupWriteTask] = []
 
     def add(partition: str, file_id: str, kind: str, **kwargs) -> None:
-        tasks.append(_task(txn, partition, file_id, kind, existing, token_for(len(tasks)), **kwargs))
+        tasks.append(_task(txn, partition, file_id, kind, existing, token_for(len(tasks)), row_group, **kwargs))
 
     found = locations.is_valid()
     updates = ordered.filter(found)

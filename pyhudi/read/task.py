@@ -1,0 +1,261 @@
+"""Read tasks: the picklable unit of read work — one file group's families, merged and joined.
+
+A :class:`ReadTask` holds only plain values (a :class:`~pyhudi.storage.fs.Storage`, file slices,
+schemas, filters, the visible instants), so the local engine and Spark executors run the same
+code. Running it streams record batches of exactly ``settings.output`` schema: family readers
+(:mod:`pyhudi.read.family_reader`) → row join (:mod:`pyhudi.read.row_reader`) → exact filters →
+projection. Before reading data, the task opens the base files' footers to skip what statistics
+prove cannot match (:mod:`pyhudi.read.pruning`).
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pyhudi.fsview.view import FileSlice, Visibility
+from pyhudi.read.family_reader import FamilyScan, OpenedBase, read_family, slice_inputs
+from pyhudi.read.filters import Filter, filter_expression
+from pyhudi.read.merge import columns_of
+from pyhudi.read.pruning import KeyRange, excluded_key_ranges
+from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
+from pyhudi.read.sources import SOFT_DELETE, KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
+from pyhudi.storage.fs import Storage
+
+DEFAULT_BATCH_SIZE = 16384
+"""Rows per batch of a streaming scan: a scan holds about one batch per input and family, so
+this bounds its memory (16k rows x 100 double columns ≈ 13 MB per batch)."""
+READ_BATCH_SIZE = 65536
+"""Rows per batch when the whole result is collected anyway (``Table.read``): fewer, larger
+batches cost less per row."""
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """What every task of one scan shares."""
+
+    table_schema: pa.Schema
+    output: pa.Schema
+    keys: KeySpec
+    visibility: Visibility
+    filters: tuple[Filter, ...] = ()
+    key_filters: tuple[Filter, ...] = ()
+    read_optimized: bool = False
+    incremental: tuple[str, ...] | None = None  # instants whose writes an incremental query returns
+    batch_size: int = DEFAULT_BATCH_SIZE
+    strategy: str = "auto"
+
+
+@dataclass
+class FamilyPart:
+    """One family of the file group: what to read of it and its latest file slice."""
+
+    scan: FamilyScan
+    file_slice: FileSlice
+    own_columns: tuple[str, ...] = ()
+
+    @property
+    def base_is_final(self) -> bool:
+        """No log file applies on top of the base file (base values are the row's values)."""
+        return not self.file_slice.log_files
+
+
+@dataclass
+class ReadTask:
+    """Read one file group: ``batches()`` streams its merged, filtered rows; ``run()`` collects them."""
+
+    storage: Storage
+    partition_path: str
+    file_id: str
+    families: list[FamilyPart]
+    settings: TaskSettings
+    metrics: dict = field(default_factory=dict, compare=False)
+    """Counters of the last run (strategies, row groups read / skipped, skipped by statistics)."""
+
+    def __repr__(self) -> str:
+        return f"ReadTask({self.partition_path!r}, {self.file_id!r}, families={[f.scan.family for f in self.families]})"
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        with ExitStack() as files:
+            yield from self._batches(files)
+
+    def run(self) -> pa.Table:
+        return pa.Table.from_batches(list(self.batches()), schema=self.settings.output)
+
+    # ------------------------------------------------------------------ body
+    def _batches(self, files: ExitStack) -> Iterator[pa.RecordBatch]:
+        settings = self.settings
+        self.metrics.clear()
+        opened = self._open_bases(files)
+        excluded = self._excluded_ranges(opened)
+        if excluded is None:
+            self.metrics["skipped_by_statistics"] = 1
+            return  # statistics prove that no row of this file group matches
+        prefilter = Prefilter(settings.table_schema, list(settings.key_filters), excluded)
+        sorted_cache: dict = {}
+        family_inputs = []
+        for part in self.families:
+            spec = ReadSpec(list(part.scan.fields), part.scan.ordering_field, settings.keys, prefilter)
+            inputs = slice_inputs(self.storage, part.file_slice, spec, settings.table_schema, settings.visibility,
+                                  files, base_only=settings.read_optimized, opened=opened, sorted_cache=sorted_cache)
+            family_inputs.append(inputs)
+        redundant = self._redundant_families(family_inputs)
+        self._count("families_skipped", sum(1 for trim in redundant.values() if trim == "all"))
+        self._count("bases_skipped", sum(1 for trim in redundant.values() if trim == "base"))
+        kept = []
+        for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
+            trim = redundant.get(i)
+            if trim != "all":
+                kept.append((part.scan, inputs[1:] if trim == "base" else inputs))
+        for _, inputs in kept:
+            for source in inputs:
+                if isinstance(source, ParquetInput):
+                    total = source.parquet.metadata.num_row_groups
+                    self._count("row_groups", total)
+                    self._count("row_groups_skipped", total - len(source.row_groups))
+        kept = self._lockstep(kept)
+        streams = [read_family(inputs, scan, settings.batch_size, len(kept) > 1, settings.strategy, self.metrics)
+                   for scan, inputs in kept]
+        incremental = pa.array(settings.incremental, pa.string()) if settings.incremental is not None else None
+        expression = filter_expression(settings.filters, settings.table_schema) if settings.filters else None
+        for window in join_streams(streams, incremental):
+            for batch in self._output(window, expression):
+                if batch.num_rows:
+                    yield batch
+
+    def _count(self, name: str, n: int) -> None:
+        self.metrics[name] = self.metrics.get(name, 0) + n
+
+    def _open_bases(self, files: ExitStack) -> dict[str, OpenedBase]:
+        opened = {}
+        for part in self.families:
+            base = part.file_slice.base_file
+            if base is not None and base.relpath not in opened:
+                opened[base.relpath] = OpenedBase(self.storage, base.relpath, files)
+        return opened
+
+    def _lockstep(self, kept: list[tuple[FamilyScan, list]]) -> list[tuple[FamilyScan, list]]:
+        """Families whose slice is a base file alone with equal key fingerprints are read side by
+        side as one input (keys decoded once; no join among them)."""
+        if self.settings.strategy != "auto" or len(kept) < 2:
+            return kept
+        groups: dict = {}
+        out: list = []
+        for scan, inputs in kept:
+            base = inputs[0] if len(inputs) == 1 and isinstance(inputs[0], ParquetInput) else None
+            plain = base is not None and base.fingerprint is not None and not _removes_rows(base) and \
+                not any(f.name.startswith("_hoodie_") for f in scan.fields)
+            fingerprint = base.fingerprint() if plain else None
+            if fingerprint is None:
+                out.append((scan, inputs))
+                continue
+            groups.setdefault((fingerprint, tuple(base.row_groups)), []).append((scan, base))
+        for members in groups.values():
+            if len(members) == 1:
+                out.append((members[0][0], [members[0][1]]))
+                continue
+            combined = LockstepInput(members[0][1], [base for _, base in members[1:]])
+            scan = FamilyScan("+".join(s.family or "" for s, _ in members), tuple(combined.spec.fields), False, None)
+            self._count("families_lockstep", len(members))
+            out.append((scan, [combined]))
+        return out
+
+    def _redundant_families(self, family_inputs: list[list]) -> dict[int, str]:
+        """Key-only families (read for row existence, DESIGN §4) whose base file adds no row.
+
+        A family read only for its keys needs no base file when that base is byte-identical in
+        its key column (equal fingerprint) to the base of another family read in this task whose
+        inputs never remove a row (no delete blocks, no soft deletes): every one of those keys is
+        alive there. Its log blocks are still merged (they may add keys). Returns family index →
+        ``"all"`` (nothing left to read) or ``"base"`` (read only its log blocks).
+        """
+        if len(self.families) < 2 or self.settings.strategy != "auto":
+            return {}
+        anchors: list = []
+        candidates = []
+        for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
+            key_only = not any(f.name in part.own_columns or f.name.startswith("_hoodie_") for f in part.scan.fields)
+            base = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) and inputs[0].fingerprint else None
+            if key_only and base is not None:  # (only base inputs carry a fingerprint)
+                candidates.append((i, base, len(inputs) == 1))
+            elif base is not None and not any(_removes_rows(source) for source in inputs):
+                anchors.append(base)
+        if not candidates:
+            return {}
+        known = {a.fingerprint() for a in anchors} - {None}
+        redundant: dict[int, str] = {}
+        for i, base, alone in candidates:
+            fingerprint = base.fingerprint()
+            if fingerprint is not None and fingerprint in known:
+                redundant[i] = "all" if alone else "base"
+            elif fingerprint is not None and alone and not _removes_rows(base):
+                known.add(fingerprint)  # kept whole: it may anchor the next key-only family
+        return redundant
+
+    def _excluded_ranges(self, opened: dict[str, pq.ParquetFile]) -> list[KeyRange] | None:
+        """Key ranges no matching row can have (None: the whole file group), from families
+        whose base values are final and the null-rejecting filters on their own columns."""
+        settings = self.settings
+        excluded: list[KeyRange] = []
+        for part in self.families:
+            own = [f for f in settings.filters if f.column in part.own_columns]
+            if not own:
+                continue
+            if part.file_slice.is_empty or (settings.read_optimized and part.file_slice.base_file is None):
+                if any(f.op != "is null" for f in own):
+                    return None  # the family has no rows here: its columns are all null
+                continue
+            base = part.file_slice.base_file
+            if base is None or not (part.base_is_final or settings.read_optimized):
+                continue
+            parquet = opened[base.relpath].parquet
+            key_column = settings.keys.stats_column(parquet.schema_arrow.names, settings.table_schema)
+            ranges = excluded_key_ranges(parquet.metadata, own, settings.table_schema, key_column or "")
+            if ranges is None:
+                return None
+            excluded.extend(ranges)
+        return excluded
+
+    def _output(self, window: pa.Table, expression) -> list[pa.RecordBatch]:
+        output = self.settings.output
+        names = window.column_names
+        if RECORD_KEY in output.names and RECORD_KEY in names:  # tables without meta fields
+            window = window.set_column(names.index(RECORD_KEY), RECORD_KEY,
+                                       pc.coalesce(window.column(RECORD_KEY), window.column(KEY)))
+        if PARTITION_PATH in output.names and PARTITION_PATH in names:
+            window = window.set_column(names.index(PARTITION_PATH), PARTITION_PATH,
+                                       pc.fill_null(window.column(PARTITION_PATH), self.partition_path))
+        if expression is not None:
+            for f in self.settings.filters:
+                if f.column not in set(window.column_names):  # a family with no rows in this file group
+                    field = self.settings.table_schema.field(f.column)
+                    window = window.append_column(field, pa.nulls(window.num_rows, field.type))
+            window = window.filter(expression)
+            if not window.num_rows:
+                return []
+        present = columns_of(window)
+        arrays = []
+        for f in output:
+            column = present.get(f.name)
+            if column is not None:
+                arrays.append(column.cast(f.type) if column.type != f.type else column)
+            else:
+                arrays.append(pa.nulls(window.num_rows, f.type))
+        if not arrays:  # no columns asked for (a count): rows without columns
+            table = window.select([])
+        else:
+            table = pa.Table.from_arrays(arrays, schema=output)
+        return table.combine_chunks().to_batches(max_chunksize=self.settings.batch_size)
+
+
+def _removes_rows(source: ParquetInput | MemoryInput) -> bool:
+    """Whether an input can delete rows: delete blocks and soft-deleted records."""
+    if isinstance(source, MemoryInput):
+        return bool(np.any(source.versions.is_delete))
+    return SOFT_DELETE in source.parquet.schema_arrow.names
