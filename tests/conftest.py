@@ -49,8 +49,12 @@ def spark():
 
     local[2], UI off, 2 shuffle partitions, Python data source filter pushdown on.
     """
+    import os
+    import sys
+
     from pyspark.sql import SparkSession
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this venv (pyarrow, pyhudi)
     session = (
         SparkSession.builder.master("local[2]")
         .appName("pyhudi-tests")
@@ -62,6 +66,7 @@ def spark():
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.pyspark.python", sys.executable)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
