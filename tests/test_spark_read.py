@@ -29,10 +29,9 @@ from pyspark.sql.types import StructType
 
 import pyhudi
 import pyhudi.spark
-from pyhudi.errors import ConfigError, SchemaError
+from pyhudi.errors import ConfigError, ReadError, SchemaError
 from pyhudi.spark.datasource import HudiDataSource
 from pyhudi.spark.filters import claim, to_condition
-from pyhudi.spark.options import normalize_instant
 from pyhudi.spark.reader import ReadSettings
 from pyhudi.spark.types import cast_batch
 
@@ -174,6 +173,31 @@ def test_time_travel_and_empty_table(spark, hudi_table, tmp_path):
     assert spark.read.format("pyhudi").load(empty.path).collect() == []
 
 
+def test_read_optimized_and_incremental_queries(spark, tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "ro"), SCHEMA, "id", num_buckets=1, partition_fields=["p"],
+                            column_families=FAMILIES)
+    t.bulk_insert(full_rows(range(6)))  # base files
+    t.upsert(pa.table({"id": pa.array([0, 1], pa.int64()), "c": [-1, -2], "p": ["y", "x"]}))  # logs
+    t.upsert(pa.table({"id": pa.array([2], pa.int64()), "a": [-3.0], "p": ["y"]}))
+    done = completion_times(t)
+    ro = spark.read.format("pyhudi").option("hoodie.datasource.query.type", "read_optimized").load(t.path)
+    assert rows(ro) == naive(rows(full_rows(range(6))))  # base files only: the updates are not seen
+    assert rows(ro) == naive(rows(t.read(query_type="read_optimized")))
+
+    def incremental(begin, end=None):
+        reader = spark.read.format("pyhudi").option("hoodie.datasource.query.type", "incremental") \
+            .option("hoodie.datasource.read.begin.instanttime", begin)
+        if end is not None:
+            reader = reader.option("hoodie.datasource.read.end.instanttime", end)
+        return rows(reader.load(t.path))
+
+    snapshot = {r["id"]: r for r in naive(rows(t.read()))}
+    assert incremental(done[0]) == [snapshot[0], snapshot[1], snapshot[2]]  # (first, latest]
+    # (first, second]: ids 0 and 1 in their state as of the second commit
+    assert [(r["id"], r["c"], r["a"]) for r in incremental(done[0], done[1])] == [(0, -1, 0.0), (1, -2, 1.5)]
+    assert incremental(done[2]) == []
+
+
 # --------------------------------------------------------------------------- planning without Spark
 def test_pushed_filters_are_claimed_only_when_the_kernel_applies_them_exactly():
     cols = ["id", "a", "b", "p"]
@@ -234,11 +258,12 @@ def test_cast_batch_matches_the_spark_schema_exactly():
 def test_read_options_are_validated():
     assert ReadSettings.from_options({}) == ReadSettings()
     s = ReadSettings.from_options({"hoodie.datasource.query.type": "incremental",
-                                   "hoodie.datasource.read.begin.instanttime": "2024-01-02 03:04:05.6",
+                                   "hoodie.datasource.read.begin.instanttime": "2024-01-02 03:04:05.006",
                                    "hoodie.datasource.read.end.instanttime": "20240102030405"})
-    assert (s.begin, s.end, s.schema_instant) == ("20240102030405600", "20240102030405000", "20240102030405000")
-    assert normalize_instant("20240102030405123", "k") == "20240102030405123"
-    with pytest.raises(ConfigError, match="invalid value 'yesterday' for as.of.instant"):
+    # Hudi's instant forms; a 14-digit instant means the end of that second (Hudi pads it with 999)
+    assert (s.begin, s.end, s.schema_instant) == ("20240102030405006", "20240102030405999", "20240102030405999")
+    assert ReadSettings.from_options({"as.of.instant": "2024-01-02 03:04:05.123"}).as_of == "20240102030405123"
+    with pytest.raises(ReadError, match="as.of.instant 'yesterday' is not an instant time"):
         ReadSettings.from_options({"as.of.instant": "yesterday"})
     with pytest.raises(ConfigError, match="invalid value 'fast' for hoodie.datasource.query.type: expected one of"):
         ReadSettings.from_options({"hoodie.datasource.query.type": "fast"})

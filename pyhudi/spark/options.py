@@ -12,7 +12,6 @@ or to the write client.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 from pyhudi.config.keys import ConfigKey
@@ -70,28 +69,6 @@ WRITE_ONLY_KEYS = frozenset({
     PATH, OPERATION.key, RECORD_KEY.key, PRECOMBINE.key, PARTITION_PATH.key, TABLE_TYPE.key,
 })
 READ_KEYS = frozenset({PATH, QUERY_TYPE.key, AS_OF_INSTANT.key, BEGIN_INSTANT.key, END_INSTANT.key, COLUMNS.key})
-
-_INSTANT_TEXT = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})[ T]?(\d{2}):?(\d{2}):?(\d{2})(?:\.?(\d{1,3}))?$")
-
-
-def normalize_instant(text: str, key: str) -> str:
-    """An instant option as Hudi's 17-digit instant time.
-
-    Accepts ``yyyyMMddHHmmss[SSS]`` and ``yyyy-MM-dd HH:mm:ss[.SSS]`` (what Hudi accepts for
-    ``as.of.instant``); anything else is a :class:`ConfigError` naming the option.
-    """
-    raw = text.strip()
-    if raw.isdigit() and len(raw) in (14, 17):
-        return raw.ljust(17, "0")
-    match = _INSTANT_TEXT.match(raw)
-    if not match:
-        raise ConfigError(
-            f"invalid value {text!r} for {key}: expected an instant time yyyyMMddHHmmssSSS "
-            "or 'yyyy-MM-dd HH:mm:ss[.SSS]'"
-        )
-    *parts, millis = match.groups()
-    return "".join(parts) + (millis or "").ljust(3, "0")
-
 
 def lowered(options: Mapping[str, Any]) -> dict[str, str]:
     """Spark hands options case-insensitively; pyhudi looks them up by Hudi's lower-case names.

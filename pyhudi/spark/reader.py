@@ -30,10 +30,7 @@ from pyhudi.spark import options as opt
 from pyhudi.spark.filters import claim, to_condition
 from pyhudi.spark.types import cast_batch
 
-try:  # contract C1 (the read helper's scan planner); a stand-in until it is merged
-    from pyhudi.read.plan import plan_scan
-except ImportError:  # pragma: no cover - replaced on merge
-    from pyhudi.spark._compat_plan import plan_scan
+from pyhudi.read.plan import normalize_time, plan_scan
 
 
 @dataclass(frozen=True)
@@ -52,9 +49,9 @@ class ReadSettings:
         as_of = opt.AS_OF_INSTANT.get(options)
         begin = opt.BEGIN_INSTANT.get(options)
         end = opt.END_INSTANT.get(options)
-        as_of = opt.normalize_instant(as_of, opt.AS_OF_INSTANT.key) if as_of else None
-        begin = opt.normalize_instant(begin, opt.BEGIN_INSTANT.key) if begin else None
-        end = opt.normalize_instant(end, opt.END_INSTANT.key) if end else None
+        as_of = normalize_time(as_of, opt.AS_OF_INSTANT.key) if as_of else None
+        begin = normalize_time(begin, opt.BEGIN_INSTANT.key) if begin else None
+        end = normalize_time(end, opt.END_INSTANT.key) if end else None
         if query_type == "incremental":
             if begin is None:
                 raise ConfigError(f"an incremental query needs {opt.BEGIN_INSTANT.key}")
