@@ -7,5 +7,6 @@ package (only it and :mod:`pyhudi.engine.spark` import pyspark).
 
 from pyhudi.spark.datasource import FORMAT, HudiDataSource, register
 from pyhudi.spark.reader import read
+from pyhudi.spark.writer import write
 
-__all__ = ["FORMAT", "HudiDataSource", "read", "register"]
+__all__ = ["FORMAT", "HudiDataSource", "read", "register", "write"]
