@@ -1,0 +1,190 @@
+"""Spark vs local engine (issue 5): rows x (id + 100 float64) in 5 families of 20, 8 buckets, local[2].
+
+The input is a Parquet file (what a pipeline reads); both sides read it, so Spark's fixed costs
+(JVM planning, Python workers, the shuffle) are included. Prints, as ratios:
+
+- Spark write (``pyhudi.spark.write``: read Parquet → bucket routing shuffle → Python tasks write
+  the file groups → commit) / local write (pyarrow read → ``Table.upsert``)      target <= 2
+- Spark read (``spark.read.format("pyhudi")`` → every row materialised with the ``noop`` sink) /
+  local read (``Table.read()``)                                                   target <= 2
+- shares of the Spark write: the routing shuffle, the JVM→Python Arrow transfer (a Python sink
+  that only consumes the batches), the rest (kernel write + Spark overheads); of the Spark read:
+  the Python→JVM transfer (a Python source yielding memory-mapped Arrow batches of the same data).
+
+Run: ``.venv/bin/python bench/bench_spark.py [rows]`` (default 1,000,000).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import pyhudi
+
+ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+COLS, FAMILIES, BUCKETS = 100, 5, 8
+
+
+def make_data(rows: int, seed: int = 7) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    columns = {"id": pa.array(np.arange(rows, dtype=np.int64))}
+    for c in range(COLS):
+        columns[f"c{c}"] = pa.array(rng.random(rows))
+    return pa.table(columns, schema=pa.schema([pa.field("id", pa.int64(), False),
+                                               *[pa.field(f"c{c}", pa.float64()) for c in range(COLS)]]))
+
+
+def families() -> dict[str, str]:
+    per = COLS // FAMILIES
+    return {f"f{f}": ",".join(f"c{c}" for c in range(f * per, (f + 1) * per)) for f in range(FAMILIES)}
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def session():
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master("local[2]").appName("pyhudi-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "4g")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.pyspark.python", sys.executable)
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def register_null_sources(spark, ipc_dir: str) -> None:
+    """``pyhudi_null_sink``: consumes batches, writes nothing; ``pyhudi_null_source``: yields the
+    memory-mapped Arrow files of ``ipc_dir`` (one partition each). They isolate Spark's Arrow
+    transfer to and from Python workers."""
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition, WriterCommitMessage
+
+    class NullWriter(DataSourceArrowWriter):
+        def write(self, iterator):
+            for _ in iterator:
+                pass
+            return WriterCommitMessage()
+
+    class IpcReader(DataSourceReader):
+        def __init__(self, files):
+            self.files = files
+
+        def partitions(self):
+            return [InputPartition(f) for f in self.files]
+
+        def read(self, partition):
+            with pa.memory_map(partition.value) as source:
+                reader = pa.ipc.open_file(source)
+                for i in range(reader.num_record_batches):
+                    yield reader.get_batch(i)
+
+    class NullSource(DataSource):
+        @classmethod
+        def name(cls):
+            return "pyhudi_null"
+
+        def schema(self):
+            return "id bigint NOT NULL, " + ", ".join(f"c{c} double" for c in range(COLS))
+
+        def writer(self, schema, overwrite):
+            return NullWriter()
+
+        def reader(self, schema):
+            return IpcReader(sorted(os.path.join(ipc_dir, f) for f in os.listdir(ipc_dir)))
+
+    spark.dataSource.register(NullSource)
+
+
+def main() -> int:
+    import pyhudi.spark
+    from pyhudi.spark.bucketing import route_by_bucket
+
+    root = tempfile.mkdtemp(prefix="pyhudi-bench-spark-")
+    try:
+        data = make_data(ROWS)
+        source = f"{root}/input.parquet"
+        pq.write_table(data, source, use_dictionary=False, row_group_size=128 * 1024)
+        ipc_dir = f"{root}/ipc"
+        os.makedirs(ipc_dir)
+        for i, start in enumerate(range(0, ROWS, -(-ROWS // BUCKETS))):
+            with pa.ipc.new_file(f"{ipc_dir}/{i:02d}.arrow", data.schema) as sink:
+                for batch in data.slice(start, -(-ROWS // BUCKETS)).to_batches(max_chunksize=10_000):
+                    sink.write_batch(batch)
+        del data
+        spec = families()
+        options = {"hoodie.table.name": "bench", "hoodie.datasource.write.recordkey.field": "id",
+                   "hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": str(BUCKETS),
+                   **{f"hoodie.colFamily.{k}": v for k, v in spec.items()}}
+
+        # ---------------------------------------------------------------- local engine
+        def local_write():
+            table = pyhudi.create_table(f"{root}/local", make_data(0).schema, "id", name="bench",
+                                        num_buckets=BUCKETS, column_families=spec)
+            table.upsert(pq.read_table(source))
+
+        t_local_write = timed(local_write)
+        local = pyhudi.open_table(f"{root}/local")
+        t_local_read = timed(lambda: local.read())
+
+        # ---------------------------------------------------------------- Spark
+        spark = session()
+        register_null_sources(spark, ipc_dir)
+        pyhudi.spark.register(spark)
+        warm = make_data(1000)
+        pq.write_table(warm, f"{root}/warm.parquet")  # JVM + Python workers warm-up, not timed
+        pyhudi.spark.write(spark.read.parquet(f"{root}/warm.parquet"), f"{root}/warm", **options)
+        spark.read.format("pyhudi").load(f"{root}/warm").write.format("noop").mode("overwrite").save()
+
+        t_spark_write = timed(lambda: pyhudi.spark.write(spark.read.parquet(source), f"{root}/spark", **options))
+        t_spark_read = timed(lambda: spark.read.format("pyhudi").load(f"{root}/spark")
+                             .write.format("noop").mode("overwrite").save())
+        assert spark.read.format("pyhudi").load(f"{root}/spark").count() == ROWS
+
+        def routed():
+            df, _ = route_by_bucket(spark.read.parquet(source), ("id",), BUCKETS, ())
+            return df
+
+        t_scan = timed(lambda: spark.read.parquet(source).write.format("noop").mode("overwrite").save())
+        t_routed = timed(lambda: routed().write.format("noop").mode("overwrite").save())
+        t_to_python = timed(lambda: routed().write.format("pyhudi_null").mode("append").save())
+        t_from_python = timed(lambda: spark.read.format("pyhudi_null").load().write.format("noop")
+                              .mode("overwrite").save())
+        spark.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+    shuffle = max(0.0, t_routed - t_scan)
+    to_python = max(0.0, t_to_python - t_routed)
+    print(f"rows={ROWS:,} columns={COLS + 1} families={FAMILIES} buckets={BUCKETS} local[2]")
+    print(f"local write {t_local_write:6.2f}s   spark write {t_spark_write:6.2f}s   "
+          f"ratio {t_spark_write / t_local_write:5.2f}  (target <= 2)")
+    print(f"local read  {t_local_read:6.2f}s   spark read  {t_spark_read:6.2f}s   "
+          f"ratio {t_spark_read / t_local_read:5.2f}  (target <= 2)")
+    print(f"spark write shares: parquet scan {t_scan / t_spark_write:4.0%}, routing shuffle "
+          f"{shuffle / t_spark_write:4.0%}, JVM->Python transfer {to_python / t_spark_write:4.0%}, "
+          f"kernel write + rest {max(0.0, t_spark_write - t_to_python) / t_spark_write:4.0%}")
+    print(f"spark read shares: Python->JVM transfer {t_from_python / t_spark_read:4.0%}, "
+          f"kernel read + rest {max(0.0, t_spark_read - t_from_python) / t_spark_read:4.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
