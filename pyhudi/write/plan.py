@@ -112,8 +112,9 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     """Row positions grouped by (partition, bucket) — groups in (partition, bucket) order, rows in
     arrival order within a group — and the runs ``((partition, bucket), start, length)``.
 
-    A counting-style NumPy sort on one integer per row; the key sort and de-duplication of each
-    group happen in its task (:func:`latest_sorted`), in parallel.
+    One stable NumPy sort on one small integer per row (a radix sort when the group ids fit 16
+    bits); the key sort and de-duplication of each group happen in its task
+    (:func:`~pyhudi.write.prepare.latest_sorted`), in parallel.
     """
     n = rows.num_rows
     buckets = np.asarray(rows.column(BUCKET_COLUMN).combine_chunks(), dtype=np.int64)
@@ -121,7 +122,9 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     names = encoded.dictionary
     rank = np.empty(len(names), dtype=np.int64)
     rank[np.asarray(pc.sort_indices(names))] = np.arange(len(names))  # partition → its sorted rank
-    group = rank[np.asarray(encoded.indices, dtype=np.int64)] * (int(buckets.max(initial=0)) + 1) + buckets
+    width = int(buckets.max(initial=0)) + 1
+    group = buckets if len(names) == 1 else rank[np.asarray(encoded.indices, dtype=np.int64)] * width + buckets
+    group = group.astype(np.min_scalar_type(int(group.max(initial=0))))
     order = np.argsort(group, kind="stable")
     if n == 0:
         return order, []
