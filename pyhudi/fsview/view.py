@@ -175,7 +175,15 @@ class FileSystemView:
                 replaced.update((partition, fid) for fid in file_ids)
         return replaced
 
-    def _data_files(self) -> Iterable[FileInfo]:
+    def _data_files(self, partitions: set[str] | None = None) -> Iterable[FileInfo]:
+        """Files at partition depth; only the given partitions' folders are listed when known
+        (and an unpartitioned table lists its base folder alone, never ``.hoodie``)."""
+        if partitions is not None or self.partition_depth == 0:
+            for partition in sorted(partitions) if partitions is not None else [""]:
+                depth = partition.count("/") + 1 if partition else 0
+                if depth == self.partition_depth:
+                    yield from self.storage.list_files(partition)
+            return
         for info in self.storage.walk_files(""):
             path = info.path
             if path.startswith(".hoodie/") or path.count("/") != self.partition_depth:
@@ -186,7 +194,7 @@ class FileSystemView:
         """Visible, non-replaced file groups, sorted by (partition, file id)."""
         wanted = set(partitions) if partitions is not None else None
         groups: dict[tuple[str, str], FileGroup] = {}
-        for info in self._data_files():
+        for info in self._data_files(wanted):
             partition, _, name = info.path.rpartition("/")
             if wanted is not None and partition not in wanted:
                 continue
