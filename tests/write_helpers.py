@@ -55,8 +55,8 @@ def _install_sleep_after_first_file(ready_file: str, seconds: float) -> None:
     lock = threading.Lock()
     state = {"calls": 0}
 
-    def hooked(storage, relpath, blocks):
-        size = original(storage, relpath, blocks)
+    def hooked(storage, relpath, blocks, **kwargs):
+        size = original(storage, relpath, blocks, **kwargs)
         with lock:
             state["calls"] += 1
             first = state["calls"] == 1

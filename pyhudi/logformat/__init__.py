@@ -23,6 +23,8 @@ from pyhudi.logformat.block import (
     decode_header,
     default_parquet_options,
     encode_header,
+    parquet_options_cover,
+    parquet_options_for,
 )
 from pyhudi.logformat.deletes import (
     DELETE_RECORD_LIST_SCHEMA,
@@ -61,6 +63,8 @@ __all__ = [
     "ParquetDataBlock",
     "decode_header",
     "default_parquet_options",
+    "parquet_options_cover",
+    "parquet_options_for",
     "encode_header",
     "DELETE_RECORD_LIST_SCHEMA",
     "OrderingType",

@@ -341,8 +341,11 @@ class Timeline:
 
     def _create(self, instant: Instant, content: bytes) -> None:
         name = instant.file_name(self.layout_version)
+        # Completed instants and plans are synced; an empty requested/inflight file is not: lost
+        # in a crash, it only leaves files of an instant that never existed (never visible).
+        durable = instant.is_completed or bool(content)
         try:
-            self.storage.create_if_absent(f"{self.timeline_dir}/{name}", bytes(content))
+            self.storage.create_if_absent(f"{self.timeline_dir}/{name}", bytes(content), durable=durable)
         except AlreadyExistsError:
             raise TimelineError(f"instant {instant} already exists ({self.timeline_dir}/{name})") from None
         self._ensure_loaded()
