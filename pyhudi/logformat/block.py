@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Iterator, Mapping, Protocol, Sequence
 
 import fastavro
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import LogFormatError, SchemaError
@@ -329,6 +330,27 @@ class DataBlock(LogBlock):
         return self.read().num_rows
 
 
+def key_sorting_columns(table: pa.Table) -> list[pq.SortingColumn] | None:
+    """``sorting_columns`` declaring the rows sorted by ``_hoodie_record_key``, if they are.
+
+    Checked on the data (strictly increasing keys, one vectorised comparison), never assumed:
+    readers trust the declaration to merge inputs by key ranges without re-reading the keys.
+    Pass the result as ``sorting_columns=`` to ``pyarrow.parquet.write_table``.
+    """
+    names = table.schema.names
+    if META_FIELDS[2] not in names:
+        return None
+    keys = table.column(META_FIELDS[2])
+    if keys.null_count or not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
+        return None
+    n = len(keys)
+    if n > 1:
+        keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        if not pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py():
+            return None
+    return [pq.SortingColumn(names.index(META_FIELDS[2]))]
+
+
 class ParquetDataBlock(DataBlock):
     """PARQUET_DATA: the content is a complete Parquet file (meta columns first).
 
@@ -362,6 +384,10 @@ class ParquetDataBlock(DataBlock):
         options = dict(self.parquet_options)
         if not parquet_options_cover(options, self._table.schema):
             options = {**parquet_options_for(self._table), **options}
+        if "sorting_columns" not in options:
+            sorting = key_sorting_columns(self._table)
+            if sorting:
+                options["sorting_columns"] = sorting
         sink = pa.BufferOutputStream()
         pq.write_table(self._table, sink, **options)
         return sink.getvalue()
