@@ -177,7 +177,7 @@ def read_file_group(reader: SliceReader, group: FileGroup, scans: list[FamilySca
 def read_table(table: Any, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
                as_of: str | None = None, with_meta: bool = False) -> pa.Table:
     """Snapshot (or time-travel) read of a whole table as one Arrow table."""
-    schema = table.schema
+    schema = table.schema_at(as_of)  # C3: the schema and families in effect at the snapshot
     wanted = list(columns) if columns is not None else schema.names
     for name in wanted:
         if name not in schema.names:
@@ -189,12 +189,13 @@ def read_table(table: Any, columns: Sequence[str] | None = None, filters: Sequen
     config = table.config
     reader = SliceReader(table.storage, table.record_key_fields, config.populate_meta_fields, view,
                          config.layout_version)
-    families = table.effective_families(schema)
+    families = table.families_at(as_of, schema)
+    family_table = any(not f.is_default for f in families.values())
     scans = family_scans(families, schema, read_columns, table.record_key_fields, table.partition_fields,
                          config.merge_mode == "EVENT_TIME_ORDERING", config.ordering_field, with_meta)
     meta = [pa.field(n, pa.string()) for n in META_FIELDS] if with_meta else []
     out_fields = [*meta, *[schema.field(n) for n in read_columns]]
-    pieces = [read_file_group(reader, g, scans, bool(table.column_families), schema, out_fields)
+    pieces = [read_file_group(reader, g, scans, family_table, schema, out_fields)
               for g in view.file_groups()]
     result = pa.concat_tables(pieces) if pieces else pa.schema(out_fields).empty_table()
     if filters:

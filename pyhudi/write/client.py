@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from pyhudi.config.families import ColumnFamily
 from pyhudi.engine.base import Engine, get_engine
 from pyhudi.errors import ConfigError, SchemaError
+from pyhudi.evolution import check_schema_unchanged, commit_extra_metadata
 from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.index.bucket import bucket_ids
 from pyhudi.schema import META_FIELDS, avro_schema_json
@@ -130,7 +131,9 @@ class WriteClient:
             statuses = [s for batch in self.engine.run_tasks(tasks) for s in batch]
             self._write_partition_metafiles(statuses, instant.requested_time)
             metadata = self._commit_metadata(statuses, OPERATIONS[operation], schema)
-            completed = timeline.complete(instant, metadata.to_avro_bytes())
+            completed = timeline.complete(instant, metadata.to_avro_bytes(), precondition=lambda current: (
+                # C3: checked under the timeline lock, so no ALTER completes between check and commit
+                check_schema_unchanged(table._history, current, table.config, schema, self._families)))
         except BaseException:
             heartbeat.stop(delete=False)
             self._rollback_quietly(timeline, instant)
@@ -229,7 +232,8 @@ class WriteClient:
                 num_updates=s.num_records - inserts,
             ))
         return CommitMetadata.from_write_stats(
-            stats, operation_type=operation, schema=avro_schema_json(schema, self.table.name)
+            stats, operation_type=operation, schema=avro_schema_json(schema, self.table.name),
+            extra_metadata=commit_extra_metadata(self._families),  # C3: the families in effect
         )
 
     def _write_partition_metafiles(self, statuses: list[WriteStatus], instant: str) -> None:
