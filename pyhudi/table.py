@@ -9,12 +9,11 @@ paths attach here as they land (DESIGN §5 lists the full surface).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
 from pyhudi.config import table as tc
-from pyhudi.config.keys import format_value
 from pyhudi.config.families import (
     ColumnFamily,
     families_from_mapping,
@@ -22,6 +21,7 @@ from pyhudi.config.families import (
     is_family_key,
     validate_families,
 )
+from pyhudi.config.keys import format_value
 from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
 from pyhudi.schema import META_FIELDS, avro_schema_json
@@ -319,26 +319,38 @@ class Table:
         return instant
 
     # ----------------------------------------------------------------- writes
-    def _write(self, data: Any, operation: str, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
+    def _write(self, data: Any, operation: str, engine: Any = None, options: Mapping[str, Any] | None = None,
+               on_commit: Callable[[Any], None] | None = None) -> str:
         from pyhudi.write.client import WriteClient  # the write path sits above the table handle
 
-        self.last_write = WriteClient(self, engine=engine, options=options).write(data, operation)
+        client = WriteClient(self, engine=engine, options=options, on_commit=on_commit)
+        self.last_write = client.write(data, operation)
         return self.last_write.instant
 
-    def upsert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
-        """Insert or update rows (any subset of columns with the record key); returns the instant."""
-        return self._write(data, "upsert", engine, options)
+    def upsert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None,
+               on_commit: Callable[[Any], None] | None = None) -> str:
+        """Insert or update rows (any subset of columns with the record key); returns the instant.
 
-    def insert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
-        return self._write(data, "insert", engine, options)
+        ``on_commit`` is called with the :class:`~pyhudi.write.client.WriteResult` once the
+        instant is completed (write stats: rows per family, files, bytes, elapsed time).
+        """
+        return self._write(data, "upsert", engine, options, on_commit)
 
-    def bulk_insert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
+    def insert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None,
+               on_commit: Callable[[Any], None] | None = None) -> str:
+        """Insert rows. Without a bucket index the keys are not looked up (as in Hudi): new file
+        groups are written, and a key that already exists is stored twice."""
+        return self._write(data, "insert", engine, options, on_commit)
+
+    def bulk_insert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None,
+                    on_commit: Callable[[Any], None] | None = None) -> str:
         """Like insert; file groups with no data yet get base files instead of log files."""
-        return self._write(data, "bulk_insert", engine, options)
+        return self._write(data, "bulk_insert", engine, options, on_commit)
 
-    def delete(self, keys: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
+    def delete(self, keys: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None,
+               on_commit: Callable[[Any], None] | None = None) -> str:
         """Delete rows by key (a table with the record key and partition columns)."""
-        return self._write(keys, "delete", engine, options)
+        return self._write(keys, "delete", engine, options, on_commit)
 
     # ----------------------------------------------------------------- reads
     def read(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
