@@ -68,6 +68,11 @@ class CorruptBlockError(LogFormatError):
     """One log block is torn or corrupt; readers skip it and count it."""
 
 
+class ReadError(HudiError, ValueError):
+    """A read request is invalid: unknown query type, malformed instant time, a query the table
+    cannot answer (e.g. incremental reads of a table without meta fields)."""
+
+
 class CommitConflictError(HudiError):
     """Two writers changed the same file group in a way that cannot be reconciled."""
 
@@ -88,5 +93,6 @@ __all__ = [
     "MetadataError",
     "LogFormatError",
     "CorruptBlockError",
+    "ReadError",
     "CommitConflictError",
 ]

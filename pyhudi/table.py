@@ -353,17 +353,42 @@ class Table:
         return self._write(keys, "delete", engine, options, on_commit)
 
     # ----------------------------------------------------------------- reads
+    def plan_scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
+                  as_of: Any = None, query_type: str = "snapshot", begin: Any = None, end: Any = None,
+                  with_meta: bool = False, **options: Any):
+        """The read tasks of a scan (contract C1, :func:`pyhudi.read.plan.plan_scan`)."""
+        from pyhudi.read.plan import plan_scan  # the read path sits above the table handle
+
+        return plan_scan(self, columns, filters, as_of, query_type, begin, end, with_meta, **options)
+
     def read(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
-             as_of: str | None = None, with_meta: bool = False) -> pa.Table:
-        """Snapshot read (``as_of``: instants completed at or before that time)."""
-        from pyhudi.read.reader import read_table
+             as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot", **options: Any) -> pa.Table:
+        """Snapshot read into one Arrow table.
 
-        return read_table(self, columns, filters, as_of, with_meta)
+        ``as_of``: time travel (instants completed at or before it); ``query_type``:
+        ``"snapshot"`` or ``"read_optimized"`` (base files only); ``with_meta``: prepend the five
+        ``_hoodie_*`` columns; ``filters``: ``[(column, op, value)]`` ANDed, applied exactly.
+        """
+        return self.plan_scan(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_table()
 
-    def file_groups(self, as_of: str | None = None) -> list:
-        """Visible file groups (file-system view of the completed timeline)."""
+    def scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
+             as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot",
+             **options: Any) -> pa.RecordBatchReader:
+        """Like :meth:`read`, streamed: memory stays bounded by the batch size, not the table."""
+        return self.plan_scan(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_reader()
+
+    def read_incremental(self, start: Any, end: Any = None, columns: Sequence[str] | None = None,
+                         filters: Sequence[tuple] | None = None, with_meta: bool = False, **options: Any) -> pa.Table:
+        """Rows written by instants that completed in ``(start, end]``, in their state as of ``end``
+        (default: latest). Rows deleted by ``end`` are not returned."""
+        return self.plan_scan(columns, filters, None, "incremental", start, end, with_meta, **options).to_table()
+
+    def file_groups(self, as_of: Any = None) -> list:
+        """Visible file groups (file-system view of the completed timeline, as of ``as_of``)."""
         from pyhudi.fsview.view import FileSystemView
+        from pyhudi.read.plan import normalize_time
 
+        as_of = normalize_time(as_of, "as_of", self.config.timezone)
         return FileSystemView(self.storage, self.active_timeline(), len(self.partition_fields), as_of).file_groups()
 
     def describe(self) -> dict[str, Any]:

@@ -101,6 +101,38 @@ class FileGroup:
         return FileSlice(self.partition_path, self.file_id, family, base, chosen)
 
 
+@dataclass(frozen=True)
+class Visibility:
+    """Which instants a reader sees: completed ones (completion ≤ ``as_of`` when time travelling).
+
+    A plain, picklable value so that read tasks can decide block visibility on executors
+    without the timeline. Instants older than the whole active timeline were archived, which
+    only happens to completed instants; their requested time stands in for the completion time.
+    """
+
+    completions: dict[str, str]
+    archived_before: str | None = None
+    as_of: str | None = None
+
+    def completion_of(self, instant: str | None) -> str | None:
+        """When ``instant`` completed, or None if it is not visible."""
+        if instant is None:
+            return None
+        done = self.completions.get(instant)
+        if done is None and self.archived_before is not None and instant < self.archived_before:
+            if self.as_of is None or instant <= self.as_of:
+                return instant
+        return done
+
+    def is_visible(self, instant: str | None) -> bool:
+        return self.completion_of(instant) is not None
+
+    @property
+    def latest_completion(self) -> str | None:
+        """The newest completion time visible (the snapshot a plan pins)."""
+        return max(self.completions.values(), default=None)
+
+
 class FileSystemView:
     """File groups of a table as of its completed timeline (optionally as of a completion time)."""
 
@@ -117,20 +149,13 @@ class FileSystemView:
         self.as_of = as_of
         self.completion = self._visible_completions()
         instants = self.timeline.instants
-        self.archived_before = instants[0].requested_time if instants else None
+        archived_before = instants[0].requested_time if instants else None
+        self.visibility = Visibility(self.completion, archived_before, as_of)
         self.replaced = self._replaced_file_groups()
 
     def completion_of(self, instant: str) -> str | None:
-        """When ``instant`` completed, or None if it is not visible.
-
-        Instants older than the whole active timeline were archived, which only happens to
-        completed instants; their requested time stands in for the completion time.
-        """
-        done = self.completion.get(instant)
-        if done is None and self.archived_before is not None and instant < self.archived_before:
-            if self.as_of is None or instant <= self.as_of:
-                return instant
-        return done
+        """When ``instant`` completed, or None if it is not visible (see :class:`Visibility`)."""
+        return self.visibility.completion_of(instant)
 
     def _visible_completions(self) -> dict[str, str]:
         out = {}

@@ -1,7 +1,14 @@
-"""Row filters ``[(column, op, value)]`` → a pyarrow compute expression (applied after merge)."""
+"""Row filters ``[(column, op, value)]``: validation and the pyarrow compute expression.
+
+Filters are ANDed. They are always applied exactly, to merged rows (after the family merge and
+the row join): filtering versions before the merge would resurrect older versions of a row
+whose newest version does not match. The pruning in :mod:`pyhudi.read.pruning` only ever drops
+data that cannot produce a matching row.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import pyarrow as pa
@@ -10,33 +17,106 @@ import pyarrow.compute as pc
 from pyhudi.errors import SchemaError
 
 _BINARY = {"=": "__eq__", "==": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
-OPERATORS = (*_BINARY, "in", "not in", "is null", "is not null")
+_STRING_OPS = ("starts_with", "ends_with", "contains")
+_SET_OPS = ("in", "not in")
+_NULL_OPS = ("is null", "is not null")
+OPERATORS = (*_BINARY, *_SET_OPS, *_NULL_OPS, *_STRING_OPS)
+
+NULL_REJECTING = frozenset(OPERATORS) - {"is null"}
+"""Operators that a null value never satisfies (a missing row of a family reads as null)."""
 
 
-def _one(column: str, op: str, value: Any, schema: pa.Schema) -> pc.Expression:
-    if column not in schema.names:
-        raise SchemaError(f"filter column {column!r} is not in the table schema")
-    field = pc.field(column)
-    op = op.lower().strip()
-    if op in _BINARY:
-        return getattr(field, _BINARY[op])(pc.scalar(value))
-    if op == "in":
-        return field.isin(pa.array(list(value), schema.field(column).type))
-    if op == "not in":
-        return ~field.isin(pa.array(list(value), schema.field(column).type))
-    if op == "is null":
-        return field.is_null()
-    if op == "is not null":
-        return field.is_valid()
-    raise SchemaError(f"unsupported filter operator {op!r}: expected one of {', '.join(OPERATORS)}")
+@dataclass(frozen=True)
+class Filter:
+    """One validated filter: ``op`` is canonical (lower case, ``==`` spelled ``=``)."""
+
+    column: str
+    op: str
+    value: Any = None
+
+    def expression(self, field: pa.Field) -> pc.Expression:
+        ref = pc.field(self.column)
+        if self.op in _BINARY:
+            return getattr(ref, _BINARY[self.op])(typed_scalar(self.value, field.type))
+        if self.op == "in":
+            return ref.isin(typed_array(self.value, field.type))
+        if self.op == "not in":
+            return ~ref.isin(typed_array(self.value, field.type))
+        if self.op == "is null":
+            return ref.is_null()
+        if self.op == "is not null":
+            return ref.is_valid()
+        if self.op == "starts_with":
+            return pc.starts_with(ref, pattern=self.value)
+        if self.op == "ends_with":
+            return pc.ends_with(ref, pattern=self.value)
+        return pc.match_substring(ref, pattern=self.value)
 
 
-def filter_expression(filters: Sequence[tuple], schema: pa.Schema) -> pc.Expression:
-    """AND of all filters; each is ``(column, op)`` or ``(column, op, value)``."""
-    expression = None
-    for f in filters:
-        if len(f) not in (2, 3):
+def typed_scalar(value: Any, type_: pa.DataType) -> pa.Scalar:
+    """The filter value as a scalar of the column's type when it converts, else as given."""
+    try:
+        return pa.scalar(value, type=type_)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
+        return pc.scalar(value) if not isinstance(value, pa.Scalar) else value
+
+
+def typed_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+    try:
+        return pa.array(list(values), type_)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
+        return pa.array(list(values))
+
+
+def _is_string(type_: pa.DataType) -> bool:
+    return pa.types.is_string(type_) or pa.types.is_large_string(type_)
+
+
+def normalize_filters(filters: Sequence[tuple] | None, schema: pa.Schema) -> list[Filter]:
+    """Check every filter against ``schema`` and return them canonical.
+
+    Each filter is ``(column, op)`` for the null tests or ``(column, op, value)``; ``in`` / ``not in``
+    take a list of values; the string operators take a string and need a string column.
+    """
+    out = []
+    for f in filters or ():
+        if not isinstance(f, (tuple, list)) or len(f) not in (2, 3):
             raise SchemaError(f"filter {f!r} must be (column, op) or (column, op, value)")
-        part = _one(f[0], f[1], f[2] if len(f) == 3 else None, schema)
+        column, op = f[0], f[1]
+        value = f[2] if len(f) == 3 else None
+        if not isinstance(column, str) or column not in schema.names:
+            raise SchemaError(f"filter column {column!r} is not in the table schema")
+        if not isinstance(op, str):
+            raise SchemaError(f"filter operator {op!r} must be a string: one of {', '.join(OPERATORS)}")
+        op = " ".join(op.lower().split())
+        op = "=" if op == "==" else op
+        if op not in OPERATORS:
+            raise SchemaError(f"unsupported filter operator {op!r}: expected one of {', '.join(OPERATORS)}")
+        if op in _NULL_OPS:
+            if len(f) == 3 and value is not None:
+                raise SchemaError(f"filter {f!r}: {op!r} takes no value")
+        elif len(f) != 3:
+            raise SchemaError(f"filter {f!r}: {op!r} needs a value")
+        elif op in _SET_OPS:
+            if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+                raise SchemaError(f"filter {f!r}: {op!r} needs a list of values")
+            value = tuple(value)
+        elif op in _STRING_OPS:
+            if not isinstance(value, str):
+                raise SchemaError(f"filter {f!r}: {op!r} needs a string value")
+            if not _is_string(schema.field(column).type):
+                raise SchemaError(f"filter {f!r}: {op!r} needs a string column, {column!r} is {schema.field(column).type}")
+        elif value is None:
+            raise SchemaError(f"filter {f!r}: compare with null using 'is null' / 'is not null'")
+        out.append(Filter(column, op, value))
+    return out
+
+
+def filter_expression(filters: Sequence[Filter | tuple], schema: pa.Schema) -> pc.Expression | None:
+    """AND of all filters (None when there are none)."""
+    normalized = [f if isinstance(f, Filter) else normalize_filters([f], schema)[0] for f in filters]
+    expression = None
+    for f in normalized:
+        part = f.expression(schema.field(f.column))
         expression = part if expression is None else expression & part
     return expression

@@ -142,3 +142,172 @@ def merge_versions(
         taken = column.take(pa.array(order[np.maximum(chosen, 0)]))
         arrays.append(pc.if_else(pa.array(chosen >= 0), taken, pa.nulls(len(chosen), field.type)))
     return pa.Table.from_arrays(arrays, schema=out_schema)
+
+
+# ------------------------------------------------------------------------------ sorted windows
+def _numeric_ordering(values: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """Ordering values as comparable NumPy numbers plus a validity mask.
+
+    Integers, temporal types and booleans compare as int64, floats as float64; anything else
+    (strings, decimals) as dense ranks within the window, which preserves the order.
+    """
+    t = values.type
+    valid = np.asarray(values.is_valid()) if values.null_count else np.ones(len(values), dtype=bool)
+    if pa.types.is_integer(t) or pa.types.is_temporal(t) or pa.types.is_boolean(t):
+        if pa.types.is_date32(t) or pa.types.is_time32(t):
+            values = values.cast(pa.int32())
+        elif pa.types.is_boolean(t):
+            values = values.cast(pa.int8())
+        as_int = values.cast(pa.int64()) if values.type != pa.int64() else values
+        return np.asarray(as_int.fill_null(0), dtype=np.int64), valid
+    if pa.types.is_floating(t):
+        return np.asarray(values.cast(pa.float64()).fill_null(0.0), dtype=np.float64), valid
+    return _dense_ranks(values), valid
+
+
+def _flags(value: bool | np.ndarray, n: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(value, dtype=bool), (n,))
+
+
+def _project(keys: pa.Array, data: pa.Table | None, columns: list[pa.Field], out_schema: pa.Schema) -> pa.Table:
+    """One piece's rows as the window result (no merge needed)."""
+    arrays = [keys]
+    for field in columns:
+        if data is not None and field.name in data.column_names:
+            arrays.append(data.column(field.name).cast(field.type))
+        else:
+            arrays.append(pa.nulls(len(keys), field.type))
+    return pa.Table.from_arrays(arrays, schema=out_schema)
+
+
+def _union_positions(live: list[Versions]) -> tuple[pa.Array, list[np.ndarray]]:
+    """The sorted distinct keys of the window and, per piece, each row's position among them.
+
+    Common case (updates of existing keys): every key is in the largest piece, whose keys then
+    are the union — a hash lookup, no sort.
+    """
+    sizes = [len(p.keys) for p in live]
+    spine = int(np.argmax(sizes))
+    spine_keys = live[spine].keys
+    others = [p.keys for i, p in enumerate(live) if i != spine]
+    if others:
+        found = pc.index_in(pa.chunked_array(others, pa.string()), value_set=spine_keys)
+        if found.null_count == 0:
+            found = np.asarray(found.combine_chunks() if isinstance(found, pa.ChunkedArray) else found, dtype=np.int64)
+            positions, at = [], 0
+            for i, size in enumerate(sizes):
+                if i == spine:
+                    positions.append(np.arange(size, dtype=np.int64))
+                else:
+                    positions.append(found[at : at + size])
+                    at += size
+            return spine_keys, positions
+    all_keys = pa.chunked_array([p.keys for p in live], pa.string())
+    union = pc.unique(all_keys)
+    union = union.take(pc.sort_indices(union))
+    index = np.asarray(pc.index_in(all_keys, value_set=union).combine_chunks(), dtype=np.int64)
+    offsets = np.cumsum([0, *sizes])
+    return union, [index[offsets[i] : offsets[i + 1]] for i in range(len(live))]
+
+
+def merge_window(pieces: list[Versions | None], columns: list[pa.Field], event_time: bool,
+                 ordering_type: pa.DataType | None = None) -> pa.Table:
+    """Merge one key range of sorted inputs: the latest live row per key, sorted by key.
+
+    ``pieces`` are the inputs' rows in the range, in processing order (base, then log blocks);
+    each piece's keys are strictly increasing. Same semantics as :func:`merge_versions`, but the
+    inputs' order is used instead of a sort: the pieces are applied one after another to a state
+    per distinct key (alive, highest ordering value so far, which piece supplies each column).
+    A range only one input touches is passed through without copying.
+    """
+    out_schema = pa.schema([pa.field("_key", pa.string()), *columns])
+    live = [p for p in pieces if p is not None and len(p.keys)]
+    if not live:
+        return out_schema.empty_table()
+    if len(live) == 1 and not np.any(live[0].is_delete):
+        return _project(live[0].keys, live[0].data, columns, out_schema)
+    union, positions = _union_positions(live)
+    n_union = len(union)
+    alive = np.zeros(n_union, dtype=bool)
+    use_ordering = event_time and ordering_type is not None and any(p.ordering is not None for p in live)
+    if use_ordering:
+        with_ordering = [p for p in live if p.ordering is not None]
+        ordered = pa.chunked_array([_cast_ordering(p.ordering, ordering_type) for p in with_ordering], ordering_type)
+        values, validity = _numeric_ordering(ordered)
+        max_value = np.zeros(n_union, dtype=values.dtype)
+        has_max = np.zeros(n_union, dtype=bool)
+        ord_at = {id(p): a for p, a in zip(with_ordering, np.cumsum([0, *[len(p.keys) for p in with_ordering]]))}
+    applied = []  # per piece: (positions cleared by a winning delete, positions set, their rows)
+    for piece, pos in zip(live, positions):
+        n = len(pos)
+        is_delete = _flags(piece.is_delete, n)
+        wins = np.ones(n, dtype=bool)
+        if use_ordering:
+            default = (np.asarray(piece.default_delete.fill_null(True), dtype=bool) if piece.default_delete is not None
+                       else is_delete)
+            if piece.ordering is not None:
+                start = ord_at[id(piece)]
+                v, valid = values[start : start + n], validity[start : start + n]
+                current, current_has = max_value[pos], has_max[pos]
+                wins = default | ~current_has | (valid & (v >= current))
+                counted = valid & ~default
+                has_max[pos] = np.where(default, valid, current_has | counted)
+                max_value[pos] = np.where(default, v, np.where(counted & current_has, np.maximum(current, v),
+                                                               np.where(counted, v, current)))
+            elif default.any():
+                has_max[pos[default]] = False
+        cleared = pos[wins & is_delete]
+        set_rows = np.flatnonzero(wins & ~is_delete)
+        set_pos = pos[set_rows]
+        alive[cleared] = False
+        alive[set_pos] = True
+        applied.append((cleared, set_pos, set_rows))
+
+    keep = None if alive.all() else np.flatnonzero(alive)
+    arrays = [union if keep is None else union.take(pa.array(keep))]
+    n_out = n_union if keep is None else len(keep)
+    gathers: dict[tuple[bool, ...], tuple] = {}
+    for field in columns:
+        present = tuple(p.data is not None and field.name in p.data.column_names for p in live)
+        if not any(present):
+            arrays.append(pa.nulls(n_out, field.type))
+            continue
+        if present not in gathers:
+            gathers[present] = _gather_plan(present, applied, live, n_union, keep)
+        arrays.append(_gather(field, gathers[present], live, present))
+    return pa.Table.from_arrays(arrays, schema=out_schema)
+
+
+def _gather_plan(present: tuple[bool, ...], applied: list, live: list[Versions], n_union: int,
+                 keep: np.ndarray | None) -> tuple:
+    """Which piece and row supply a column for every output key (-1: null)."""
+    source = np.full(n_union, -1, dtype=np.int64)
+    row = np.zeros(n_union, dtype=np.int64)
+    for i, (cleared, set_pos, set_rows) in enumerate(applied):
+        source[cleared] = -1
+        if present[i]:
+            source[set_pos] = i
+            row[set_pos] = set_rows
+    if keep is not None:
+        source, row = source[keep], row[keep]
+    first = int(source[0]) if len(source) else -1
+    if first >= 0 and len(live[first].keys) == len(source) and (source == first).all() and \
+            (row == np.arange(len(row))).all():
+        return ("whole", first)
+    sizes = np.array([len(p.keys) if present[i] else 0 for i, p in enumerate(live)], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    index = np.where(source >= 0, offsets[np.maximum(source, 0)] + row, 0)
+    return ("take", pa.array(index, mask=source < 0))
+
+
+def _gather(field: pa.Field, plan: tuple, live: list[Versions], present: tuple[bool, ...]) -> pa.Array:
+    if plan[0] == "whole":
+        column = live[plan[1]].data.column(field.name)
+        return column.cast(field.type) if column.type != field.type else column
+    chunks = []
+    for p, has in zip(live, present):
+        if has:
+            column = p.data.column(field.name)
+            chunks.extend((column.cast(field.type) if column.type != field.type else column).chunks)
+    values = pa.concat_arrays(chunks) if len(chunks) != 1 else chunks[0]
+    return values.take(plan[1])

@@ -1,0 +1,163 @@
+"""Read benchmarks (issue 4), printed as ratios so that machine speed cancels out.
+
+Scenario W: ``rows`` x (id + 100 float64) in 5 families of 20 columns, 4 buckets, written by
+``bulk_insert`` (one base file per family and file group) and then a one-family update of 10% of
+the rows (one log file per file group for that family).
+
+- full read / ``pq.read_table`` of a compacted copy (the same rows, one Parquet file written
+  with the write benchmark's faster settings: no dictionaries)                    target <= 2.0
+- 2 columns of one family / full read                                           target <= 0.1
+- peak memory of a streaming scan, 10x rows / 1x rows (each scan in a fresh subprocess;
+  Arrow memory-pool peak, and RSS high-water mark for reference)                 target <= 1.5
+- RFC-80: sort-merge read / hash-merge read of the same slices: time            target <= 0.7
+  (and peak memory, lower)
+- one-family (plain) table after a 10% full-row update: pyhudi read / ``hudi`` (hudi-rs)
+  read of the same table                                                         target <= 1.0
+
+Run: ``.venv/bin/python bench/bench_read.py [rows]`` (default 200000; the memory ratio scans
+``rows`` and ``10 * rows``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import pyhudi
+
+ROWS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 200_000
+COLS, FAMILIES, BUCKETS = 100, 5, 4
+PER = COLS // FAMILIES
+REPEAT = 3
+
+
+def make_data(rows: int, seed: int = 7) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    columns = {"id": pa.array(np.arange(rows, dtype=np.int64))}
+    for c in range(COLS):
+        columns[f"c{c}"] = pa.array(rng.random(rows))
+    return pa.table(columns)
+
+
+def schema_of(table: pa.Table) -> pa.Schema:
+    return pa.schema([pa.field("id", pa.int64(), nullable=False), *list(table.schema)[1:]])
+
+
+def best_of(fn, repeat: int = REPEAT) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def build_scenario_w(path: str, rows: int) -> pa.Table:
+    """Families table after bulk insert + one-family update; returns the expected rows."""
+    data = make_data(rows)
+    families = {f"f{f}": ",".join(f"c{c}" for c in range(f * PER, (f + 1) * PER)) for f in range(FAMILIES)}
+    table = pyhudi.create_table(path, schema_of(data), "id", num_buckets=BUCKETS, column_families=families)
+    table.bulk_insert(data)
+    rng = np.random.default_rng(11)
+    updated = np.sort(rng.choice(rows, rows // 10, replace=False))
+    update = data.select(["id", *[f"c{c}" for c in range(PER)]]).take(pa.array(updated))
+    update = update.set_column(1, "c0", pa.array(np.asarray(update.column("c0")) + 1.0))
+    table.upsert(update)
+    c0 = np.asarray(data.column("c0")).copy()
+    c0[updated] += 1.0
+    return data.set_column(1, "c0", pa.array(c0))
+
+
+def build_plain(path: str, data: pa.Table) -> None:
+    table = pyhudi.create_table(path, schema_of(data), "id", num_buckets=BUCKETS)
+    table.bulk_insert(data)
+    table.upsert(data.slice(0, data.num_rows // 10))
+
+
+def scan_peak(path: str, strategy: str = "auto") -> dict:
+    """Stream a full scan in a fresh interpreter; report its memory peaks."""
+    code = (
+        "import json, resource, sys, time, pyarrow as pa, pyhudi\n"
+        "pool = pa.default_memory_pool()\n"
+        "t = pyhudi.open_table(sys.argv[1]); rows = 0; start = time.perf_counter()\n"
+        "for batch in t.scan(strategy=sys.argv[2]):\n"
+        "    rows += batch.num_rows\n"
+        "print(json.dumps({'rows': rows, 'pool_peak': pool.max_memory(), 'seconds': time.perf_counter() - start,\n"
+        "                  'rss_peak': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", code, path, strategy], capture_output=True, text=True, env=env,
+                         check=True)
+    return json.loads(out.stdout)
+
+
+def main() -> int:
+    root = tempfile.mkdtemp(prefix="pyhudi-bench-read-")
+    results = []
+    try:
+        fam_path = f"{root}/families"
+        expected = build_scenario_w(fam_path, ROWS)
+        compacted = f"{root}/compacted.parquet"
+        pq.write_table(expected, compacted, use_dictionary=False)
+        table = pyhudi.open_table(fam_path)
+        got = table.read()
+        assert got.num_rows == ROWS and got.sort_by("id").equals(expected.select(got.column_names)), "wrong rows"
+        t_raw = best_of(lambda: pq.read_table(compacted))
+        t_full = best_of(lambda: table.read())
+        t_two = best_of(lambda: table.read(columns=["c0", "c1"]))
+        t_hash = best_of(lambda: table.read(strategy="hash"))
+        results += [("full read / pq.read_table (compacted copy)", t_full / t_raw, "<= 2.0"),
+                    ("2 columns of one family / full read", t_two / t_full, "<= 0.1"),
+                    ("sort-merge read / hash-merge read (time)", t_full / t_hash, "<= 0.7")]
+        print(f"Scenario W: {ROWS} rows x {COLS} float64, {FAMILIES} families, {BUCKETS} buckets, "
+              f"bulk insert + one-family update of 10%")
+        print(f"  pq.read_table {t_raw:.3f}s, full read {t_full:.3f}s, 2 columns {t_two:.3f}s, "
+              f"hash-merge full read {t_hash:.3f}s")
+
+        small = scan_peak(fam_path)
+        hashed = scan_peak(fam_path, "hash")
+        results.append(("sort-merge / hash-merge scan peak memory (pool)", small["pool_peak"] / hashed["pool_peak"],
+                        "< 1.0"))
+        big_path = f"{root}/families_big"
+        build_scenario_w(big_path, ROWS * 10)
+        big = scan_peak(big_path)
+        assert big["rows"] == ROWS * 10 and small["rows"] == ROWS
+        results.append((f"scan peak memory {ROWS * 10} / {ROWS} rows (pool)", big["pool_peak"] / small["pool_peak"],
+                        "<= 1.5"))
+        results.append((f"scan peak memory {ROWS * 10} / {ROWS} rows (RSS)", big["rss_peak"] / small["rss_peak"],
+                        "(reference)"))
+        print(f"  scan peaks: {ROWS} rows pool {small['pool_peak'] / 1e6:.0f} MB / RSS {small['rss_peak'] / 1e6:.0f} MB; "
+              f"{ROWS * 10} rows pool {big['pool_peak'] / 1e6:.0f} MB / RSS {big['rss_peak'] / 1e6:.0f} MB; "
+              f"hash merge {ROWS} rows pool {hashed['pool_peak'] / 1e6:.0f} MB / RSS {hashed['rss_peak'] / 1e6:.0f} MB")
+        shutil.rmtree(big_path, ignore_errors=True)
+
+        import hudi
+
+        plain_path = f"{root}/plain"
+        build_plain(plain_path, make_data(ROWS))
+        plain = pyhudi.open_table(plain_path)
+        rs = hudi.HudiTableBuilder.from_base_uri(plain_path).build()
+        rs_rows = pa.Table.from_batches(rs.read_snapshot()).num_rows
+        assert rs_rows == plain.read().num_rows == ROWS
+        t_py = best_of(lambda: plain.read())
+        t_rs = best_of(lambda: pa.Table.from_batches(rs.read_snapshot()))
+        results.append(("one-family table: pyhudi / hudi-rs", t_py / t_rs, "<= 1.0"))
+        print(f"  one-family table: pyhudi {t_py:.3f}s, hudi-rs {t_rs:.3f}s")
+        for name, ratio, target in results:
+            print(f"  {name:<52} {ratio:6.2f}   target {target}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,194 @@
+"""The family reader (RFC-80 "familyReader"): one family's file slice → its latest rows by key.
+
+A file slice is a base file plus log files; the inputs are, in processing order, the base file
+and every visible log block (blocks of instants that are not completed — or after ``as_of`` —
+and blocks rolled back by a command block are skipped). The reader picks a strategy:
+
+- **streaming sort-merge** when every input is sorted by record key (pyhudi writes every base
+  file and data block sorted): inputs are read batch by batch and merged in key ranges — the
+  range ends at the smallest "last key" among the inputs' current batches, so every version of a
+  key in the range is in memory and nothing past it is. Memory is bounded by the batch size
+  times the number of inputs, whatever the file group's size. Ranges that only one input touches
+  pass through without a copy (:func:`pyhudi.read.merge.merge_window`);
+- **pass-through** when the slice is a single Parquet input and no sorted output is needed;
+- **hash merge** otherwise (Apache Hudi's unsorted base files, Avro blocks with repeated keys):
+  every version is read and merged at once by :func:`pyhudi.read.merge.merge_versions` — correct,
+  but it holds the whole slice in memory.
+"""
+
+from __future__ import annotations
+
+import bisect
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pyhudi.fsview.view import FileSlice, Visibility
+from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader
+from pyhudi.read.merge import Versions, merge_versions, merge_window
+from pyhudi.read.sources import MemoryInput, ParquetInput, ReadSpec, block_input, slice_versions
+from pyhudi.storage.fs import Storage
+
+PARQUET_BUFFER = 1 << 20
+"""Read buffer per column chunk: Parquet column chunks are streamed, not loaded whole."""
+
+STRATEGIES = ("auto", "hash")
+
+
+@dataclass(frozen=True)
+class FamilyScan:
+    """One family's part of a scan: the columns it supplies and how its versions merge."""
+
+    family: str | None
+    fields: tuple[pa.Field, ...]
+    event_time: bool
+    ordering_field: str | None
+    ordering_type: pa.DataType | None = None
+
+
+def open_base(storage: Storage, relpath: str, files: ExitStack) -> pq.ParquetFile:
+    source = files.enter_context(storage.open_input(relpath))
+    return pq.ParquetFile(source, buffer_size=PARQUET_BUFFER, pre_buffer=False)
+
+
+def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: pa.Schema,
+                 visibility: Visibility, files: ExitStack, base_only: bool = False,
+                 opened: dict[str, pq.ParquetFile] | None = None) -> list:
+    """The inputs of a file slice in processing order (base file, then visible log blocks).
+
+    ``opened`` holds base files already opened (their footers read) by the caller.
+    """
+    inputs: list = []
+    if file_slice.base_file is not None:
+        relpath = file_slice.base_file.relpath
+        parquet = (opened or {}).get(relpath) or open_base(storage, relpath, files)
+        inputs.append(ParquetInput(parquet, relpath, spec, schema))
+    if base_only:
+        return inputs
+    blocks = []
+    for log in file_slice.log_files:
+        reader = files.enter_context(LogReader(storage, log.relpath))
+        blocks.extend((log.relpath, block) for block in reader)
+    rolled_back = {b.target_instant_time for _, b in blocks if isinstance(b, CommandBlock) and b.target_instant_time}
+    for relpath, block in blocks:
+        if not isinstance(block, (DataBlock, DeleteBlock)):
+            continue  # command blocks were applied above; CDC / HFile blocks hold no table rows
+        instant = block.instant_time
+        if instant in rolled_back or not visibility.is_visible(instant):
+            continue  # written by an instant that never completed (or is after as_of)
+        inputs.append(block_input(block, spec, schema, f"{relpath}@{block.offset}"))
+    return inputs
+
+
+def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bool,
+                strategy: str = "auto", metrics: dict | None = None) -> Iterator[pa.Table]:
+    """The family's latest live rows (``_key`` + ``scan.fields``), in batches, sorted by key
+    unless a single input is passed through with ``need_sorted=False``.
+
+    ``metrics`` (optional) counts the strategy used under ``"strategy.<name>"``.
+    """
+    if not inputs:
+        return
+    fields = list(scan.fields)
+    if strategy == "auto" and len(inputs) == 1 and isinstance(inputs[0], ParquetInput) and not need_sorted:
+        chosen, rows = "pass_through", _pass_through(inputs[0], fields, batch_size)
+    elif strategy == "auto" and all(i.sorted_by_key(batch_size) for i in inputs):
+        chosen, rows = "sort_merge", _sort_merge(inputs, scan, fields, batch_size)
+    else:
+        chosen, rows = "hash_merge", _hash_merge(inputs, scan, fields, batch_size)
+    if metrics is not None:
+        metrics[f"strategy.{chosen}"] = metrics.get(f"strategy.{chosen}", 0) + 1
+    yield from rows
+
+
+def _pass_through(source: ParquetInput, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
+    schema = pa.schema([pa.field("_key", pa.string()), *fields])
+    for v in source.chunks(batch_size):
+        if np.any(v.is_delete):  # soft-deleted rows
+            v = _without_soft_deletes(v)
+        if len(v.keys):
+            yield _project_versions(v, fields, schema)
+
+
+def _without_soft_deletes(v: Versions) -> Versions:
+    from pyhudi.read.sources import filter_versions
+
+    return filter_versions(v, ~np.broadcast_to(np.asarray(v.is_delete, dtype=bool), (len(v.keys),)))
+
+
+def _project_versions(v: Versions, fields: list[pa.Field], schema: pa.Schema) -> pa.Table:
+    arrays = [v.keys]
+    for field in fields:
+        if v.data is not None and field.name in v.data.column_names:
+            column = v.data.column(field.name)
+            arrays.append(column.cast(field.type) if column.type != field.type else column)
+        else:
+            arrays.append(pa.nulls(len(v.keys), field.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+class _Cursor:
+    """The current batch of one sorted input, consumed range by range."""
+
+    def __init__(self, chunks: Iterator[Versions]) -> None:
+        self._chunks = chunks
+        self.buffer: Versions | None = None
+        self._advance()
+
+    def _advance(self) -> None:
+        for chunk in self._chunks:
+            if len(chunk.keys):
+                self.buffer = chunk
+                return
+        self.buffer = None
+
+    @property
+    def last_key(self) -> str:
+        return self.buffer.keys[-1].as_py()
+
+    def take_through(self, bound: str) -> Versions | None:
+        """The buffered rows with key <= ``bound``; refills when the buffer is used up."""
+        buffer = self.buffer
+        if buffer is None:
+            return None
+        keys = buffer.keys
+        n = bisect.bisect_right(keys, bound, key=_as_py)
+        if n == 0:
+            return None
+        if n == len(keys):
+            self._advance()
+            return buffer
+        self.buffer = slice_versions(buffer, n, len(keys))
+        return slice_versions(buffer, 0, n)
+
+
+def _as_py(scalar: pa.Scalar) -> str:
+    return scalar.as_py()
+
+
+def _sort_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
+    """Merge sorted inputs range by range (see the module docstring)."""
+    cursors = [_Cursor(i.chunks(batch_size)) for i in inputs]
+    while True:
+        active = [c for c in cursors if c.buffer is not None]
+        if not active:
+            return
+        bound = min(c.last_key for c in active)
+        pieces = [c.take_through(bound) for c in cursors]
+        merged = merge_window(pieces, fields, scan.event_time, scan.ordering_type)
+        if merged.num_rows:
+            yield merged
+
+
+def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
+    versions = [v for i in inputs for v in i.chunks(batch_size)]
+    merged = merge_versions(versions, fields, scan.event_time, scan.ordering_type)
+    for start in range(0, merged.num_rows, batch_size):
+        yield merged.slice(start, batch_size)
+
+
+__all__ = ["FamilyScan", "MemoryInput", "ParquetInput", "read_family", "slice_inputs", "STRATEGIES"]

@@ -1,0 +1,244 @@
+"""Scan planning (contract C1): a table, columns, filters and a point in time → read tasks.
+
+``plan_scan`` runs on the driver: it pins the snapshot (the resolved ``as_of``, or the latest
+completion time), builds the file-system view as of that snapshot, prunes partitions by the
+filters, and makes one :class:`~pyhudi.read.task.ReadTask` per file group. Tasks are plain
+picklable values, so the same plan runs in process or on Spark executors, and a plan replayed
+later reads the same data (as long as the cleaner has not removed its files).
+
+Query types (Hudi's names):
+
+- ``snapshot``: the latest merged state (``as_of``: instants completed at or before it);
+- ``read_optimized``: base files only (data as of each file group's last compaction);
+- ``incremental``: rows whose latest state (as of ``end``) was written by an instant that
+  completed in ``(begin, end]``. Rows deleted by ``end`` are not returned (a deletion has no
+  state to show); a row changed in the window and changed again after ``end`` shows its state
+  as of ``end``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterator, Sequence
+
+import pyarrow as pa
+
+from pyhudi.config import table as tc
+from pyhudi.errors import ReadError, SchemaError
+from pyhudi.fsview.view import FileGroup, FileSystemView
+from pyhudi.read.family_reader import STRATEGIES, FamilyScan
+from pyhudi.read.filters import Filter, normalize_filters
+from pyhudi.read.pruning import keygen_keeps_values, partition_may_match
+from pyhudi.read.sources import RECORD_KEY, KeySpec
+from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
+from pyhudi.schema import META_FIELDS
+from pyhudi.timeline.instant import format_instant_time
+from pyhudi.timeline.timeline import COMMIT_ACTIONS
+
+QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
+COMMIT_TIME = META_FIELDS[0]
+_TIME_PUNCTUATION = re.compile(r"[-: .T]")
+
+
+@dataclass
+class ScanPlan:
+    """The read tasks of one scan, the exact schema of their batches, and the pinned snapshot."""
+
+    schema: pa.Schema
+    instant: str | None
+    tasks: list[ReadTask]
+    query_type: str = "snapshot"
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        for task in self.tasks:
+            yield from task.batches()
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.schema, self.batches())
+
+    def to_table(self, max_workers: int | None = None) -> pa.Table:
+        """Every task's rows in one table; tasks run on a thread pool (Arrow releases the GIL)."""
+        workers = min(len(self.tasks), max_workers or os.cpu_count() or 1)
+        if workers <= 1:
+            return pa.Table.from_batches(list(self.batches()), schema=self.schema)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            parts = list(pool.map(ReadTask.run, self.tasks))
+        return pa.concat_tables(parts) if parts else self.schema.empty_table()
+
+
+def normalize_time(value: Any, what: str, timezone: str = "UTC") -> str | None:
+    """An instant time (17 digits) from ``yyyyMMddHHmmssSSS``, ``yyyyMMddHHmmss`` (Hudi pads it
+    with ``999``), ``yyyyMMdd``, their dashed/colon forms, or a ``datetime``."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return format_instant_time(value, timezone)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        raise ReadError(f"{what} must be an instant time string like '20240101120000000', got {value!r}")
+    digits = _TIME_PUNCTUATION.sub("", value.strip())
+    if not digits.isdigit() or len(digits) not in (8, 14, 17):
+        raise ReadError(f"{what} {value!r} is not an instant time (yyyyMMddHHmmssSSS, yyyyMMddHHmmss or yyyyMMdd)")
+    return {8: digits + "000000000", 14: digits + "999", 17: digits}[len(digits)]
+
+
+def _families_and_schema(table: Any, instant: str | None):
+    schema = table.schema_at(instant) if hasattr(table, "schema_at") else table.schema  # C3
+    if hasattr(table, "families_at"):
+        families = table.families_at(instant, schema)  # C3
+    else:
+        families = table.effective_families(schema)
+    return schema, families
+
+
+def _output_schema(schema: pa.Schema, columns: Sequence[str] | None, with_meta: bool) -> pa.Schema:
+    meta = [pa.field(n, pa.string()) for n in META_FIELDS]
+    by_name = {f.name: f for f in [*meta, *schema]}
+    wanted = list(columns) if columns is not None else schema.names
+    if isinstance(columns, str):
+        raise SchemaError(f"columns must be a list of column names, got the string {columns!r}")
+    for name in wanted:
+        if name not in by_name:
+            raise SchemaError(f"column {name!r} is not in the table schema ({', '.join(schema.names)})")
+    names = list(dict.fromkeys([*(META_FIELDS if with_meta else ()), *wanted]))
+    return pa.schema([by_name[n] for n in names])
+
+
+def _family_scans(table: Any, families: dict, schema: pa.Schema, needed: set[str]) -> list[tuple[FamilyScan, tuple]]:
+    config = table.config
+    keys, partitions = table.record_key_fields, table.partition_fields
+    implicit = set(keys) | set(partitions)
+    event_time_default = config.merge_mode == "EVENT_TIME_ORDERING"
+    meta = [n for n in META_FIELDS if n in needed]
+    scans = []
+    for family in families.values():
+        own = [c for c in family.columns if c in needed and c not in implicit]
+        extra = [c for c in (*keys, *partitions) if c in needed]
+        names = list(dict.fromkeys([*meta, *extra, *own]))
+        fields = tuple(schema.field(n) if n in schema.names else pa.field(n, pa.string()) for n in names)
+        ordering = family.ordering_field if family.name else (family.ordering_field or config.ordering_field)
+        event_time = ordering is not None and (event_time_default or bool(family.name))
+        ordering_type = schema.field(ordering).type if ordering in schema.names else None
+        scan = FamilyScan(family.name or None, fields, event_time, ordering, ordering_type)
+        scans.append((scan, tuple(c for c in family.columns if c not in implicit)))
+    return scans
+
+
+def _window_instants(timeline: Any, begin: str, end: str) -> tuple[str, ...]:
+    return tuple(sorted(
+        i.requested_time for i in timeline.completed()
+        if i.action in COMMIT_ACTIONS and begin < (i.completion_time or i.requested_time) <= end
+    ))
+
+
+def _touched_file_groups(timeline: Any, instants: Sequence[str]) -> set[tuple[str, str]] | None:
+    """(partition, file id) written by ``instants`` (None: unknown, read every file group)."""
+    touched: set[tuple[str, str]] = set()
+    wanted = set(instants)
+    for instant in timeline.completed():
+        if instant.requested_time not in wanted:
+            continue
+        try:
+            metadata = timeline.read_metadata(instant)
+        except Exception:  # metadata pyhudi cannot decode: do not prune
+            return None
+        stats = getattr(metadata, "partition_to_write_stats", None)
+        if stats is None:
+            return None
+        for partition, entries in stats.items():
+            for stat in entries or ():
+                if stat.file_id:
+                    touched.add((partition or "", stat.file_id))
+    return touched
+
+
+def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
+              as_of: Any = None, query_type: str = "snapshot", begin: Any = None, end: Any = None,
+              with_meta: bool = False, *, batch_size: int | None = None, strategy: str = "auto") -> ScanPlan:
+    """Plan a scan of ``table`` (see the module docstring for the query types)."""
+    if query_type not in QUERY_TYPES:
+        raise ReadError(f"unknown query type {query_type!r}: expected one of {', '.join(QUERY_TYPES)}")
+    if strategy not in STRATEGIES:
+        raise ReadError(f"unknown merge strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0):
+        raise ReadError(f"batch_size must be a positive integer, got {batch_size!r}")
+    config = table.config
+    timezone = config.timezone
+    as_of = normalize_time(as_of, "as_of", timezone)
+    begin = normalize_time(begin, "begin", timezone)
+    end = normalize_time(end, "end", timezone)
+    incremental: tuple[str, ...] | None = None
+    if query_type == "incremental":
+        if begin is None:
+            raise ReadError("an incremental query needs a begin instant (rows changed after it are returned)")
+        if as_of is not None:
+            raise ReadError("an incremental query takes begin/end, not as_of")
+        if not config.populate_meta_fields:
+            raise ReadError(f"table {table.name!r} has no meta fields (hoodie.populate.meta.fields=false): "
+                            "incremental queries need _hoodie_commit_time")
+        as_of = end
+    elif begin is not None or end is not None:
+        raise ReadError(f"begin/end apply to incremental queries, not to a {query_type} query")
+    timeline = table.active_timeline()
+    view = FileSystemView(table.storage, timeline, len(table.partition_fields), as_of)
+    pinned = as_of if as_of is not None else view.visibility.latest_completion
+    if query_type == "incremental":
+        end = pinned or begin
+        incremental = _window_instants(timeline, begin, end)
+    schema, families = _families_and_schema(table, pinned)
+    output = _output_schema(schema, columns, with_meta)
+    filter_schema = pa.schema([*[pa.field(n, pa.string()) for n in META_FIELDS], *schema])
+    normalized = normalize_filters(filters, filter_schema)
+    needed = set(output.names) | {f.column for f in normalized}
+    if incremental is not None:
+        needed.add(COMMIT_TIME)
+    scans = _family_scans(table, families, schema, needed)
+    key_columns = set(table.record_key_fields) | ({RECORD_KEY} if config.populate_meta_fields else set())
+    settings = TaskSettings(
+        table_schema=filter_schema,
+        output=output,
+        keys=KeySpec(tuple(table.record_key_fields), config.populate_meta_fields),
+        visibility=view.visibility,
+        filters=tuple(normalized),
+        key_filters=tuple(f for f in normalized if f.column in key_columns),
+        read_optimized=query_type == "read_optimized",
+        incremental=incremental,
+        batch_size=batch_size or DEFAULT_BATCH_SIZE,
+        strategy=strategy,
+    )
+    groups = _pruned_groups(table, view, normalized, schema, timeline, incremental)
+    tasks = []
+    for group in groups:
+        parts = [FamilyPart(scan, group.latest_slice(scan.family, bool(table.column_families), config.layout_version),
+                            own) for scan, own in scans]
+        if all(p.file_slice.is_empty for p in parts):
+            continue
+        tasks.append(ReadTask(table.storage, group.partition_path, group.file_id, parts, settings))
+    return ScanPlan(output, pinned, tasks, query_type)
+
+
+def _pruned_groups(table: Any, view: FileSystemView, filters: list[Filter], schema: pa.Schema, timeline: Any,
+                   incremental: tuple[str, ...] | None) -> list[FileGroup]:
+    """File groups that may hold matching rows: partition pruning, incremental touch sets."""
+    config = table.config
+    groups = view.file_groups()
+    fields = table.partition_fields
+    if fields and filters and keygen_keeps_values(config.get(tc.KEYGEN_TYPE), config.get(tc.KEYGEN_CLASS)):
+        verdict: dict[str, bool] = {}
+        for g in groups:
+            if g.partition_path not in verdict:
+                verdict[g.partition_path] = partition_may_match(g.partition_path, fields,
+                                                                config.hive_style_partitioning, filters, schema)
+        groups = [g for g in groups if verdict[g.partition_path]]
+    if incremental is not None:
+        if not incremental:
+            return []
+        touched = _touched_file_groups(timeline, incremental)
+        if touched is not None:
+            groups = [g for g in groups if (g.partition_path, g.file_id) in touched]
+    return groups

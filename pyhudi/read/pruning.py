@@ -1,0 +1,238 @@
+"""Pruning: skip partitions, file groups, row groups and rows that cannot produce a matching row.
+
+Everything here must be *sound*: filters are applied exactly after the merge anyway, so pruning
+may only drop data whose merged rows could never match. Three facts make that possible:
+
+- **Partition values** come from the partition path (hive-style ``col=value`` or plain
+  ``value``), and every version of a row lives in its partition: a partition whose values fail
+  a filter on a partition column holds no matching row. Paths that do not decode to a typed
+  value (``__HIVE_DEFAULT_PARTITION__``, key generators that transform values) never prune.
+- **Record key columns** are the same in every version of a row, so a key-column filter may
+  drop versions (row groups of any input, rows of any data block) before the merge.
+- **Other columns** change across versions: a base row group may only be skipped for them when
+  the family owning the column has no log file in the slice (its base value is final). A row of
+  the file group whose key falls in such a row group's key range then cannot match a
+  null-rejecting filter — its value is either that failing base value or, if the family lacks
+  the key, null — so that key range is excluded for every family of the file group.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pyhudi.read.filters import NULL_REJECTING, Filter, typed_scalar
+from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
+
+KeyRange = tuple[str, str]
+"""An inclusive ``(low, high)`` range of record keys."""
+
+_PRUNABLE_KEYGENS = {"", "SIMPLE", "COMPLEX", "NON_PARTITION", "NONPARTITIONED"}
+
+
+def partition_values(path: str, fields: Sequence[str], hive_style: bool) -> dict[str, str] | None:
+    """The raw partition values encoded in ``path``, or None when it does not decode."""
+    if not fields:
+        return {}
+    segments = path.split("/") if path else []
+    if len(segments) != len(fields):
+        return None
+    out = {}
+    for field, segment in zip(fields, segments):
+        name, sep, value = segment.partition("=")
+        if hive_style:
+            if not sep or name != field:
+                return None
+            segment = value
+        elif sep and name == field:
+            return None  # looks hive-style although the table says otherwise: ambiguous
+        if segment == DEFAULT_PARTITION_PATH:
+            return None
+        out[field] = segment
+    return out
+
+
+def keygen_keeps_values(keygen_type: str | None, keygen_class: str | None) -> bool:
+    """Whether partition paths hold the partition columns' values unchanged (SIMPLE / COMPLEX)."""
+    if keygen_type:
+        return keygen_type.upper() in _PRUNABLE_KEYGENS
+    if keygen_class:
+        simple = keygen_class.rsplit(".", 1)[-1]
+        return simple in ("SimpleKeyGenerator", "ComplexKeyGenerator", "NonpartitionedKeyGenerator",
+                          "SimpleAvroKeyGenerator", "ComplexAvroKeyGenerator", "NonpartitionedAvroKeyGenerator")
+    return True
+
+
+def partition_may_match(path: str, fields: Sequence[str], hive_style: bool, filters: Iterable[Filter],
+                        schema: pa.Schema) -> bool:
+    """False only when the values in ``path`` certainly fail a filter on a partition column."""
+    relevant = [f for f in filters if f.column in fields]
+    if not relevant:
+        return True
+    values = partition_values(path, fields, hive_style)
+    if values is None:
+        return True
+    columns = {}
+    for field in {f.column for f in relevant}:
+        try:
+            columns[field] = pa.array([values[field]], pa.string()).cast(schema.field(field).type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return True  # the path does not hold the value as typed: never prune on it
+    row = pa.table(columns)
+    for f in relevant:
+        try:
+            if not row.filter(f.expression(schema.field(f.column))).num_rows:
+                return False
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            continue
+    return True
+
+
+# ---------------------------------------------------------------------------- statistics
+def _comparable(stat: Any, value: Any) -> bool:
+    try:
+        stat < value  # noqa: B015 - probing comparability
+        return True
+    except TypeError:
+        return False
+
+
+def stats_may_match(stats: pq.Statistics | None, num_rows: int, f: Filter, type_: pa.DataType) -> bool:
+    """False only when the column chunk statistics prove no row satisfies ``f``."""
+    if stats is None:
+        return True
+    null_count = stats.null_count if stats.has_null_count else None
+    if f.op == "is null":
+        return null_count is None or null_count > 0
+    if null_count is not None and null_count >= num_rows and f.op in NULL_REJECTING:
+        return False  # every value is null
+    if f.op == "is not null" or not stats.has_min_max:
+        return True
+    lo, hi = stats.min, stats.max
+    floating = pa.types.is_floating(type_)
+    if floating and (isinstance(lo, float) and math.isnan(lo) or isinstance(hi, float) and math.isnan(hi)):
+        return True
+    if f.op in ("starts_with", "ends_with", "contains"):
+        if f.op != "starts_with" or not isinstance(lo, str) or not isinstance(hi, str):
+            return True
+        n = len(f.value)
+        return lo[:n] <= f.value <= hi[:n]
+    values = f.value if f.op in ("in", "not in") else (f.value,)
+    converted = []
+    for v in values:
+        v = typed_scalar(v, type_).as_py() if not isinstance(v, pa.Scalar) else v.as_py()
+        if v is None or not _comparable(lo, v) or not _comparable(hi, v):
+            return True
+        converted.append(v)
+    if f.op in ("=", "in"):
+        return any(lo <= v <= hi for v in converted)
+    if f.op in ("!=", "not in"):
+        # NaN != x holds, and NaN is not in statistics: never prune float inequalities
+        return floating or not (lo == hi and lo in converted)
+    v = converted[0]
+    return {"<": lo < v, "<=": lo <= v, ">": hi > v, ">=": hi >= v}[f.op]
+
+
+def row_group_may_match(metadata: pq.FileMetaData, index: int, filters: Iterable[Filter],
+                        schema: pa.Schema) -> bool:
+    """Whether row group ``index`` may hold a row satisfying every filter (by its statistics)."""
+    group = metadata.row_group(index)
+    positions = _column_positions(metadata)
+    for f in filters:
+        pos = positions.get(f.column)
+        if pos is None or f.column not in schema.names:
+            continue
+        if not stats_may_match(group.column(pos).statistics, group.num_rows, f, schema.field(f.column).type):
+            return False
+    return True
+
+
+def _column_positions(metadata: pq.FileMetaData) -> dict[str, int]:
+    """Top-level column name → leaf index (only flat columns can be judged by statistics)."""
+    out = {}
+    arrow = metadata.schema.to_arrow_schema()
+    leaf = 0
+    for field in arrow:
+        width = _leaf_count(field.type)
+        if width == 1 and not pa.types.is_nested(field.type):
+            out[field.name] = leaf
+        leaf += width
+    return out
+
+
+def _leaf_count(type_: pa.DataType) -> int:
+    if pa.types.is_struct(type_):
+        return sum(_leaf_count(type_.field(i).type) for i in range(type_.num_fields))
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_) or pa.types.is_fixed_size_list(type_):
+        return _leaf_count(type_.value_type)
+    if pa.types.is_map(type_):
+        return _leaf_count(type_.key_type) + _leaf_count(type_.item_type)
+    return 1
+
+
+def key_range_of(metadata: pq.FileMetaData, index: int, key_column: str) -> KeyRange | None:
+    """The record-key range of a row group, from the statistics of the record-key column."""
+    pos = _column_positions(metadata).get(key_column)
+    if pos is None:
+        return None
+    stats = metadata.row_group(index).column(pos).statistics
+    if stats is None or not stats.has_min_max or not isinstance(stats.min, str):
+        return None
+    return stats.min, stats.max
+
+
+def excluded_key_ranges(metadata: pq.FileMetaData, filters: Sequence[Filter], schema: pa.Schema,
+                        key_column: str) -> list[KeyRange] | None:
+    """Key ranges of a final base file whose rows cannot satisfy the null-rejecting filters.
+
+    Returns None when *every* row group fails (no row of the file group can match); otherwise
+    the ranges of the failing row groups (empty when no range can be proven: missing key
+    statistics, or row groups whose key ranges overlap, so a key could sit in another group).
+    """
+    usable = [f for f in filters if f.op in NULL_REJECTING]
+    if not usable or metadata.num_row_groups == 0:
+        return []
+    failing = [not row_group_may_match(metadata, i, usable, schema) for i in range(metadata.num_row_groups)]
+    if all(failing):
+        return None
+    if not any(failing):
+        return []
+    ranges = [key_range_of(metadata, i, key_column) for i in range(metadata.num_row_groups)]
+    if any(r is None for r in ranges):
+        return []
+    ordered = sorted(range(len(ranges)), key=lambda i: ranges[i])
+    for a, b in zip(ordered, ordered[1:]):
+        if ranges[a][1] >= ranges[b][0]:
+            return []  # overlapping row groups: a failing range may hold another group's keys
+    merged: list[list[str]] = []
+    previous_failed = False
+    for i in ordered:
+        if failing[i]:
+            if previous_failed:
+                merged[-1][1] = ranges[i][1]
+            else:
+                merged.append([ranges[i][0], ranges[i][1]])
+        previous_failed = failing[i]
+    return [(lo, hi) for lo, hi in merged]
+
+
+def range_covered(key_range: KeyRange | None, excluded: Sequence[KeyRange]) -> bool:
+    """Whether ``key_range`` lies inside one excluded range."""
+    if key_range is None:
+        return False
+    return any(lo <= key_range[0] and key_range[1] <= hi for lo, hi in excluded)
+
+
+def excluded_mask(keys: pa.Array, excluded: Sequence[KeyRange]) -> pa.Array | None:
+    """Boolean mask of the keys to keep (outside every excluded range), or None to keep all."""
+    if not excluded or not len(keys):
+        return None
+    drop = None
+    for lo, hi in excluded:
+        inside = pc.and_(pc.greater_equal(keys, lo), pc.less_equal(keys, hi))
+        drop = inside if drop is None else pc.or_(drop, inside)
+    return pc.invert(drop)

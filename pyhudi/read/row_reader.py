@@ -1,0 +1,155 @@
+"""The row reader (RFC-80 "RowReader"): family streams of one file group → full rows.
+
+Every family stream is sorted by record key with one row per key, so the families are joined
+by a streaming sort-merge outer join: each step takes the keys up to the smallest "last key"
+among the streams' current batches. A row exists if any family has it; a family that lacks a
+key contributes nulls. Key and partition columns live in every family's files and are taken
+from whichever family has the row; the ``_hoodie_*`` meta columns come from the family whose
+version is the newest (highest ``_hoodie_commit_time``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.schema import META_FIELDS
+
+KEY = "_key"
+COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_FIELDS
+
+
+class _TableCursor:
+    def __init__(self, stream: Iterator[pa.Table]) -> None:
+        self._stream = stream
+        self.buffer: pa.Table | None = None
+        self.keys: pa.Array | None = None
+        self._advance()
+
+    def _advance(self) -> None:
+        for table in self._stream:
+            if table.num_rows:
+                self.buffer = table
+                self.keys = table.column(KEY).combine_chunks()
+                return
+        self.buffer = self.keys = None
+
+    @property
+    def last_key(self) -> str:
+        return self.keys[-1].as_py()
+
+    def take_through(self, bound: str) -> pa.Table | None:
+        if self.buffer is None:
+            return None
+        n = bisect.bisect_right(self.keys, bound, key=_as_py)
+        if n == 0:
+            return None
+        buffer = self.buffer
+        if n == buffer.num_rows:
+            self._advance()
+            return buffer
+        self.buffer, self.keys = buffer.slice(n), self.keys.slice(n)
+        return buffer.slice(0, n)
+
+
+def join_streams(streams: Sequence[Iterator[pa.Table]], incremental: pa.Array | None = None) -> Iterator[pa.Table]:
+    """Outer-join sorted family streams by ``_key``; meta columns combined (see module doc).
+
+    With ``incremental`` (instant times), only rows whose version in some family was written
+    by one of those instants are kept.
+    """
+    if len(streams) == 1:
+        for table in streams[0]:
+            if incremental is not None:
+                table = table.filter(pc.is_in(table.column(COMMIT_TIME), value_set=incremental))
+            if table.num_rows:
+                yield table
+        return
+    cursors = [_TableCursor(s) for s in streams]
+    while True:
+        active = [c for c in cursors if c.buffer is not None]
+        if not active:
+            return
+        bound = min(c.last_key for c in active)
+        window = join_window([c.take_through(bound) for c in cursors], incremental)
+        if window.num_rows:
+            yield window
+
+
+def _aligned(live: list[pa.Table]) -> bool:
+    first = live[0].column(KEY)
+    for other in live[1:]:
+        if other.num_rows != len(first):
+            return False
+    return all(pc.all(pc.equal(first, other.column(KEY))).as_py() for other in live[1:])
+
+
+def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = None) -> pa.Table:
+    """Join one key range of the family streams (each sorted, one row per key)."""
+    live = [p for p in pieces if p is not None and p.num_rows]
+    if not live:
+        return pa.table({KEY: pa.array([], pa.string())})
+    if len(live) == 1 or _aligned(live):
+        keys = live[0].column(KEY)
+        parts = [(p, None) for p in live]
+    else:
+        all_keys = pa.chunked_array([c for p in live for c in p.column(KEY).chunks], pa.string())
+        keys = pc.unique(all_keys)
+        keys = keys.take(pc.sort_indices(keys))
+        parts = [(p, pc.index_in(keys, value_set=p.column(KEY))) for p in live]
+    columns: dict[str, list] = {}
+    for table, index in parts:
+        for name in table.column_names[1:]:
+            column = table.column(name)
+            columns.setdefault(name, []).append(column if index is None else column.take(index))
+    out = {KEY: keys}
+    meta = {name: columns.pop(name) for name in META_FIELDS if name in columns}
+    keep = None
+    if incremental is not None and COMMIT_TIME in meta:
+        changed = [pc.is_in(ct, value_set=incremental) for ct in meta[COMMIT_TIME]]
+        keep = changed[0]
+        for c in changed[1:]:
+            keep = pc.or_(keep, c)
+    out.update(combine_meta(meta))
+    for name, arrays in columns.items():
+        # key and partition columns are in every family: the first family that has the row
+        out[name] = arrays[0] if len(arrays) == 1 else pc.coalesce(*arrays)
+    table = pa.table(out)
+    return table.filter(keep) if keep is not None else table
+
+
+def combine_meta(meta: dict[str, list]) -> dict[str, pa.ChunkedArray | pa.Array]:
+    """Meta columns of the newest family version per row (highest commit time, then first)."""
+    if not meta:
+        return {}
+    if len(next(iter(meta.values()))) == 1:
+        return {name: arrays[0] for name, arrays in meta.items()}
+    if COMMIT_TIME not in meta:
+        return {name: pc.coalesce(*arrays) for name, arrays in meta.items()}
+    times = meta[COMMIT_TIME]
+    best = times[0]
+    chosen = np.zeros(len(best), dtype=np.int64)
+    for i, candidate in enumerate(times[1:], start=1):
+        newer = pc.fill_null(pc.greater(candidate, best), False)
+        newer = pc.or_(newer, pc.and_(pc.is_null(best), pc.is_valid(candidate)))
+        chosen[np.asarray(newer, dtype=bool)] = i
+        best = pc.if_else(newer, candidate, best)
+    out = {}
+    for name, arrays in meta.items():
+        if name == COMMIT_TIME:
+            out[name] = best
+            continue
+        value = arrays[0]
+        for i in range(1, len(arrays)):
+            value = pc.if_else(pa.array(chosen == i), arrays[i], value)
+        # record key and partition path are the same in every family: fill gaps from any
+        out[name] = pc.coalesce(value, *arrays) if name in (RECORD_KEY, PARTITION_PATH) else value
+    return out
+
+
+def _as_py(scalar: pa.Scalar):
+    return scalar.as_py()

@@ -1,0 +1,269 @@
+"""Inputs of the family reader: a file slice's base file and log blocks as streams of versions.
+
+Two kinds of input:
+
+- :class:`ParquetInput` — a base file or a Parquet data block, streamed in record batches
+  (only the row groups that pruning keeps, only the columns wanted). Whether its rows are
+  sorted by record key is known from the Parquet ``sorting_columns`` metadata, or checked by
+  one pass over the key column alone (strictly increasing keys, batch by batch).
+- :class:`MemoryInput` — a block that is decoded whole anyway (Avro data, deletes): one chunk,
+  sorted in memory if its keys are distinct but out of order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pyhudi.errors import LogFormatError
+from pyhudi.logformat import AvroDataBlock, DataBlock, DeleteBlock, ParquetDataBlock
+from pyhudi.read.filters import Filter, filter_expression
+from pyhudi.read.merge import Versions
+from pyhudi.read.pruning import KeyRange, excluded_mask, key_range_of, range_covered, row_group_may_match
+from pyhudi.schema import META_FIELDS
+from pyhudi.write.prepare import record_keys
+
+RECORD_KEY = META_FIELDS[2]
+SOFT_DELETE = "_hoodie_is_deleted"
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """How record keys are obtained: ``_hoodie_record_key``, or built from the key columns."""
+
+    fields: tuple[str, ...]
+    populate_meta: bool
+
+    def columns(self, available: Sequence[str]) -> list[str]:
+        if self.populate_meta and RECORD_KEY in available:
+            return [RECORD_KEY]
+        return [c for c in self.fields if c in available]
+
+    def keys(self, table: pa.Table) -> pa.Array:
+        if self.populate_meta and RECORD_KEY in table.column_names:
+            column = table.column(RECORD_KEY)
+        else:
+            column = record_keys(table, self.fields)
+        array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        return array if array.type == pa.string() else array.cast(pa.string())
+
+    def stats_column(self, available: Sequence[str], schema: pa.Schema) -> str | None:
+        """A file column whose statistics bound the record keys (string order), if any."""
+        if RECORD_KEY in available:
+            return RECORD_KEY
+        if len(self.fields) == 1 and self.fields[0] in available and self.fields[0] in schema.names:
+            if pa.types.is_string(schema.field(self.fields[0]).type):
+                return self.fields[0]
+        return None
+
+
+@dataclass
+class Prefilter:
+    """Drops versions that cannot belong to a matching row (see :mod:`pyhudi.read.pruning`).
+
+    ``key_filters`` are filters on record key columns (equal in every version of a row);
+    ``excluded`` are record-key ranges proven empty of matches.
+    """
+
+    schema: pa.Schema
+    key_filters: list[Filter] = field(default_factory=list)
+    excluded: list[KeyRange] = field(default_factory=list)
+
+    @property
+    def columns(self) -> list[str]:
+        return list(dict.fromkeys(f.column for f in self.key_filters))
+
+    def row_groups(self, metadata: pq.FileMetaData, key_column: str | None) -> list[int]:
+        kept = []
+        for i in range(metadata.num_row_groups):
+            if not row_group_may_match(metadata, i, self.key_filters, self.schema):
+                continue
+            if self.excluded and key_column and range_covered(key_range_of(metadata, i, key_column), self.excluded):
+                continue
+            kept.append(i)
+        return kept
+
+    def apply(self, table: pa.Table) -> pa.Table:
+        """The rows whose key columns satisfy the key filters (columns absent: all rows)."""
+        usable = [f for f in self.key_filters if f.column in table.column_names]
+        if not usable:
+            return table
+        try:
+            return table.filter(filter_expression(usable, self.schema))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return table  # a file stores the column with another type: keep every row (sound)
+
+
+def filter_versions(v: Versions, mask: pa.Array | np.ndarray) -> Versions:
+    """The versions where ``mask`` holds."""
+    mask_np = np.asarray(mask, dtype=bool)
+    if mask_np.all():
+        return v
+    arrow_mask = pa.array(mask_np)
+    is_delete = v.is_delete if np.ndim(v.is_delete) == 0 else np.asarray(v.is_delete)[mask_np]
+    return Versions(
+        v.keys.filter(arrow_mask),
+        v.data.filter(arrow_mask) if v.data is not None else None,
+        is_delete,
+        v.ordering.filter(arrow_mask) if v.ordering is not None else None,
+        v.default_delete.filter(arrow_mask) if v.default_delete is not None else None,
+    )
+
+
+def slice_versions(v: Versions, start: int, stop: int) -> Versions:
+    n = stop - start
+    is_delete = v.is_delete if np.ndim(v.is_delete) == 0 else np.asarray(v.is_delete)[start:stop]
+    return Versions(
+        v.keys.slice(start, n),
+        v.data.slice(start, n) if v.data is not None else None,
+        is_delete,
+        v.ordering.slice(start, n) if v.ordering is not None else None,
+        v.default_delete.slice(start, n) if v.default_delete is not None else None,
+    )
+
+
+def take_versions(v: Versions, indices: pa.Array) -> Versions:
+    is_delete = v.is_delete if np.ndim(v.is_delete) == 0 else np.asarray(v.is_delete)[np.asarray(indices)]
+    return Versions(
+        v.keys.take(indices),
+        v.data.take(indices) if v.data is not None else None,
+        is_delete,
+        v.ordering.take(indices) if v.ordering is not None else None,
+        v.default_delete.take(indices) if v.default_delete is not None else None,
+    )
+
+
+def strictly_increasing(keys: pa.Array) -> bool:
+    n = len(keys)
+    if n <= 1:
+        return True
+    return bool(pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py())
+
+
+@dataclass
+class ReadSpec:
+    """What every input of one family reads: the output fields and how versions are built."""
+
+    fields: list[pa.Field]
+    ordering_field: str | None
+    keys: KeySpec
+    prefilter: Prefilter
+
+    def file_columns(self, available: Sequence[str]) -> list[str]:
+        wanted = [f.name for f in self.fields if f.name in available]
+        extra = [*self.keys.columns(available), self.ordering_field, SOFT_DELETE, *self.prefilter.columns]
+        return list(dict.fromkeys([*wanted, *[c for c in extra if c and c in available]]))
+
+    def versions(self, table: pa.Table, prefilter: bool = True) -> Versions:
+        if prefilter:
+            table = self.prefilter.apply(table)
+        keys = self.keys.keys(table)
+        names = table.column_names
+        ordering = None
+        if self.ordering_field and self.ordering_field in names:
+            ordering = table.column(self.ordering_field).combine_chunks()
+        deleted: bool | np.ndarray = False
+        if SOFT_DELETE in names:  # Hudi's soft-delete marker column
+            deleted = np.asarray(table.column(SOFT_DELETE).fill_null(False), dtype=bool)
+        v = Versions(keys, table.select([f.name for f in self.fields if f.name in names]), deleted, ordering)
+        mask = excluded_mask(keys, self.prefilter.excluded) if prefilter else None
+        return filter_versions(v, mask) if mask is not None else v
+
+
+class ParquetInput:
+    """A Parquet base file or data block, read batch by batch."""
+
+    streamable = True
+
+    def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema) -> None:
+        self.parquet, self.label, self.spec = parquet, label, spec
+        available = parquet.schema_arrow.names
+        self.columns = spec.file_columns(available)
+        self.key_columns = spec.keys.columns(available)
+        self.stats_key = spec.keys.stats_column(available, schema)
+        self.row_groups = spec.prefilter.row_groups(parquet.metadata, self.stats_key)
+
+    def _declared_sorted(self) -> bool:
+        """Whether every row group declares sorting on the record key (Parquet sorting_columns)."""
+        if self.stats_key != RECORD_KEY:
+            return False
+        metadata = self.parquet.metadata
+        leaf = metadata.schema.names.index(RECORD_KEY) if RECORD_KEY in metadata.schema.names else -1
+        for i in self.row_groups:
+            declared = metadata.row_group(i).sorting_columns
+            if not declared or declared[0].column_index != leaf or declared[0].descending:
+                return False
+        return leaf >= 0
+
+    def sorted_by_key(self, batch_size: int) -> bool:
+        """Strictly increasing keys (declared, else checked on the key column alone)."""
+        if not self.row_groups or self._declared_sorted():
+            return True
+        last = None
+        for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
+                                               columns=self.key_columns):
+            keys = self.spec.keys.keys(pa.Table.from_batches([batch]))
+            if not len(keys):
+                continue
+            if last is not None and not keys[0].as_py() > last:
+                return False
+            if not strictly_increasing(keys):
+                return False
+            last = keys[-1].as_py()
+        return True
+
+    def chunks(self, batch_size: int) -> Iterator[Versions]:
+        if not self.row_groups:
+            return
+        for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
+                                               columns=self.columns):
+            yield self.spec.versions(pa.Table.from_batches([batch]))
+
+
+class MemoryInput:
+    """A block decoded whole (Avro data or deletes): one chunk of versions."""
+
+    streamable = False
+
+    def __init__(self, versions: Versions, label: str) -> None:
+        self.versions, self.label = versions, label
+
+    def sorted_by_key(self, batch_size: int) -> bool:
+        """Sort the block by key if its keys are distinct; False if a key repeats."""
+        keys = self.versions.keys
+        if strictly_increasing(keys):
+            return True
+        order = pc.sort_indices(keys)
+        candidate = take_versions(self.versions, order)
+        if not strictly_increasing(candidate.keys):
+            return False
+        self.versions = candidate
+        return True
+
+    def chunks(self, batch_size: int) -> Iterator[Versions]:
+        if len(self.versions.keys):
+            yield self.versions
+
+
+def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schema, label: str) -> ParquetInput | MemoryInput:
+    """The input for one visible data or delete block."""
+    if isinstance(block, DeleteBlock):
+        deletes = block.deletes()
+        default = deletes.column("is_default_ordering").combine_chunks()
+        ordering = None  # default-ordering deletes win regardless of ordering values
+        if spec.ordering_field and not pc.all(default).as_py():
+            ordering = deletes.column("ordering_value").combine_chunks()
+        keys = deletes.column("record_key").combine_chunks()
+        return MemoryInput(Versions(keys, None, True, ordering, default), label)
+    if isinstance(block, ParquetDataBlock):
+        return ParquetInput(block.parquet_file(), label, spec, schema)
+    if isinstance(block, AvroDataBlock):
+        available = block.arrow_schema().names
+        table = block.read().select(spec.file_columns(available))
+        return MemoryInput(spec.versions(table), label)
+    raise LogFormatError(f"{label}: cannot read a {type(block).__name__}")
