@@ -354,3 +354,32 @@ def test_write_prepared_before_an_alter_is_refused_at_commit(table, monkeypatch)
     states = [(str(i.action), i.state.value) for i in table.timeline]
     assert states == [("deltacommit", "COMPLETED"), ("deltacommit", "COMPLETED"), ("rollback", "COMPLETED")]
     assert rows(table, columns=["id", "b"]) == [{"id": "k1", "b": "x"}, {"id": "k2", "b": "y"}]
+
+
+def test_concurrent_alters_serialise_and_keep_both_changes(table):
+    import threading
+
+    handles = [pyhudi.open_table(table.path) for _ in range(2)]
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def add(handle, name):
+        barrier.wait()
+        try:
+            handle.alter({f"hoodie.colFamily.{name}": f"{name}col"}, new_columns={f"{name}col": pa.int64()})
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=add, args=(h, n)) for h, n in zip(handles, ["g1", "g2"])]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    reopened = pyhudi.open_table(table.path)
+    assert sorted(reopened.column_families) == ["f1", "f2", "g1", "g2"]
+    assert sorted(k for k in reopened.properties if k.startswith("hoodie.colFamily.")) == [
+        "hoodie.colFamily.f1", "hoodie.colFamily.f2", "hoodie.colFamily.g1", "hoodie.colFamily.g2"]
+    assert sorted(reopened.schema.names[-2:]) == ["g1col", "g2col"]
+    alters = [i for i in reopened.timeline[1:]]
+    assert [(str(i.action), i.state.value) for i in alters] == [("deltacommit", "COMPLETED")] * 2

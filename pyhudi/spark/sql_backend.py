@@ -95,6 +95,8 @@ class SparkBackend:
         return df.toArrow()
 
     def result(self, table: pa.Table) -> Any:
+        if table.num_columns == 0:
+            return self.spark.range(0).select()  # no columns, no rows
         return self.spark.createDataFrame(table)
 
     def conf_get(self, key: str) -> str | None:
