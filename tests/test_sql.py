@@ -373,3 +373,21 @@ def test_call_procedures(session, loaded):
         session.execute("CALL show_timeline(table => 'nope')")
     with pytest.raises(SqlError, match="CALL show_timeline: positional arguments must come before named ones"):
         session.execute("CALL show_timeline(table => 't', 1)")
+
+
+def test_reads_are_rewritten_to_views_and_targets_are_not(session, backend, loaded):
+    from pyhudi.spark.sql import parse_statement
+
+    cases = {
+        "INSERT INTO other SELECT id FROM t": "INSERT INTO other SELECT id FROM {v} AS t",
+        "CREATE TABLE x USING parquet AS SELECT a FROM default.t AS y": "CREATE TABLE x USING PARQUET AS SELECT a FROM {v} AS y",
+        "SELECT * FROM plain p JOIN (SELECT id FROM t) q ON p.id = q.id":
+            "SELECT * FROM plain AS p JOIN (SELECT id FROM {v} AS t) AS q ON p.id = q.id",
+        "DESCRIBE t": "DESCRIBE t",
+        "DROP TABLE t": "DROP TABLE t",
+    }
+    for statement, expected in cases.items():
+        with session.views() as views:
+            rewritten = views.rewrite_reads(parse_statement(statement)).sql(dialect="spark")
+            assert rewritten == expected.format(v=views.created[0] if views.created else ""), statement
+    assert backend.views == {}
