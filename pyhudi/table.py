@@ -312,7 +312,8 @@ class Table:
         unset, except those fixed at creation.
 
         Returns the ALTER instant (a completed ``deltacommit``, operation ``ALTER_SCHEMA``) when
-        the schema changed, else None. A refused ALTER raises :class:`ColumnFamilyError`,
+        the schema changed, else None. Every ALTER first brings ``hoodie.properties`` up to the
+        timeline if an earlier ALTER crashed in between (``t.alter()`` alone does only that). A refused ALTER raises :class:`ColumnFamilyError`,
         :class:`ConfigError` or :class:`SchemaError` and leaves the table unchanged.
         """
         instant, self.config = alter_table(self, set_properties, unset_properties, new_columns)
