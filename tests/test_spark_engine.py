@@ -17,6 +17,9 @@ from pyhudi.engine import get_engine
 from pyhudi.engine.spark import SparkEngine, _run_indexed, _TaskFailure
 from pyhudi.errors import ConfigError, SchemaError
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spark_helpers import commit_stats, data_files  # noqa: E402
+
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), False),
     ("a", pa.float64()), ("b", pa.string()), ("ts", pa.int64()),
@@ -37,40 +40,6 @@ def full_rows(ids, tag: int) -> pa.Table:
         "id": pa.array(ids, pa.int64()), "a": [i + tag / 10 for i in ids], "b": [f"b{i}-{tag}" for i in ids],
         "ts": [tag] * len(ids), "c": [i * 100 + tag for i in ids], "p": ["x" if i % 3 else "y" for i in ids],
     }, schema=SCHEMA)
-
-
-def data_files(root: Path, instants: list[str]) -> list[str]:
-    """Every data file, its writing instant replaced by its position in ``instants``."""
-    out = []
-    for p in root.rglob("*"):
-        rel = p.relative_to(root)
-        if p.is_file() and rel.parts[0] != ".hoodie" and p.name != ".hoodie_partition_metadata":
-            name = str(rel)
-            for i, instant in enumerate(instants):
-                name = name.replace(instant, f"<I{i}>")
-            out.append(name)
-    return sorted(out)
-
-
-def commit_stats(table: pyhudi.Table, instants: list[str]) -> list[dict]:
-    """The write stats of every completed commit, without timings and with instants normalised."""
-    timeline = table.active_timeline()
-    out = []
-    for instant in timeline.commits_timeline():
-        metadata = timeline.read_metadata(instant)
-        stats = []
-        for partition, items in sorted(metadata.partition_to_write_stats.items()):
-            for stat in items:
-                d = stat.to_dict()
-                d.pop("runtimeStats", None)
-                d.pop("runtime_stats", None)
-                text = repr(sorted(d.items()))
-                for i, inst in enumerate(instants):
-                    text = text.replace(inst, f"<I{i}>")
-                stats.append((partition, text))
-        out.append({"operation": metadata.operation_type, "stats": sorted(stats),
-                    "schema": metadata.extra_metadata["schema"]})
-    return out
 
 
 def test_spark_engine_writes_the_same_table_as_the_local_engine(tmp_path, spark):

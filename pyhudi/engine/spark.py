@@ -5,14 +5,16 @@ calls ``task.run()`` there and collects the results in task order. Nothing but t
 the function mapped over them is a module-level function, so no SparkSession, SparkContext or
 driver-local object is captured (executors on another machine must be able to run it).
 
-A task that raises a :class:`~pyhudi.errors.HudiError` failed deterministically (bad data, a
-format rule): retrying it cannot help, so the executor returns the error and the driver re-raises
-the original exception, keeping its type and message. Any other failure (I/O, a lost executor)
-is left to Spark, which retries the task (``spark.task.maxFailures``) before failing the job.
+A task that raises returns its exception instead of failing the Spark task: the job then runs
+every task to its end before the driver re-raises the first error (with its type and message)
+and the write client rolls the instant back. Were the Spark job to fail instead, Spark would not
+wait for the tasks still running, and they could write files after the rollback listed them.
+A lost executor (no exception in Python) is still retried by Spark (``spark.task.maxFailures``).
 """
 
 from __future__ import annotations
 
+import pickle
 from typing import Any, Sequence, TypeVar
 
 from pyspark import SparkContext
@@ -25,11 +27,19 @@ R = TypeVar("R")
 
 
 class _TaskFailure:
-    """A deterministic task failure travelling back to the driver instead of a result."""
+    """A task failure travelling back to the driver instead of a result."""
 
-    def __init__(self, index: int, error: HudiError) -> None:
+    def __init__(self, index: int, error: BaseException) -> None:
         self.index = index
         self.error = error
+
+
+def _picklable(error: Exception) -> Exception:
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:  # noqa: BLE001 - any unpicklable error is reported by its text
+        return HudiError(f"task failed with {type(error).__name__}: {error}")
 
 
 def _run_indexed(item: tuple[int, Task[R]]) -> "R | _TaskFailure":
@@ -37,8 +47,8 @@ def _run_indexed(item: tuple[int, Task[R]]) -> "R | _TaskFailure":
     index, task = item
     try:
         return task.run()
-    except HudiError as exc:
-        return _TaskFailure(index, exc)
+    except Exception as exc:  # noqa: BLE001 - reported to the driver, see the module docstring
+        return _TaskFailure(index, _picklable(exc))
 
 
 def _spark_context(spark: "SparkSession | SparkContext | None") -> SparkContext:

@@ -9,5 +9,6 @@ The kernel never imports this package (only it and :mod:`pyhudi.engine.spark` im
 from pyhudi.spark.datasource import FORMAT, HudiDataSource, register
 from pyhudi.spark.reader import read
 from pyhudi.spark.sql import sql
+from pyhudi.spark.writer import write
 
-__all__ = ["FORMAT", "HudiDataSource", "read", "register", "sql"]
+__all__ = ["FORMAT", "HudiDataSource", "read", "register", "sql", "write"]

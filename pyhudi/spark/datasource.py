@@ -58,6 +58,12 @@ class HudiDataSource(DataSource):
         columns = project(full, schema)
         return HudiDataSourceReader(path, settings, columns, arrow_schema(schema))
 
+    def writer(self, schema: StructType, overwrite: bool):
+        from pyhudi.spark.writer import begin
+
+        options = self._options()
+        return begin(self._path(options), schema, options, overwrite)
+
 
 def register(spark: SparkSession) -> None:
     """Register the ``pyhudi`` data source with ``spark`` (idempotent)."""

@@ -68,6 +68,25 @@ TABLE_TYPE = ConfigKey(
 WRITE_ONLY_KEYS = frozenset({
     PATH, OPERATION.key, RECORD_KEY.key, PRECOMBINE.key, PARTITION_PATH.key, TABLE_TYPE.key,
 })
+
+
+def table_property_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The options a first write persists in ``hoodie.properties``: declared table keys (and
+    their aliases), bucket-index keys, family definitions and undeclared ``hoodie.table.*`` keys.
+    Write-client settings (heartbeats, file sizes, ...) only steer the write."""
+    from pyhudi.config import table as table_config
+    from pyhudi.config.keys import lookup
+
+    declared = {id(v) for v in vars(table_config).values() if isinstance(v, ConfigKey)}
+    out = {}
+    for key, value in options.items():
+        if key in WRITE_ONLY_KEYS or not key.startswith("hoodie."):
+            continue
+        known = lookup(key)
+        family = key.startswith(("hoodie.colFamily.", "hoodie.columnFamily."))
+        if family or (known is not None and id(known) in declared) or (known is None and key.startswith("hoodie.table.")):
+            out[key] = value
+    return out
 READ_KEYS = frozenset({PATH, QUERY_TYPE.key, AS_OF_INSTANT.key, BEGIN_INSTANT.key, END_INSTANT.key, COLUMNS.key})
 
 def lowered(options: Mapping[str, Any]) -> dict[str, str]:
@@ -84,13 +103,25 @@ def lowered(options: Mapping[str, Any]) -> dict[str, str]:
         if lower.startswith("hoodie.colfamily.") or lower.startswith("hoodie.columnfamily."):
             prefix = "hoodie.colFamily." if lower.startswith("hoodie.colfamily.") else "hoodie.columnFamily."
             k = prefix + k.split(".", 2)[2]
-        elif lower in _CANONICAL:
-            k = _CANONICAL[lower]
-        out[k] = value if isinstance(value, str) else str(value)
+        else:
+            k = _canonical_names().get(lower, k)
+        text = value if isinstance(value, str) else str(value)
+        if k in _UPPER_VALUES:
+            text = text.strip().upper()
+        elif k in _LOWER_VALUES:
+            text = text.strip().lower()
+        out[k] = text
     return out
 
 
+_UPPER_VALUES = frozenset({TABLE_TYPE.key, "hoodie.table.type", "hoodie.index.type"})
+_LOWER_VALUES = frozenset({OPERATION.key, QUERY_TYPE.key})  # Hudi takes these in any case
+
+
 def _canonical_names() -> dict[str, str]:
+    """Lower-case spelling → declared spelling of every key known so far (the registry grows as
+    modules declaring keys are imported, so this is computed per call; it is small)."""
+    import pyhudi.write.client  # noqa: F401  (declares the write keys)
     from pyhudi.config.keys import REGISTRY
 
     names = {k.lower(): k for k in REGISTRY}
@@ -99,5 +130,3 @@ def _canonical_names() -> dict[str, str]:
         names[key.key.lower()] = key.key
     return names
 
-
-_CANONICAL = _canonical_names()

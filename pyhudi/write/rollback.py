@@ -13,6 +13,7 @@ live writer every interval) has expired, since a pending instant may belong to a
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -63,7 +64,7 @@ class Heartbeat:
 
     def _beat(self) -> None:
         # write-then-rename: a reader never sees an empty (torn) heartbeat
-        tmp = f"{self.relpath}.{threading.get_ident()}.tmp"
+        tmp = f"{self.relpath}.{os.getpid()}.{threading.get_ident()}.tmp"  # unique across processes too
         self.storage.write(tmp, str(int(time.time() * 1000)).encode())
         self.storage.rename(tmp, self.relpath)
 
