@@ -370,18 +370,25 @@ class Table:
         ``"snapshot"`` or ``"read_optimized"`` (base files only); ``with_meta``: prepend the five
         ``_hoodie_*`` columns; ``filters``: ``[(column, op, value)]`` ANDed, applied exactly.
         """
+        from pyhudi.read.task import READ_BATCH_SIZE
+
+        options.setdefault("batch_size", READ_BATCH_SIZE)
         return self.plan_scan(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_table()
 
     def scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
              as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot",
              **options: Any) -> pa.RecordBatchReader:
-        """Like :meth:`read`, streamed: memory stays bounded by the batch size, not the table."""
+        """Like :meth:`read`, streamed: memory stays bounded by the batch size (``batch_size=``,
+        default 16384 rows), not by the table or file-group size."""
         return self.plan_scan(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_reader()
 
     def read_incremental(self, start: Any, end: Any = None, columns: Sequence[str] | None = None,
                          filters: Sequence[tuple] | None = None, with_meta: bool = False, **options: Any) -> pa.Table:
         """Rows written by instants that completed in ``(start, end]``, in their state as of ``end``
         (default: latest). Rows deleted by ``end`` are not returned."""
+        from pyhudi.read.task import READ_BATCH_SIZE
+
+        options.setdefault("batch_size", READ_BATCH_SIZE)
         return self.plan_scan(columns, filters, None, "incremental", start, end, with_meta, **options).to_table()
 
     def file_groups(self, as_of: Any = None) -> list:

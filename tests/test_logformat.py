@@ -250,13 +250,14 @@ def test_parquet_options_default_and_override():
     table = data_table(50)
     assert default_parquet_options(table.schema) == {
         "compression": "snappy",
-        "use_dictionary": [*META_FIELDS, "id", "note"],
-    }
+        "use_dictionary": [META_FIELDS[0], META_FIELDS[3], META_FIELDS[4], "id", "note"],
+    }  # the record key and sequence number are unique per row: written plain
     content = ParquetDataBlock(table, {HeaderKey.INSTANT_TIME: T1}).encode_content()
     meta = pq.ParquetFile(pa.BufferReader(content)).metadata
     columns = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i) for i in range(meta.num_columns)}
     assert columns["price"].compression == "SNAPPY"
     assert not columns["price"].has_dictionary_page and columns["id"].has_dictionary_page
+    assert not columns["_hoodie_record_key"].has_dictionary_page
     tuned = ParquetDataBlock(table, {HeaderKey.INSTANT_TIME: T1}, compression="zstd", use_dictionary=False)
     meta = pq.ParquetFile(pa.BufferReader(tuned.encode_content())).metadata
     assert meta.row_group(0).column(0).compression == "ZSTD" and not meta.row_group(0).column(0).has_dictionary_page
@@ -679,3 +680,12 @@ def test_property_data_block_round_trip(table, cls):
     assert type(back) is cls
     assert back.read().equals(table)
     assert back.num_rows == table.num_rows
+
+
+def test_parquet_blocks_declare_key_order_only_when_keys_increase():
+    table = data_table(5)  # keys in increasing order
+    meta = pq.ParquetFile(pa.BufferReader(ParquetDataBlock(table, {HeaderKey.INSTANT_TIME: T1}).encode_content())).metadata
+    assert meta.row_group(0).sorting_columns == (pq.SortingColumn(2),)
+    shuffled = table.take([1, 0, 2, 3, 4])
+    meta = pq.ParquetFile(pa.BufferReader(ParquetDataBlock(shuffled, {HeaderKey.INSTANT_TIME: T1}).encode_content())).metadata
+    assert meta.row_group(0).sorting_columns == ()

@@ -22,6 +22,7 @@ from pyhudi.logformat.block import (
     ParquetDataBlock,
     decode_header,
     default_parquet_options,
+    key_sorting_columns,
     encode_header,
 )
 from pyhudi.logformat.deletes import (
@@ -61,6 +62,7 @@ __all__ = [
     "ParquetDataBlock",
     "decode_header",
     "default_parquet_options",
+    "key_sorting_columns",
     "encode_header",
     "DELETE_RECORD_LIST_SCHEMA",
     "OrderingType",

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Iterator, Mapping, Protocol, Sequence
 
 import fastavro
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import LogFormatError, SchemaError
@@ -336,17 +337,45 @@ def default_parquet_options(schema: pa.Schema) -> dict[str, Any]:
     block, and on unique keys the dictionary attempt costs nothing measurable (200k keys: 21 ms
     either way). ``column_encoding={"c": "BYTE_STREAM_SPLIT"}`` shrank random doubles another
     12% at the same speed but needs a recent Parquet reader, so it is opt-in.
+
+    ``_hoodie_record_key`` and ``_hoodie_commit_seqno`` are unique per row: a dictionary never
+    pays there and slows every read of them (50k keys: 1.2 ms plain vs 1.7 ms dictionary), and
+    the record key is read by every family reader, so they are written plain.
     """
+    unique = {META_FIELDS[1], META_FIELDS[2]}
     binary_like = [
         f.name
         for f in schema
-        if pa.types.is_string(f.type)
-        or pa.types.is_large_string(f.type)
-        or pa.types.is_binary(f.type)
-        or pa.types.is_large_binary(f.type)
-        or pa.types.is_dictionary(f.type)
+        if f.name not in unique
+        and pa.types.is_string(f.type)
+        or f.name not in unique
+        and (pa.types.is_large_string(f.type)
+             or pa.types.is_binary(f.type)
+             or pa.types.is_large_binary(f.type)
+             or pa.types.is_dictionary(f.type))
     ]
     return {"compression": "snappy", "use_dictionary": binary_like}
+
+
+def key_sorting_columns(table: pa.Table) -> list[pq.SortingColumn] | None:
+    """``sorting_columns`` declaring the rows sorted by ``_hoodie_record_key``, if they are.
+
+    Checked on the data (strictly increasing keys, one vectorised comparison), never assumed:
+    readers trust the declaration to merge inputs by key ranges without re-reading the keys.
+    Pass the result as ``sorting_columns=`` to ``pyarrow.parquet.write_table``.
+    """
+    names = table.schema.names
+    if META_FIELDS[2] not in names:
+        return None
+    keys = table.column(META_FIELDS[2])
+    if keys.null_count or not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
+        return None
+    n = len(keys)
+    if n > 1:
+        keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        if not pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py():
+            return None
+    return [pq.SortingColumn(names.index(META_FIELDS[2]))]
 
 
 class ParquetDataBlock(DataBlock):
@@ -380,6 +409,9 @@ class ParquetDataBlock(DataBlock):
         if self._table is None:
             raise LogFormatError("a Parquet data block needs a table to encode")
         options = default_parquet_options(self._table.schema)
+        sorting = key_sorting_columns(self._table)
+        if sorting:
+            options["sorting_columns"] = sorting
         options.update(self.parquet_options)
         sink = pa.BufferOutputStream()
         pq.write_table(self._table, sink, **options)
