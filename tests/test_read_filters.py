@@ -8,7 +8,8 @@ import pytest
 
 import pyhudi
 import pyhudi.write.handle as handle
-from pyhudi.logformat import default_parquet_options
+import pyhudi.write.plan as write_plan
+from pyhudi.logformat import parquet_options_for
 from pyhudi.read.filters import Filter
 from pyhudi.read.plan import plan_scan
 from pyhudi.read.pruning import excluded_key_ranges, partition_may_match, partition_values, stats_may_match
@@ -35,9 +36,10 @@ def run_plan(plan) -> tuple[pa.Table, dict]:
 @pytest.fixture
 def small_row_groups(monkeypatch):
     """pyhudi writes one row group per file at test sizes; two-row groups exercise skipping."""
-    def options(schema):
-        return {**default_parquet_options(schema), "row_group_size": 2}
-    monkeypatch.setattr(handle, "default_parquet_options", options)
+    def options(table, fixed=None):
+        return {**parquet_options_for(table, fixed), "row_group_size": 2}
+    monkeypatch.setattr(handle, "parquet_options_for", options)
+    monkeypatch.setattr(write_plan, "parquet_options_for", options)
 
 
 @pytest.fixture
