@@ -256,7 +256,13 @@ def test_parquet_options_default_and_override():
     }  # the record key and sequence number are unique per row: written plain
     content = ParquetDataBlock(table, {HeaderKey.INSTANT_TIME: T1}).encode_content()
     meta = pq.ParquetFile(pa.BufferReader(content)).metadata
-    assert not meta.row_group(0).column(table.schema.get_field_index("_hoodie_record_key")).has_dictionary_page
+    columns = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i) for i in range(meta.num_columns)}
+    # chosen from the data: constant meta columns get dictionaries, unique keys and distinct
+    # prices do not, and the record key is declared as the sort order
+    assert columns["_hoodie_commit_time"].has_dictionary_page
+    assert not columns["price"].has_dictionary_page and not columns["id"].has_dictionary_page
+    assert not columns["_hoodie_record_key"].has_dictionary_page
+    assert [c.column_index for c in meta.row_group(0).sorting_columns] == [table.schema.names.index("_hoodie_record_key")]
     tuned = ParquetDataBlock(table, {HeaderKey.INSTANT_TIME: T1}, compression="zstd", use_dictionary=False)
     meta = pq.ParquetFile(pa.BufferReader(tuned.encode_content())).metadata
     assert meta.row_group(0).column(0).compression == "ZSTD" and not meta.row_group(0).column(0).has_dictionary_page

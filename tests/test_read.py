@@ -134,11 +134,13 @@ def test_base_only_families_are_read_side_by_side(tmp_path):
 
 
 def test_concurrent_writers_on_different_families(tmp_path):
-    """Two writers update different families of the same keys at once; the read has both."""
+    """Two writers update different families of the same keys at once; the read has both.
+
+    Concurrent writers need the LAZY failed-writes policy (with EAGER, the default for a single
+    writer, a writer rolls back any other pending instant it finds)."""
     import threading
 
     path = str(tmp_path / "cc")
-    # concurrent writers: failed writes are rolled back lazily (an eager writer would roll back the other)
     pyhudi.create_table(path, SCHEMA, "id", num_buckets=2, column_families={"f1": "a,b;ts", "f2": "c", "f3": "d"},
                         options={"hoodie.cleaner.policy.failed.writes": "LAZY"})
     keys = [f"k{i}" for i in range(20)]

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pyhudi
-import pyhudi.write.plan as plan
+import pyhudi.write.plan as write_plan
 from pyhudi.read.filters import Filter
 from pyhudi.read.plan import plan_scan
 from pyhudi.read.pruning import excluded_key_ranges, partition_may_match, partition_values, stats_may_match
@@ -34,7 +34,7 @@ def run_plan(plan) -> tuple[pa.Table, dict]:
 @pytest.fixture
 def small_row_groups(monkeypatch):
     """pyhudi writes one row group per file at test sizes; two-row groups exercise skipping."""
-    monkeypatch.setattr(plan, "rows_per_row_group", lambda txn, rows: 2)
+    monkeypatch.setattr(write_plan, "rows_per_row_group", lambda txn, rows: 2)
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from pyhudi.engine.base import Engine, get_engine
 from pyhudi.errors import CommitConflictError, TimelineError
+from pyhudi.evolution import check_schema_unchanged, commit_extra_metadata
 from pyhudi.schema import avro_schema_json
 from pyhudi.storage.naming import PARTITION_METAFILE
 from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
@@ -162,8 +163,10 @@ class WriteClient:
             _check_statuses(txn, statuses)
             discarded = self._reconcile_markers(txn.instant, statuses)
             self._write_partition_metafiles(statuses, txn.instant)
-            metadata = self._commit_metadata(statuses, txn.operation_type, txn.schema)
-            completed = timeline.complete(pending, metadata.to_avro_bytes())
+            metadata = self._commit_metadata(statuses, txn.operation_type, txn.schema, txn.families)
+            completed = timeline.complete(pending, metadata.to_avro_bytes(), precondition=lambda current: (
+                # C3: checked under the timeline lock, so no ALTER completes between check and commit
+                check_schema_unchanged(self.table._history, current, self.table.config, txn.schema, txn.families)))
         except BaseException:
             if state is not None:
                 state.heartbeat.stop(delete=False)
@@ -203,7 +206,8 @@ class WriteClient:
     # ------------------------------------------------------------------ helpers
     def _txn(self, operation: str, schema: pa.Schema, instant: str) -> WriteTxn:
         return WriteTxn(base_uri=self.table.storage.base_uri, config=self.table.config, instant=instant,
-                        operation=operation, schema=schema, options=dict(self.options))
+                        operation=operation, schema=schema, options=dict(self.options),
+                        declared_families=self.table.column_families)  # C3: from the timeline
 
     def _reconcile_markers(self, instant: str, statuses: list[WriteStatus]) -> list[str]:
         """Delete data files written for ``instant`` that no committed status names."""
@@ -214,7 +218,8 @@ class WriteClient:
                 discarded.append(marker.data_relpath)
         return sorted(discarded)
 
-    def _commit_metadata(self, statuses: list[WriteStatus], operation: str, schema: pa.Schema) -> CommitMetadata:
+    def _commit_metadata(self, statuses: list[WriteStatus], operation: str, schema: pa.Schema,
+                         families: Mapping[str, Any]) -> CommitMetadata:
         stats = []
         for s in statuses:
             base_kind = s.writes_base_file
@@ -233,7 +238,8 @@ class WriteClient:
                 num_updates=s.num_updates,
             ))
         return CommitMetadata.from_write_stats(
-            stats, operation_type=operation, schema=avro_schema_json(schema, self.table.name)
+            stats, operation_type=operation, schema=avro_schema_json(schema, self.table.name),
+            extra_metadata=commit_extra_metadata(families),  # C3: the families in effect
         )
 
     def _write_partition_metafiles(self, statuses: list[WriteStatus], instant: str) -> None:

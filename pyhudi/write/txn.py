@@ -61,6 +61,9 @@ class WriteTxn:
     operation: str
     schema: pa.Schema
     options: dict[str, str] = field(default_factory=dict)
+    #: the declared families in effect (C3: ``Table.column_families``, read from the timeline,
+    #: which may be one ALTER ahead of ``hoodie.properties`` after a crash); None = the config's
+    declared_families: dict[str, ColumnFamily] | None = None
 
     def __post_init__(self) -> None:
         check_operation(self.operation)
@@ -82,7 +85,7 @@ class WriteTxn:
     @property
     def families(self) -> dict[str, ColumnFamily]:
         """The declared families, or the implicit default family holding every column."""
-        declared = self.config.column_families
+        declared = self.declared_families if self.declared_families is not None else self.config.column_families
         if declared:
             return declared
         family = default_family(self.schema.names, self.config.record_key_fields, self.config.ordering_field)
