@@ -1021,5 +1021,6 @@ def test_per_column_encodings_stay_readable_by_hudi_rs(tmp_path):
     assert (chunks["cat"].compression, chunks["cat"].has_dictionary_page) == ("SNAPPY", True)
     assert (chunks["s"].compression, chunks["s"].has_dictionary_page) == ("SNAPPY", False)
     assert chunks["_hoodie_commit_time"].has_dictionary_page and not chunks["_hoodie_commit_seqno"].has_dictionary_page
+    assert [c.column_index for c in meta.sorting_columns] == [2]  # sorted by _hoodie_record_key, declared
     assert hudi_rows(t.path, ["id", "x", "cat", "s"]) == rows.to_pylist()
     assert t.read().sort_by("id").equals(rows)

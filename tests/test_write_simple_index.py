@@ -133,6 +133,8 @@ def test_copy_on_write_rewrite_keeps_meta_of_untouched_rows_and_records_stats(tm
     assert table.column("_hoodie_commit_seqno").to_pylist() == [
         f"{i1}_0_0", f"{i2}_0_0", f"{i1}_0_2", f"{i2}_0_1", f"{i1}_0_4"]
     assert table.column("_hoodie_file_name").to_pylist() == [new_base] * 5
+    sorting = pq.read_metadata(Path(t.path) / new_base).row_group(0).sorting_columns
+    assert [c.column_index for c in sorting] == [2]  # rows sorted by _hoodie_record_key, declared
     assert table.column("s").to_pylist() == ["s0-1", "s1-2", "s2-1", "s3-2", "s4-1"]
     [stat] = t.active_timeline().read_metadata(t.timeline[-1]).partition_to_write_stats[""]
     assert (stat.file_id, stat.path, stat.prev_commit, stat.prev_base_file) == (fid, new_base, i1, old_base)

@@ -34,7 +34,6 @@ from pyhudi.logformat import (
     DeleteBlock,
     ParquetDataBlock,
     data_block_header,
-    key_sorting_columns,
     parquet_options_cover,
     parquet_options_for,
     write_log_file,
@@ -240,15 +239,14 @@ class FileGroupWriteTask:
         return [*record, names]
 
     def _options(self, payload: FamilyPayload | None) -> dict[str, Any]:
-        return {**(payload.parquet_options if payload is not None else {}), **self.parquet_options}
+        # Every file a task writes holds one row per key in key order (de-duplicated and sorted
+        # here), so the sort order is declared without re-checking it; readers merge by key ranges.
+        sorted_by_key = {"sorting_columns": [pq.SortingColumn(META_FIELDS.index(RECORD_KEY))]}
+        return {**sorted_by_key, **(payload.parquet_options if payload is not None else {}), **self.parquet_options}
 
     def _write_base(self, storage: Storage, relpath: str, table: pa.Table, options: dict[str, Any]) -> int:
         if not parquet_options_cover(options, table.schema):
             options = {**parquet_options_for(table), **options}
-        if "sorting_columns" not in options:
-            sorting = key_sorting_columns(table)  # readers merge by key ranges when declared
-            if sorting:
-                options = {**options, "sorting_columns": sorting}
         with storage.open_output(relpath) as sink:
             pq.write_table(table, sink, **options)
         if self.fsync and storage.is_local:
