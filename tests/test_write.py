@@ -2,8 +2,9 @@
 tables, with and without column families; markers, rollback of failed and killed writers,
 concurrent writer processes, and interop of one-family tables with hudi-rs (``hudi`` 0.5.0).
 
-Family tables have no row reader yet, so they are checked by reading every log file back with
-``pyhudi.logformat``; one-family tables are read with the independent reader ``hudi``.
+Files are checked byte-level by reading every log file back with ``pyhudi.logformat``;
+one-family tables are also read with the independent reader ``hudi``. Write phases (C2) are in
+test_write_phases.py, tables without buckets in test_write_simple_index.py.
 """
 
 from __future__ import annotations
