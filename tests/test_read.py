@@ -229,3 +229,14 @@ def test_random_histories_read_the_same_with_every_strategy(tmp_path, seed):
             assert sorted(auto.to_pylist(), key=lambda r: r["id"]) == [{n: r[n] for n in names} for r in want]
         else:
             assert auto.num_rows == len(want)
+
+
+def test_bulk_inserted_family_table_is_read_in_one_pass(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "b"), SCHEMA, "id", num_buckets=1,
+                            column_families={"f1": "a,b;ts", "f2": "c", "f3": "d"})
+    rows = pa.table({"id": ["k2", "k1"], "a": [2.0, 1.0], "b": ["y", "x"], "ts": [1, 1], "c": [20, 10], "d": ["q", "p"]})
+    t.bulk_insert(rows)
+    metrics = _metrics(t)
+    assert metrics == {"families_skipped": 0, "bases_skipped": 0, "row_groups": 3, "row_groups_skipped": 0,
+                       "families_lockstep": 3, "strategy.pass_through": 1}
+    assert t.read().sort_by("id").to_pylist() == rows.sort_by("id").to_pylist()

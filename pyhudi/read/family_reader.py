@@ -30,7 +30,16 @@ import pyarrow.parquet as pq
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader
 from pyhudi.read.merge import Versions, columns_of, merge_versions, merge_window
-from pyhudi.read.sources import RECORD_KEY, MemoryInput, ParquetInput, ReadSpec, block_input, slice_versions
+from pyhudi.read.sources import (
+    RECORD_KEY,
+    LockstepInput,
+    MemoryInput,
+    ParquetInput,
+    ReadSpec,
+    block_input,
+    filter_versions,
+    slice_versions,
+)
 from pyhudi.storage.fs import Storage
 
 LOCAL_BUFFER, REMOTE_BUFFER = 64 << 10, 8 << 20
@@ -144,7 +153,7 @@ def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bo
     if not inputs:
         return
     fields = list(scan.fields)
-    if strategy == "auto" and len(inputs) == 1 and isinstance(inputs[0], ParquetInput) and not need_sorted:
+    if strategy == "auto" and len(inputs) == 1 and inputs[0].streamable and not need_sorted:
         chosen, rows = "pass_through", _pass_through(inputs[0], fields, batch_size)
     elif strategy == "auto" and all(i.sorted_by_key(batch_size) for i in inputs):
         chosen, rows = "sort_merge", _sort_merge(inputs, scan, fields, batch_size)
@@ -155,7 +164,7 @@ def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bo
     yield from rows
 
 
-def _pass_through(source: ParquetInput, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
+def _pass_through(source: ParquetInput | LockstepInput, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
     schema = pa.schema([pa.field("_key", pa.string()), *fields])
     for v in source.chunks(batch_size):
         if np.any(v.is_delete):  # soft-deleted rows
@@ -165,8 +174,6 @@ def _pass_through(source: ParquetInput, fields: list[pa.Field], batch_size: int)
 
 
 def _without_soft_deletes(v: Versions) -> Versions:
-    from pyhudi.read.sources import filter_versions
-
     return filter_versions(v, ~np.broadcast_to(np.asarray(v.is_delete, dtype=bool), (len(v.keys),)))
 
 

@@ -198,7 +198,7 @@ class ReadTask:
                 known.add(fingerprint)  # kept whole: it may anchor the next key-only family
         return redundant
 
-    def _excluded_ranges(self, opened: dict[str, pq.ParquetFile]) -> list[KeyRange] | None:
+    def _excluded_ranges(self, opened: dict[str, OpenedBase]) -> list[KeyRange] | None:
         """Key ranges no matching row can have (None: the whole file group), from families
         whose base values are final and the null-rejecting filters on their own columns."""
         settings = self.settings
