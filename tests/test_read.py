@@ -151,7 +151,7 @@ def test_concurrent_writers_on_different_families(tmp_path):
             barrier.wait()
             for round_ in range(1, 3):
                 t.upsert(pa.table({"id": keys, **{c: fn(round_) for c, fn in columns.items()}}))
-        except Exception as exc:  # surfaced below
+        except Exception as exc:  # noqa: BLE001 - any error of the thread is surfaced below
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=({"a": lambda r: [float(r)] * 20, "ts": lambda r: [r] * 20},)),

@@ -19,9 +19,9 @@ and blocks rolled back by a command block are skipped). The reader picks a strat
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -100,7 +100,7 @@ class OpenedBase:
 class KeyFingerprint:
     """Row-group layout plus raw key column chunks; equal means the same keys in the same order."""
 
-    __slots__ = ("layout", "chunks")
+    __slots__ = ("chunks", "layout")
 
     def __init__(self, layout: tuple, chunks: tuple) -> None:
         self.layout, self.chunks = layout, chunks
@@ -249,4 +249,4 @@ def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_si
         yield merged.slice(start, batch_size)
 
 
-__all__ = ["FamilyScan", "MemoryInput", "OpenedBase", "ParquetInput", "read_family", "slice_inputs", "STRATEGIES"]
+__all__ = ["STRATEGIES", "FamilyScan", "MemoryInput", "OpenedBase", "ParquetInput", "read_family", "slice_inputs"]

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from pyhudi.config import table as tc
-from pyhudi.errors import ReadError, SchemaError
+from pyhudi.errors import HudiError, ReadError, SchemaError
 from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
@@ -147,7 +148,7 @@ def _touched_file_groups(timeline: Any, instants: Sequence[str]) -> set[tuple[st
             continue
         try:
             metadata = timeline.read_metadata(instant)
-        except Exception:  # metadata pyhudi cannot decode: do not prune
+        except (HudiError, OSError, ValueError):  # metadata pyhudi cannot decode: do not prune
             return None
         stats = getattr(metadata, "partition_to_write_stats", None)
         if stats is None:

@@ -19,7 +19,9 @@ may only drop data whose merged rows could never match. Three facts make that po
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -205,7 +207,7 @@ def excluded_key_ranges(metadata: pq.FileMetaData, filters: Sequence[Filter], sc
     if any(r is None for r in ranges):
         return []
     ordered = sorted(range(len(ranges)), key=lambda i: ranges[i])
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in pairwise(ordered):
         if ranges[a][1] >= ranges[b][0]:
             return []  # overlapping row groups: a failing range may hold another group's keys
     merged: list[list[str]] = []

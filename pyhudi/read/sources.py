@@ -12,9 +12,9 @@ Two kinds of input:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -57,9 +57,9 @@ class KeySpec:
         """A file column whose statistics bound the record keys (string order), if any."""
         if RECORD_KEY in available:
             return RECORD_KEY
-        if len(self.fields) == 1 and self.fields[0] in available and self.fields[0] in schema.names:
-            if pa.types.is_string(schema.field(self.fields[0]).type):
-                return self.fields[0]
+        single = self.fields[0] if len(self.fields) == 1 else None
+        if single in available and single in schema.names and pa.types.is_string(schema.field(single).type):
+            return single
         return None
 
 

@@ -10,14 +10,13 @@ prove cannot match (:mod:`pyhudi.read.pruning`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.read.family_reader import FamilyScan, OpenedBase, read_family, slice_inputs
