@@ -243,7 +243,7 @@ def _sort_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_si
 
 
 def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
-    versions = [v for i in inputs for v in i.chunks(batch_size)]
+    versions = [v for i in inputs for v in i.chunks(batch_size, verify=False)]
     merged = merge_versions(versions, fields, scan.event_time, scan.ordering_type)
     for start in range(0, merged.num_rows, batch_size):
         yield merged.slice(start, batch_size)

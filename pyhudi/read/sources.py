@@ -236,14 +236,15 @@ class ParquetInput:
             last = keys[-1].as_py()
         return True
 
-    def chunks(self, batch_size: int) -> Iterator[Versions]:
+    def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
+        """The versions batch by batch (``verify``: check a declared key order on the way)."""
         if not self.row_groups:
             return
         last = None
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
                                                columns=self.columns):
             table = pa.Table.from_batches([batch])
-            if self.declared_sorted:
+            if verify and self.declared_sorted:
                 last = self._check_declared_order(self.spec.keys.keys(table), last)
             yield self.spec.versions(table)
 
@@ -287,7 +288,7 @@ class LockstepInput:
     def sorted_by_key(self, batch_size: int) -> bool:
         return self.lead.sorted_by_key(batch_size)
 
-    def chunks(self, batch_size: int) -> Iterator[Versions]:
+    def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
         if not self.row_groups:
             return
         streams = [self.lead.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
@@ -300,7 +301,7 @@ class LockstepInput:
                 raise ReadError(f"{self.label}: base files with equal key columns returned unequal batches")
             fields = [f for b in batches for f in b.schema]
             table = pa.Table.from_arrays([c for b in batches for c in b.columns], schema=pa.schema(fields))
-            if self.lead.declared_sorted:
+            if verify and self.lead.declared_sorted:
                 last = self.lead._check_declared_order(self.spec.keys.keys(table), last)
             yield self.spec.versions(table)
 
@@ -325,7 +326,7 @@ class MemoryInput:
         self.versions = candidate
         return True
 
-    def chunks(self, batch_size: int) -> Iterator[Versions]:
+    def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
         if len(self.versions.keys):
             yield self.versions
 
