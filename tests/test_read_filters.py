@@ -136,6 +136,7 @@ def test_partition_values_from_paths():
     assert partition_values("region=eu", ["region"], False) is None  # ambiguous: never prune
     assert partition_values("__HIVE_DEFAULT_PARTITION__", ["region"], False) is None
     assert partition_values("eu", ["region"], True) is None
+    assert partition_values("a%2Fb", ["region"], False, url_encoded=True) == {"region": "a/b"}
     schema = pa.schema([("year", pa.int64())])
     assert not partition_may_match("2023", ["year"], False, [Filter("year", ">", 2023)], schema)
     assert partition_may_match("2024", ["year"], False, [Filter("year", ">", 2023)], schema)

@@ -235,8 +235,9 @@ def _pruned_groups(table: Any, view: FileSystemView, filters: list[Filter], sche
         verdict: dict[str, bool] = {}
         for g in groups:
             if g.partition_path not in verdict:
-                verdict[g.partition_path] = partition_may_match(g.partition_path, fields,
-                                                                config.hive_style_partitioning, filters, schema)
+                verdict[g.partition_path] = partition_may_match(
+                    g.partition_path, fields, config.hive_style_partitioning, filters, schema,
+                    config.get(tc.URL_ENCODE_PARTITIONING))
         groups = [g for g in groups if verdict[g.partition_path]]
     if incremental is not None:
         if not incremental:

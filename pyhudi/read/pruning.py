@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
+from urllib.parse import unquote
 from typing import Any
 
 import pyarrow as pa
@@ -36,7 +37,8 @@ KeyRange = tuple[str, str]
 _PRUNABLE_KEYGENS = {"", "SIMPLE", "COMPLEX", "NON_PARTITION", "NONPARTITIONED"}
 
 
-def partition_values(path: str, fields: Sequence[str], hive_style: bool) -> dict[str, str] | None:
+def partition_values(path: str, fields: Sequence[str], hive_style: bool,
+                     url_encoded: bool = False) -> dict[str, str] | None:
     """The raw partition values encoded in ``path``, or None when it does not decode."""
     if not fields:
         return {}
@@ -54,7 +56,7 @@ def partition_values(path: str, fields: Sequence[str], hive_style: bool) -> dict
             return None  # looks hive-style although the table says otherwise: ambiguous
         if segment == DEFAULT_PARTITION_PATH:
             return None
-        out[field] = segment
+        out[field] = unquote(segment) if url_encoded else segment
     return out
 
 
@@ -70,12 +72,12 @@ def keygen_keeps_values(keygen_type: str | None, keygen_class: str | None) -> bo
 
 
 def partition_may_match(path: str, fields: Sequence[str], hive_style: bool, filters: Iterable[Filter],
-                        schema: pa.Schema) -> bool:
+                        schema: pa.Schema, url_encoded: bool = False) -> bool:
     """False only when the values in ``path`` certainly fail a filter on a partition column."""
     relevant = [f for f in filters if f.column in fields]
     if not relevant:
         return True
-    values = partition_values(path, fields, hive_style)
+    values = partition_values(path, fields, hive_style, url_encoded)
     if values is None:
         return True
     columns = {}
