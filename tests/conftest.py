@@ -41,3 +41,34 @@ def unzip_fixture(tmp_path):
         return extract_table(FIXTURES_DIR / name, tmp_path / pathlib.Path(name).stem)
 
     return _unzip
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """ONE local Spark session for the whole test run (each Spark action costs ~1 s: keep them few).
+
+    local[2], UI off, 2 shuffle partitions, Python data source filter pushdown on.
+    """
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this venv (pyarrow, pyhudi)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("pyhudi-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.pyspark.python", sys.executable)
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -134,7 +134,10 @@ def test_base_only_families_are_read_side_by_side(tmp_path):
 
 
 def test_concurrent_writers_on_different_families(tmp_path):
-    """Two writers update different families of the same keys at once; the read has both."""
+    """Two writers update different families of the same keys at once; the read has both.
+
+    Concurrent writers need the LAZY failed-writes policy (with EAGER, the default for a single
+    writer, a writer rolls back any other pending instant it finds)."""
     import threading
 
     path = str(tmp_path / "cc")

@@ -7,11 +7,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import pyhudi
-from pyhudi.logformat import default_parquet_options
+import pyhudi.write.handle as handle
+import pyhudi.write.plan as write_plan
+from pyhudi.logformat import parquet_options_for
 from pyhudi.read.filters import Filter
 from pyhudi.read.plan import plan_scan
 from pyhudi.read.pruning import excluded_key_ranges, partition_may_match, partition_values, stats_may_match
-from pyhudi.write import handle
 
 SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False), ("a", pa.float64()), ("b", pa.string()),
                     ("ts", pa.int64()), ("c", pa.int64()), ("d", pa.string())])
@@ -35,9 +36,10 @@ def run_plan(plan) -> tuple[pa.Table, dict]:
 @pytest.fixture
 def small_row_groups(monkeypatch):
     """pyhudi writes one row group per file at test sizes; two-row groups exercise skipping."""
-    def options(schema):
-        return {**default_parquet_options(schema), "row_group_size": 2}
-    monkeypatch.setattr(handle, "default_parquet_options", options)
+    def options(table, fixed=None):
+        return {**parquet_options_for(table, fixed), "row_group_size": 2}
+    monkeypatch.setattr(handle, "parquet_options_for", options)
+    monkeypatch.setattr(write_plan, "parquet_options_for", options)
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ from pyhudi.errors import SchemaError
 from pyhudi.storage.naming import bucket_file_id
 
 
-
 def java_string_hash_scalar(text: str) -> int:
     """Reference (scalar) ``String.hashCode``; used by tests and for single keys."""
     h = 0

@@ -13,6 +13,7 @@ live writer every interval) has expired, since a pending instant may belong to a
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -46,16 +47,23 @@ WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
 
 
 class Heartbeat:
-    """Touches ``.hoodie/.heartbeat/<instant>`` from a daemon thread while a write runs."""
+    """Touches ``.hoodie/.heartbeat/<instant>`` from a daemon thread while a write runs.
 
-    def __init__(self, storage: Storage, instant: str, interval_ms: int) -> None:
+    Only the LAZY policy reads heartbeats (several writers: a pending instant may be alive), so
+    as in Hudi a writer under another policy (``enabled=False``) keeps none.
+    """
+
+    def __init__(self, storage: Storage, instant: str, interval_ms: int, enabled: bool = True) -> None:
         self.storage = storage
         self.relpath = f"{HEARTBEAT_DIR}/{instant}"
         self.interval_s = max(interval_ms, 10) / 1000.0
+        self.enabled = enabled
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> "Heartbeat":
+        if not self.enabled:
+            return self
         self._beat()
         self._thread = threading.Thread(target=self._run, name=f"pyhudi-heartbeat-{self.relpath}", daemon=True)
         self._thread.start()
@@ -63,7 +71,7 @@ class Heartbeat:
 
     def _beat(self) -> None:
         # write-then-rename: a reader never sees an empty (torn) heartbeat
-        tmp = f"{self.relpath}.{threading.get_ident()}.tmp"
+        tmp = f"{self.relpath}.{os.getpid()}.{threading.get_ident()}.tmp"  # unique across processes too
         self.storage.write(tmp, str(int(time.time() * 1000)).encode())
         self.storage.rename(tmp, self.relpath)
 
@@ -75,6 +83,8 @@ class Heartbeat:
                 pass  # a missed beat is tolerated; enough of them mark the writer failed
 
     def stop(self, delete: bool = True) -> None:
+        if not self.enabled:
+            return
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -149,12 +159,17 @@ def execute_rollback(storage: Storage, timeline: Timeline, rollback: Instant, pl
 
 
 def rollback_failed_writes(
-    storage: Storage, timeline: Timeline, policy: str, interval_ms: int, misses: int, exclude: str | None = None
+    storage: Storage, timeline: Timeline, policy: str, interval_ms: int, misses: int, exclude: str | None = None,
+    reload: bool = True,
 ) -> list[str]:
-    """Roll back pending write instants per ``policy``; returns the rolled-back instant times."""
+    """Roll back pending write instants per ``policy``; returns the rolled-back instant times.
+
+    ``reload=False`` when ``timeline`` was just listed (saves a listing per commit).
+    """
     if policy == "NEVER":
         return []
-    timeline.reload()
+    if reload:
+        timeline.reload()
     done = []
     for instant in timeline.pending():  # rollbacks interrupted after claiming their target
         if instant.action == Action.ROLLBACK and instant.is_inflight:
@@ -166,7 +181,8 @@ def rollback_failed_writes(
                         timeline.delete_pending(target)
                     execute_rollback(storage, timeline, instant, plan)
                     done.append(plan.instant_to_rollback.commit_time)
-    timeline.reload()
+    if done:
+        timeline.reload()
     for instant in timeline.pending():
         if instant.action not in WRITE_ACTIONS or instant.requested_time == exclude:
             continue

@@ -1,0 +1,138 @@
+"""Copy-on-write merge: a file group's base file + this commit's changes → its next base file.
+
+Hudi's merge handle, vectorised over Arrow (no per-record Python):
+
+- a delete removes the row of its key (a key not in the file is ignored);
+- an update replaces the row of its key — unless the table merges by event time and the
+  update's ordering value is lower than the stored one (ties and missing values: the update
+  wins, as in the merge-on-read reader); a partial update (some columns absent) keeps the
+  stored values of the absent columns; an update whose key is not in the file is an insert;
+- untouched rows keep their meta columns (commit time and sequence number of the commit that
+  wrote them) except ``_hoodie_file_name``, which names the new file;
+- the output is sorted by record key, like every file pyhudi writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.schema import META_FIELDS
+
+RECORD_KEY = META_FIELDS[2]
+
+
+def conform_to(data: pa.Table, file_schema: pa.Schema) -> pa.Table:
+    """``_hoodie_record_key`` (when present) + every column of ``file_schema``, in that order;
+    columns ``data`` lacks are null."""
+    n = data.num_rows
+    names = [RECORD_KEY] if RECORD_KEY in data.column_names else []
+    arrays = [data.column(RECORD_KEY)] if names else []
+    fields = [pa.field(RECORD_KEY, pa.string())] if names else []
+    for f in file_schema:
+        if f.name in data.column_names:
+            column = data.column(f.name)
+            arrays.append(column if column.type == f.type else column.cast(f.type))
+        else:
+            arrays.append(pa.nulls(n, f.type))
+        fields.append(f.with_nullable(True) if f.name not in data.column_names else f)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+@dataclass
+class MergeOutcome:
+    """The rows of the next base file, before its meta columns for new records are known."""
+
+    kept: pa.Table  # old rows that stay, with their meta columns
+    new_data: pa.Table  # _hoodie_record_key + data columns of the updated / inserted records
+    data_schema: pa.Schema
+    num_inserts: int
+    num_updates: int
+    num_deletes: int
+
+    @property
+    def new_keys(self) -> pa.ChunkedArray:
+        return self.new_data.column(RECORD_KEY)
+
+    def assemble(self, new_meta: list, file_name: str) -> pa.Table:
+        """Kept and new rows with their meta columns, sorted by record key."""
+        names = [f.name for f in self.data_schema]
+        kept_meta = [self.kept.column(m) for m in META_FIELDS[:4]]
+        kept_meta.append(pa.repeat(pa.scalar(file_name, pa.string()), self.kept.num_rows))
+        schema = pa.schema([*(pa.field(m, pa.string()) for m in META_FIELDS), *self.data_schema])
+        kept = pa.Table.from_arrays([*kept_meta, *(self.kept.column(n) for n in names)], schema=schema)
+        new = pa.Table.from_arrays([*new_meta, *(self.new_data.column(n) for n in names)], schema=schema)
+        table = pa.concat_tables([kept, new])
+        if kept.num_rows and new.num_rows:
+            table = table.take(pc.sort_indices(table.column(RECORD_KEY)))
+        return table
+
+
+def _winning_updates(updates: pa.Table, positions: pa.Array, old: pa.Table, ordering_field: str | None) -> np.ndarray:
+    """Mask of updates that win over the stored row of their key (event-time ordering rule)."""
+    n = updates.num_rows
+    if ordering_field is None or ordering_field not in updates.column_names or ordering_field not in old.column_names:
+        return np.ones(n, dtype=bool)
+    found = positions.is_valid()
+    stored = old.column(ordering_field).take(positions.fill_null(0))
+    incoming = updates.column(ordering_field)
+    if stored.type != incoming.type:
+        stored = stored.cast(incoming.type)
+    loses = pc.and_(found, pc.less(incoming, stored))  # null on either side: the update wins
+    return ~np.asarray(loses.fill_null(False), dtype=bool)
+
+
+def merge_into_base(
+    old: pa.Table,
+    updates: pa.Table | None,
+    delete_keys: pa.ChunkedArray | pa.Array | None,
+    ordering_field: str | None,
+    file_schema: pa.Schema | None = None,
+) -> MergeOutcome:
+    """Apply ``updates`` (``_hoodie_record_key`` + columns, one row per key) and ``delete_keys``
+    to ``old`` (a base file read whole, meta columns first)."""
+    if file_schema is None:
+        file_schema = pa.schema([f for f in old.schema if f.name not in META_FIELDS])
+    data_schema = file_schema
+    old_keys = old.column(RECORD_KEY)
+    replaced = np.zeros(old.num_rows, dtype=bool)
+    num_deletes = 0
+    if delete_keys is not None and len(delete_keys):
+        deleted = np.asarray(pc.is_in(old_keys, value_set=pa.chunked_array(delete_keys).combine_chunks()), dtype=bool)
+        num_deletes = int(deleted.sum())
+        replaced |= deleted
+    num_inserts = num_updates = 0
+    new_data = conform_to(pa.table({RECORD_KEY: pa.array([], pa.string())}), data_schema)
+    if updates is not None and updates.num_rows:
+        positions = pc.index_in(updates.column(RECORD_KEY), value_set=old_keys.combine_chunks())
+        wins = _winning_updates(updates, positions, old, ordering_field)
+        if not wins.all():
+            mask = pa.array(wins)
+            updates, positions = updates.filter(mask), positions.filter(mask)
+        found = np.asarray(positions.is_valid(), dtype=bool)
+        hit = np.asarray(positions.fill_null(0), dtype=np.int64)[found]
+        replaced[hit] = True
+        num_updates = int(found.sum())
+        num_inserts = updates.num_rows - num_updates
+        new_data = conform_to(updates, data_schema)
+        absent = [f.name for f in data_schema if f.name not in updates.column_names and f.name in old.column_names]
+        for name in absent:  # a partial update keeps the stored values of the columns it lacks
+            stored = old.column(name).take(positions)
+            index = new_data.schema.get_field_index(name)
+            target = new_data.schema.field(index)
+            new_data = new_data.set_column(index, target, stored.cast(target.type))
+    kept = old.filter(pa.array(~replaced)) if replaced.any() else old
+    kept = _conform_kept(kept, data_schema)
+    return MergeOutcome(kept, new_data, data_schema, num_inserts, num_updates, num_deletes)
+
+
+def _conform_kept(kept: pa.Table, data_schema: pa.Schema) -> pa.Table:
+    """Old rows with the current data columns (added columns null, types cast)."""
+    meta = kept.select(list(META_FIELDS))
+    data = conform_to(kept.drop_columns([m for m in META_FIELDS if m in kept.column_names]), data_schema)
+    for name in data.column_names:
+        meta = meta.append_column(data.schema.field(name), data.column(name))
+    return meta

@@ -1,0 +1,280 @@
+"""Write planning: prepared rows → one :class:`FileGroupWriteTask` per file group.
+
+Every step is vectorised. Rows are de-duplicated per (partition, key) — the latest by the
+family's ordering column (event time), ties and tables without one by arrival order — and every
+file is sorted by record key. Upserts on bucketed tables only group rows by file group on the
+driver (one integer sort, :func:`group_plan`); each task then sorts and de-duplicates its own
+rows, once per ordering, in parallel. Deletes and writes without buckets, which need the whole
+picture first, de-duplicate on the driver (:func:`dedupe_plan`).
+
+Where rows go depends on the index:
+
+- **bucket index** (:func:`plan_bucketed`): the bucket id of a row names its file group
+  (``%08d-0000-0000-0000-000000000000-0``), so every family of it gets one new log file (or a
+  base file when bulk inserting into an empty group) — no lookup, no coordination;
+- **simple index** (:func:`plan_simple_index`, tables without buckets — Hudi's SIMPLE index):
+  upserts and deletes look their keys up in the latest base files of the partitions they touch
+  (:mod:`pyhudi.index.simple`); updates go to the key's file group (merge-on-read: a log file;
+  copy-on-write: a new version of its base file), inserts to new file groups of at most
+  ``hoodie.parquet.max.file.size`` bytes each. ``insert`` / ``bulk_insert`` skip the lookup,
+  as in Hudi: they always create new file groups (a key inserted twice is stored twice).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.config.families import ColumnFamily
+from pyhudi.config.keys import ConfigKey
+from pyhudi.fsview.view import FileGroup
+from pyhudi.index.simple import tag_locations
+from pyhudi.logformat import parquet_options_for
+from pyhudi.schema import META_FIELDS
+from pyhudi.storage.naming import bucket_file_id, new_file_id
+from pyhudi.write.handle import (
+    FSYNC_DATA_FILES,
+    KIND_APPEND,
+    KIND_CREATE,
+    KIND_DELETE,
+    KIND_MERGE,
+    META_PARQUET_OPTIONS,
+    FamilyPayload,
+    FileGroupWriteTask,
+)
+
+if TYPE_CHECKING:
+    from pyhudi.write.txn import WriteTxn
+
+RECORD_KEY = META_FIELDS[2]
+PARTITION_COLUMN = "__pyhudi_partition"
+BUCKET_COLUMN = "__pyhudi_bucket"
+
+MAX_FILE_SIZE = ConfigKey(
+    "hoodie.parquet.max.file.size", int, 125_829_120,
+    "Upper bound in bytes for a base file created for new inserts on a table without a bucket index; "
+    "inserts are split into file groups of this size, estimated from the records' in-memory size.",
+)
+
+TokenFor = Callable[[int], str]
+Existing = dict[tuple[str, str], FileGroup]
+Run = tuple[tuple[str, int], int, int]
+
+
+# ------------------------------------------------------------------------------ shared steps
+def family_file_columns(family: ColumnFamily, key_fields: Sequence[str], partition_fields: Sequence[str]) -> list[str]:
+    """The data columns of a family's files: key, partition, then the family's own columns."""
+    cols = list(key_fields)
+    cols += [p for p in partition_fields if p not in cols]
+    cols += [c for c in family.columns if c not in cols]
+    return cols
+
+
+def dedupe_plan(rows: pa.Table, ordering: str | None) -> tuple[pa.Array, list[Run]]:
+    """Row indices that keep the latest row per (partition, key), sorted by (partition, bucket, key),
+    and the runs ``((partition, bucket), start, length)`` of the file groups in that order.
+
+    Latest = highest ``ordering`` value (ties → later arrival), or the later arrival without one.
+    """
+    sort_keys = [(BUCKET_COLUMN, "ascending", "at_start"), (RECORD_KEY, "ascending", "at_start")]
+    if len(pc.unique(rows.column(PARTITION_COLUMN))) > 1:
+        sort_keys.insert(0, (PARTITION_COLUMN, "ascending", "at_start"))
+    if ordering is not None:
+        sort_keys.append((ordering, "ascending", "at_start"))  # a null ordering value loses
+    # sort_indices is stable: rows equal on every key stay in arrival order (the later one wins)
+    names = list(dict.fromkeys(k[0] for k in sort_keys))
+    order = pc.sort_indices(rows.select(names), sort_keys=sort_keys)
+    n = len(order)
+    parts = rows.column(PARTITION_COLUMN).take(order).combine_chunks()
+    keys = rows.column(RECORD_KEY).take(order).combine_chunks()
+    if n > 1:
+        keep = np.ones(n, dtype=bool)  # the last row of each (partition, key) run wins
+        keep[:-1] = np.asarray(pc.not_equal(keys.slice(0, n - 1), keys.slice(1))) | np.asarray(
+            pc.not_equal(parts.slice(0, n - 1), parts.slice(1))
+        )
+        if not keep.all():
+            order = order.filter(pa.array(keep))
+            parts = parts.filter(pa.array(keep))
+    buckets = np.asarray(rows.column(BUCKET_COLUMN).take(order).combine_chunks())
+    return order, runs_of(parts, buckets)
+
+
+def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
+    """Row positions grouped by (partition, bucket) — groups in (partition, bucket) order, rows in
+    arrival order within a group — and the runs ``((partition, bucket), start, length)``.
+
+    A counting-style NumPy sort on one integer per row; the key sort and de-duplication of each
+    group happen in its task (:func:`latest_sorted`), in parallel.
+    """
+    n = rows.num_rows
+    buckets = np.asarray(rows.column(BUCKET_COLUMN).combine_chunks(), dtype=np.int64)
+    encoded = pc.dictionary_encode(rows.column(PARTITION_COLUMN).combine_chunks())
+    names = encoded.dictionary
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[np.asarray(pc.sort_indices(names))] = np.arange(len(names))  # partition → its sorted rank
+    group = rank[np.asarray(encoded.indices, dtype=np.int64)] * (int(buckets.max(initial=0)) + 1) + buckets
+    order = np.argsort(group, kind="stable")
+    if n == 0:
+        return order, []
+    ordered = group[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]])).tolist() + [n]
+    codes = np.asarray(encoded.indices)[order]
+    return order, [((names[int(codes[a])].as_py(), int(buckets[order[a]])), a, b - a)
+                   for a, b in zip(starts[:-1], starts[1:])]
+
+
+def runs_of(parts: pa.Array, buckets: np.ndarray) -> list[Run]:
+    """``((partition, bucket), start, length)`` for each run of equal (partition, bucket)."""
+    n = len(buckets)
+    if n == 0:
+        return []
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    if n > 1:
+        change[1:] = np.asarray(pc.not_equal(parts.slice(1), parts.slice(0, n - 1))) | (buckets[1:] != buckets[:-1])
+    starts = np.flatnonzero(change).tolist() + [n]
+    return [((parts[a].as_py(), int(buckets[a])), a, b - a) for a, b in zip(starts[:-1], starts[1:])]
+
+
+def _latest_base(group: FileGroup | None):
+    return max(group.base_files, key=lambda b: b.instant, default=None) if group else None
+
+
+def _task(txn: "WriteTxn", partition: str, file_id: str, kind: str, existing: Existing, token: str,
+          **kwargs) -> FileGroupWriteTask:
+    group = existing.get((partition, file_id))
+    base = _latest_base(group)
+    return FileGroupWriteTask(
+        base_uri=txn.base_uri, instant=txn.instant, table_name=txn.config.name, partition_path=partition,
+        file_id=file_id, kind=kind, write_token=token, base_file=base.name.name if base else "",
+        prev_commit=base.instant if base else "null", is_new_file_group=group is None,
+        fsync=FSYNC_DATA_FILES.get(txn.options), **kwargs,
+    )
+
+
+def _delete_keys(keys: pa.Array) -> pa.Table:
+    return pa.table({"record_key": keys})
+
+
+# ------------------------------------------------------------------------------ bucket index
+def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for: TokenFor) -> list[FileGroupWriteTask]:
+    """One task per (partition, bucket): log files per family (base files for bulk inserts
+    into empty file groups), or delete blocks to every family."""
+    key_fields, partition_fields = txn.config.record_key_fields, txn.config.partition_fields
+    families = txn.families
+    if txn.operation == "delete":
+        indices, runs = dedupe_plan(rows, None)
+        keys_sorted = rows.column(RECORD_KEY).take(indices)
+        return [
+            _task(txn, partition, bucket_file_id(bucket), KIND_DELETE, existing, token_for(index),
+                  delete_keys=_delete_keys(keys_sorted.slice(start, length)), delete_families=tuple(families))
+            for index, ((partition, bucket), start, length) in enumerate(runs)
+        ]
+    groups: dict[tuple[str, int], list[FamilyPayload]] = {}
+    present = set(rows.column_names)
+    positions, runs = group_plan(rows)
+    group_rows = [pa.array(positions[start:start + length]) for _, start, length in runs]
+    for family in families.values():
+        own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
+        given = [c for c in own if c in present]
+        if not given and own:
+            continue  # family not touched by this write
+        file_columns = family_file_columns(family, key_fields, partition_fields)
+        cols = [c for c in file_columns if c in present]
+        file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
+        ordering = family.ordering_field if family.ordering_field in present else None
+        source = rows.select([RECORD_KEY, *cols])
+        options = parquet_options_for(source, fixed=META_PARQUET_OPTIONS)  # once per family, not per file
+        for (group, _, _), indices in zip(runs, group_rows):  # sort, de-duplication, gather: in the task
+            payload = FamilyPayload(family.name, None, len(given) < len(own), file_schema, source=source,
+                                    indices=indices, plan=f"plan:{ordering!r}", parquet_options=options,
+                                    sort_by=(ordering,))
+            groups.setdefault(group, []).append(payload)
+    tasks = []
+    for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):
+        # bulk_insert writes base files into file groups that have no data yet; otherwise
+        # (and for upsert/insert) one new log file per family, as non-blocking writers do.
+        new_group = (partition, bucket_file_id(bucket)) not in existing
+        kind = KIND_CREATE if txn.operation == "bulk_insert" and new_group else KIND_APPEND
+        tasks.append(_task(txn, partition, bucket_file_id(bucket), kind, existing, token_for(index), payloads=payloads))
+    return tasks
+
+
+# ------------------------------------------------------------------------------ simple index
+def _rows_per_file(txn: "WriteTxn", rows: pa.Table) -> int:
+    data_bytes = sum(rows.column(c).nbytes for c in rows.column_names if c in txn.schema.names)
+    per_row = max(1.0, data_bytes / max(rows.num_rows, 1))
+    return max(1, int(MAX_FILE_SIZE.get(txn.options) // per_row))
+
+
+def _file_group_runs(file_ids: pa.Array) -> list[tuple[str, np.ndarray]]:
+    """``(file id, row positions in key order)`` for every file id (stable grouping)."""
+    order = pc.sort_indices(file_ids)  # Arrow's sort is stable: key order is kept within a group
+    ids = file_ids.take(order)
+    n = len(ids)
+    change = np.ones(n, dtype=bool)
+    if n > 1:
+        change[1:] = np.asarray(pc.not_equal(ids.slice(1), ids.slice(0, n - 1)))
+    starts = np.flatnonzero(change).tolist() + [n]
+    positions = np.asarray(order)
+    return [(ids[a].as_py(), positions[a:b]) for a, b in zip(starts[:-1], starts[1:])]
+
+
+def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
+                      token_for: TokenFor) -> list[FileGroupWriteTask]:
+    """Route rows of a table without a bucket index (one implicit family, see module docstring)."""
+    (family,) = txn.families.values()
+    key_fields, partition_fields = txn.config.record_key_fields, txn.config.partition_fields
+    present = set(rows.column_names)
+    ordering = family.ordering_field if family.ordering_field in present else None
+    delete = txn.operation == "delete"
+    indices, runs = dedupe_plan(rows, None if delete else ordering)
+    file_columns = family_file_columns(family, key_fields, partition_fields)
+    own = [c for c in file_columns if c not in key_fields and c not in partition_fields]
+    cols = [RECORD_KEY] + ([] if delete else [c for c in file_columns if c in present])
+    ordered = rows.select(cols).take(indices)
+    parts = rows.column(PARTITION_COLUMN).take(indices)
+    partition_runs = [(partition, start, length) for (partition, _), start, length in runs]
+    if txn.operation in ("upsert", "delete"):
+        locations = tag_locations(txn.storage, existing, partition_runs, ordered.column(RECORD_KEY))
+    else:
+        locations = pa.nulls(ordered.num_rows, pa.string())
+    copy_on_write = txn.config.table_type == "COPY_ON_WRITE"
+    file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
+    is_partial = len([c for c in own if c in present]) < len(own)
+    event_field = ordering if txn.config.merge_mode == "EVENT_TIME_ORDERING" else None
+    tasks: list[FileGroupWriteTask] = []
+
+    def add(partition: str, file_id: str, kind: str, **kwargs) -> None:
+        tasks.append(_task(txn, partition, file_id, kind, existing, token_for(len(tasks)), **kwargs))
+
+    found = locations.is_valid()
+    updates = ordered.filter(found)
+    update_parts = parts.filter(found)
+    for file_id, positions in _file_group_runs(locations.filter(found)):
+        chunk = updates.take(pa.array(positions))
+        partition = update_parts[int(positions[0])].as_py()
+        if delete:
+            keys = _delete_keys(chunk.column(RECORD_KEY).combine_chunks())
+            if copy_on_write:
+                add(partition, file_id, KIND_MERGE, delete_keys=keys)
+            else:
+                add(partition, file_id, KIND_DELETE, delete_keys=keys, delete_families=(family.name,))
+        else:
+            payload = FamilyPayload(family.name, chunk, is_partial, file_schema)
+            kind = KIND_MERGE if copy_on_write else KIND_APPEND
+            add(partition, file_id, kind, payloads=[payload], ordering_field=event_field)
+    if delete:
+        return tasks  # keys that are not in the table: nothing to delete
+    inserts = ordered.filter(pc.invert(found))
+    insert_parts = parts.filter(pc.invert(found)).combine_chunks()
+    per_file = _rows_per_file(txn, rows)
+    for (partition, _), start, length in runs_of(insert_parts, np.zeros(len(insert_parts), dtype=np.int64)):
+        for offset in range(start, start + length, per_file):
+            chunk = inserts.slice(offset, min(per_file, start + length - offset))
+            payload = FamilyPayload(family.name, chunk, False, file_schema)
+            add(partition, new_file_id(0), KIND_CREATE, payloads=[payload])
+    return tasks

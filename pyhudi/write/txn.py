@@ -1,0 +1,159 @@
+"""A write transaction: one instant being written, shippable to the workers that write its files.
+
+The Spark writer (and any distributed engine) runs the write in phases (CONTRACTS C2):
+the driver ``begin``\\ s an instant (:class:`~pyhudi.write.client.WriteClient`), executors call
+:meth:`WriteTxn.write_rows` on their share of the rows — prepare, de-duplicate, sort, write
+log/base files — and return :class:`~pyhudi.write.handle.WriteStatus` records, and the driver
+commits exactly the statuses it received. A :class:`WriteTxn` therefore holds only plain,
+picklable settings: the base URI, ``hoodie.properties``, the instant, the operation, the
+schema and the write options — no open files, no threads, no table handle.
+
+Write tokens (``<taskPartitionId>-<stageId>-<attemptId>``, the tail of every file name) keep
+the files of two tasks — or two attempts of one task — apart even when they write the same
+file group and family in the same instant. Only the files named by the statuses passed to
+commit become part of the commit; the others (failed or duplicate attempts) are deleted at
+commit time through their markers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from pyhudi.config.families import ColumnFamily, default_family
+from pyhudi.config.table import TableConfig
+from pyhudi.errors import ConfigError, SchemaError
+from pyhudi.fsview.view import FileSystemView
+from pyhudi.index.bucket import bucket_ids
+from pyhudi.storage.fs import Storage
+from pyhudi.storage.naming import WriteToken
+from pyhudi.timeline.instant import Action
+from pyhudi.timeline.timeline import Timeline
+from pyhudi.write import prepare
+from pyhudi.write.handle import FileGroupWriteTask, WriteStatus
+from pyhudi.write.plan import BUCKET_COLUMN, PARTITION_COLUMN, RECORD_KEY, plan_bucketed, plan_simple_index
+
+OPERATIONS = {"upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}
+DEFAULT_STAGE = 1
+
+
+def check_operation(operation: str) -> str:
+    if operation not in OPERATIONS:
+        raise ConfigError(f"unknown write operation {operation!r}: expected one of {', '.join(OPERATIONS)}")
+    return operation
+
+
+def write_action(config: TableConfig) -> Action:
+    """Copy-on-write tables commit ``commit`` instants, merge-on-read tables ``deltacommit``."""
+    return Action.COMMIT if config.table_type == "COPY_ON_WRITE" else Action.DELTACOMMIT
+
+
+@dataclass
+class WriteTxn:
+    """One write instant and everything a worker needs to write files for it (picklable)."""
+
+    base_uri: str
+    config: TableConfig
+    instant: str
+    operation: str
+    schema: pa.Schema
+    options: dict[str, str] = field(default_factory=dict)
+    #: the declared families in effect (C3: ``Table.column_families``, read from the timeline,
+    #: which may be one ALTER ahead of ``hoodie.properties`` after a crash); None = the config's
+    declared_families: dict[str, ColumnFamily] | None = None
+
+    def __post_init__(self) -> None:
+        check_operation(self.operation)
+
+    # ------------------------------------------------------------------ settings
+    @property
+    def action(self) -> Action:
+        return write_action(self.config)
+
+    @property
+    def operation_type(self) -> str:
+        """Hudi's ``WriteOperationType`` name recorded in the commit metadata."""
+        return OPERATIONS[self.operation]
+
+    @property
+    def storage(self) -> Storage:
+        return Storage(self.base_uri)
+
+    @property
+    def families(self) -> dict[str, ColumnFamily]:
+        """The declared families, or the implicit default family holding every column."""
+        declared = self.declared_families if self.declared_families is not None else self.config.column_families
+        if declared:
+            return declared
+        family = default_family(self.schema.names, self.config.record_key_fields, self.config.ordering_field)
+        return {family.name: family}
+
+    def timeline(self) -> Timeline:
+        config = self.config
+        return Timeline(self.storage, timeline_dir=config.timeline_dir, layout_version=config.layout_version,
+                        timezone=config.timezone).load()
+
+    # ------------------------------------------------------------------ phases
+    def prepare(self, data: Any) -> pa.Table:
+        """Validate ``data`` against the schema and add record keys, partition paths and bucket ids.
+
+        Every check on the input happens here, before any file is written.
+        """
+        config = self.config
+        key_fields, partition_fields = config.record_key_fields, config.partition_fields
+        rows = prepare.conform(prepare.to_arrow_table(data), self.schema, key_fields, partition_fields)
+        implicit = set(key_fields) | set(partition_fields)
+        if self.operation != "delete" and not [c for c in rows.column_names if c not in implicit]:
+            raise SchemaError(
+                "input has only record key and partition columns: nothing to write (use delete to delete)"
+            )
+        keys = prepare.record_keys(rows, key_fields)
+        paths = prepare.partition_paths(rows, partition_fields, config.hive_style_partitioning)
+        if config.num_buckets is not None:
+            hash_fields = tuple(config.bucket_hash_fields)
+            # one key field: its record key is the string the bucket hash is defined on
+            columns = [keys] if hash_fields == tuple(key_fields) and len(key_fields) == 1 else [
+                rows.column(f) for f in hash_fields]
+            buckets = pa.array(bucket_ids(columns, config.num_buckets))
+        else:
+            buckets = pa.array(np.zeros(rows.num_rows, dtype=np.int64))
+        rows = rows.append_column(RECORD_KEY, keys)
+        return rows.append_column(PARTITION_COLUMN, paths).append_column(BUCKET_COLUMN, buckets)
+
+    def plan_tasks(self, prepared: pa.Table, write_token: str | None = None,
+                   timeline: Timeline | None = None) -> list[FileGroupWriteTask]:
+        """One task per file group the prepared rows touch.
+
+        ``write_token`` names every file of the tasks (one task attempt writing several file
+        groups); without it each file group gets ``<index>-1-0`` (a driver-planned write whose
+        tasks are file groups). ``timeline``: a listing taken since the instant was begun.
+        """
+        timeline = timeline if timeline is not None else self.timeline()
+        view = FileSystemView(self.storage, timeline, len(self.config.partition_fields))
+        touched = set(prepared.column(PARTITION_COLUMN).unique().to_pylist()) if prepared.num_rows else set()
+        existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}
+        if write_token is None:
+            def token_for(index: int) -> str:
+                return str(WriteToken(index, DEFAULT_STAGE, 0))
+        else:
+            WriteToken.parse(write_token)
+
+            def token_for(index: int) -> str:
+                return write_token
+        planner = plan_bucketed if self.config.num_buckets is not None else plan_simple_index
+        return planner(self, prepared, existing, token_for)
+
+    def write_rows(self, rows: Any, task_id: int = 0, attempt: int = 0,
+                   stage: int = DEFAULT_STAGE) -> list[WriteStatus]:
+        """Executor side: write ``rows`` (any subset of the commit's rows) for this instant.
+
+        ``task_id`` / ``attempt`` / ``stage`` form the write token of every file written, so two
+        tasks (or two attempts of one task) never write the same file. Returns the statuses to
+        pass to :meth:`WriteClient.commit <pyhudi.write.client.WriteClient.commit>`.
+        """
+        token = str(WriteToken(int(task_id), int(stage), int(attempt)))
+        prepared = self.prepare(rows)
+        return [status for task in self.plan_tasks(prepared, token) for status in task.run()]

@@ -1,0 +1,245 @@
+"""Write phases (CONTRACTS C2): begin → WriteTxn.write_rows per task → commit / abort.
+
+Tasks are simulated in process (each ``write_rows`` call is one executor task; the txn and the
+statuses cross a pickle round trip like they do on Spark). Rows are read back with ``t.read()``
+(family tables) and with the independent reader ``hudi`` (hudi-rs) for a plain bucket table.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import pyhudi
+from pyhudi.errors import CommitConflictError, SchemaError, TimelineError
+from pyhudi.write.client import WriteClient, WriteResult
+from pyhudi.write.txn import WriteTxn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_write import (  # noqa: E402
+    FAM_SCHEMA,
+    FAMILIES,
+    PLAIN_SCHEMA,
+    _plain_expected,
+    bucket_of,
+    data_files,
+    fid,
+    full_rows,
+    hudi_rows,
+    snapshot,
+    timeline_files,
+)
+from write_helpers import make_rows  # noqa: E402
+
+
+def fam_table(tmp_path, name="ph", buckets=2):
+    return pyhudi.create_table(str(tmp_path / name), FAM_SCHEMA, "id", name=name, num_buckets=buckets,
+                               column_families=FAMILIES)
+
+
+def shipped(obj):
+    """What an executor / the driver receives: a pickle round trip."""
+    return pickle.loads(pickle.dumps(obj))
+
+
+def ids_in_bucket(bucket, n, count, start=0):
+    out, i = [], start
+    while len(out) < count:
+        if bucket_of(i, n) == bucket:
+            out.append(i)
+        i += 1
+    return out
+
+
+def expected_rows(ids, tag=0):
+    return sorted(full_rows(ids, tag).to_pylist(), key=lambda r: r["id"])
+
+
+def read_sorted(t):
+    return t.read().sort_by("id").to_pylist()
+
+
+def token_of(relpath):
+    return relpath.rsplit("_", 1)[-1].rsplit(".", 1)[0] if relpath.endswith(".parquet") else relpath.rsplit("_", 1)[-1]
+
+
+# ------------------------------------------------------------------------------ commit
+def test_two_tasks_on_disjoint_buckets_commit_reads_back_exactly(tmp_path):
+    t = fam_table(tmp_path)
+    client = WriteClient(t)
+    txn = client.begin("upsert")
+    assert isinstance(txn, WriteTxn) and txn.operation == "upsert" and txn.schema == FAM_SCHEMA
+    assert [(str(i.action), str(i.state)) for i in t.timeline] == [("deltacommit", "INFLIGHT")]
+    b0, b1 = ids_in_bucket(0, 2, 5), ids_in_bucket(1, 2, 5)
+    statuses = shipped(shipped(txn).write_rows(full_rows(b0), task_id=0)) + \
+        shipped(shipped(txn).write_rows(full_rows(b1), task_id=1))
+    # nothing is visible before the commit
+    assert t.read().num_rows == 0
+    result = client.commit(txn, statuses)
+    assert isinstance(result, WriteResult) and result.instant == txn.instant
+    assert read_sorted(t) == expected_rows(b0 + b1)
+    assert sorted(result.files) == sorted(
+        f".{fid(b)}_{txn.instant}_{fam}.log.1_{task}-1-0" for b, task in ((0, 0), (1, 1)) for fam in FAMILIES)
+    assert result.rows_per_family == {f: 10 for f in FAMILIES}
+    assert result.discarded_files == []
+    assert [(str(i.action), str(i.state)) for i in t.timeline] == [("deltacommit", "COMPLETED")]
+    md = t.active_timeline().read_metadata(t.timeline[0])
+    assert md.operation_type == "UPSERT"
+    assert sorted(s.path for stats in md.partition_to_write_stats.values() for s in stats) == sorted(result.files)
+    assert not (Path(t.path) / ".hoodie" / ".temp" / txn.instant).exists()
+    assert not (Path(t.path) / ".hoodie" / ".heartbeat" / txn.instant).exists()
+
+
+def test_two_tasks_on_the_same_bucket_write_distinct_log_files(tmp_path):
+    t = fam_table(tmp_path, buckets=1)
+    t.upsert(full_rows(range(4)))
+    client = WriteClient(t)
+    txn = client.begin("upsert")
+    s1 = txn.write_rows(full_rows([10, 11, 2], tag=1), task_id=3, attempt=0, stage=7)
+    s2 = txn.write_rows(full_rows([12, 13, 3], tag=2), task_id=4, attempt=1, stage=7)
+    assert {token_of(s.file_name) for s in s1} == {"3-7-0"}
+    assert {token_of(s.file_name) for s in s2} == {"4-7-1"}
+    assert {s.file_id for s in s1 + s2} == {fid(0)}
+    client.commit(txn, s1 + s2)
+    group = t.file_groups()[0]
+    assert len(group.latest_slice("fa", True).log_files) == 3  # first upsert + one per task
+    expected = {r["id"]: r for r in expected_rows(range(4))}
+    expected.update({r["id"]: r for r in expected_rows([10, 11, 2], tag=1)})
+    expected.update({r["id"]: r for r in expected_rows([12, 13, 3], tag=2)})
+    assert read_sorted(t) == [expected[k] for k in sorted(expected)]
+
+
+def test_plain_table_phases_read_by_hudi_rs(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "pl"), PLAIN_SCHEMA, "id", name="pl", num_buckets=2)
+    client = WriteClient(t)
+    txn = client.begin("upsert")
+    statuses = []
+    for task, ids in enumerate((range(0, 10), range(10, 20), range(20, 30))):  # every task hits both buckets
+        statuses += txn.write_rows(make_rows(PLAIN_SCHEMA, ["id", "v", "s"], ids, task + 1), task_id=task)
+    assert sorted((s.file_id, token_of(s.file_name)) for s in statuses) == sorted(
+        (fid(b), f"{task}-1-0") for b in (0, 1) for task in range(3))
+    client.commit(txn, statuses)
+    expected = _plain_expected((range(10), 1), (range(10, 20), 2), (range(20, 30), 3))
+    assert hudi_rows(t.path, ["id", "v", "s"]) == expected
+
+
+# ------------------------------------------------------------------------------ abort
+def test_abort_deletes_everything_and_rolls_the_instant_back(tmp_path):
+    t = fam_table(tmp_path)
+    i1 = t.upsert(full_rows(range(6)))
+    before = data_files(t.path)
+    client = WriteClient(t)
+    txn = client.begin("upsert")
+    written = txn.write_rows(full_rows(range(4), tag=5), task_id=0) + txn.write_rows(full_rows([40]), task_id=1)
+    assert {s.relpath for s in written} <= data_files(t.path)
+    client.abort(txn)
+    assert data_files(t.path) == before
+    assert read_sorted(t) == expected_rows(range(6))
+    assert [(str(i.action), str(i.state)) for i in t.timeline] == [
+        ("deltacommit", "COMPLETED"), ("rollback", "COMPLETED")]
+    md = t.active_timeline().read_metadata(t.timeline[1])
+    assert md.commits_rollback == [txn.instant]
+    assert sorted(f for p in md.partition_metadata.values() for f in p.success_delete_files) == sorted(
+        s.relpath for s in written)
+    assert not any(name.startswith(txn.instant) for name in timeline_files(t.path))
+    assert not (Path(t.path) / ".hoodie" / ".heartbeat" / txn.instant).exists()
+    with pytest.raises(TimelineError, match=f"^cannot commit instant {txn.instant}: it is not on the timeline"):
+        client.commit(txn, written)
+    assert {lf.instant for g in t.file_groups() for lf in g.log_files} == {i1}
+
+
+def test_bad_rows_in_a_task_write_nothing(tmp_path):
+    t = fam_table(tmp_path)
+    client = WriteClient(t)
+    txn = client.begin("upsert")
+    snap = snapshot(t.path)
+    with pytest.raises(SchemaError, match="^input column 'zz' is not in the table schema"):
+        txn.write_rows(pa.table({"id": [1], "zz": [2]}), task_id=0)
+    with pytest.raises(SchemaError, match="^record key column 'id' has 1 null value"):
+        txn.write_rows(pa.table({"id": pa.array([None], pa.int64()), "a": [1.0]}), task_id=1)
+    assert snapshot(t.path) == snap  # no marker, no file
+    client.abort(txn)
+    assert data_files(t.path) == set() and t.read().num_rows == 0
+
+
+# ------------------------------------------------------------------------------ retried attempts
+def test_commit_keeps_only_the_reported_attempt_and_deletes_other_attempts(tmp_path):
+    """Task 0 attempt 0 wrote its files, then was lost; attempt 1 re-ran it. Only the statuses
+    handed to commit count: attempt 0's files are deleted at commit through their markers."""
+    t = fam_table(tmp_path)
+    client = WriteClient(t)
+    txn = client.begin("upsert")
+    lost = txn.write_rows(full_rows(range(8), tag=1), task_id=0, attempt=0)
+    retried = txn.write_rows(full_rows(range(8), tag=2), task_id=0, attempt=1)
+    other = txn.write_rows(full_rows(range(8, 12), tag=3), task_id=1, attempt=0)
+    assert {token_of(s.file_name) for s in lost} == {"0-1-0"}
+    assert {token_of(s.file_name) for s in retried} == {"0-1-1"}
+    assert {s.relpath for s in lost} <= data_files(t.path)
+    result = client.commit(txn, retried + other)
+    assert result.discarded_files == sorted(s.relpath for s in lost)
+    assert data_files(t.path) == {s.relpath for s in retried + other}
+    assert read_sorted(t) == sorted(expected_rows(range(8), 2) + expected_rows(range(8, 12), 3), key=lambda r: r["id"])
+    md = t.active_timeline().read_metadata(t.timeline[0])
+    assert sorted(s.path for stats in md.partition_to_write_stats.values() for s in stats) == sorted(
+        s.relpath for s in retried + other)
+
+
+def test_commit_refuses_foreign_or_repeated_statuses_and_rolls_back(tmp_path):
+    t = fam_table(tmp_path)
+    client = WriteClient(t)
+    first = client.begin("upsert")
+    foreign = first.write_rows(full_rows([1]))
+    client.abort(first)
+    txn = client.begin("upsert")
+    mine = txn.write_rows(full_rows([2]))
+    with pytest.raises(CommitConflictError, match=f"belongs to instant {first.instant}, not {txn.instant}$"):
+        client.commit(txn, mine + foreign)
+    assert data_files(t.path) == set()
+    assert [str(i.action) for i in t.timeline] == ["rollback", "rollback"]
+    txn = client.begin("upsert")
+    mine = txn.write_rows(full_rows([2]))
+    with pytest.raises(CommitConflictError, match="is given twice$"):
+        client.commit(txn, mine + mine[:1])
+    assert data_files(t.path) == set()
+
+
+def test_two_tasks_bulk_inserting_the_same_new_file_group_is_refused(tmp_path):
+    t = fam_table(tmp_path, buckets=1)
+    client = WriteClient(t)
+    txn = client.begin("bulk_insert")
+    s1 = txn.write_rows(full_rows([1, 2]), task_id=0)
+    s2 = txn.write_rows(full_rows([3]), task_id=1)
+    assert {s.kind for s in s1 + s2} == {"create"}
+    with pytest.raises(CommitConflictError) as err:
+        client.commit(txn, s1 + s2)
+    assert str(err.value) == (
+        f"two tasks wrote a base file for file group {fid(0)} (family 'fa') of partition '' in instant "
+        f"{txn.instant}: {fid(0)}_0-1-0_{txn.instant}_fa.parquet and {fid(0)}_1-1-0_{txn.instant}_fa.parquet; "
+        "give all rows of a file group to one task")
+    assert data_files(t.path) == set()
+    assert [str(i.action) for i in t.timeline] == ["rollback"]
+
+
+# ------------------------------------------------------------------------------ callbacks, clients
+def test_commit_from_another_client_and_on_commit_callbacks(tmp_path):
+    t = fam_table(tmp_path)
+    seen = []
+    txn = WriteClient(t).begin("upsert")  # e.g. a driver that restarted between phases
+    statuses = txn.write_rows(full_rows([1, 2]))
+    result = WriteClient(t, on_commit=seen.append).commit(shipped(txn), shipped(statuses))
+    assert seen == [result]
+    assert not (Path(t.path) / ".hoodie" / ".heartbeat" / txn.instant).exists()
+    calls = []
+    instant = t.upsert(full_rows([3]), on_commit=calls.append)
+    t.delete(pa.table({"id": [3]}), on_commit=calls.append)
+    t.insert(full_rows([4]), on_commit=calls.append)
+    t.bulk_insert(full_rows([5]), on_commit=calls.append)
+    assert [(c.operation, c.rows_per_family) for c in calls] == [
+        ("UPSERT", {f: 1 for f in FAMILIES}), ("DELETE", {f: 0 for f in FAMILIES}),
+        ("INSERT", {f: 1 for f in FAMILIES}), ("BULK_INSERT", {f: 1 for f in FAMILIES})]
+    assert calls[0].instant == instant and calls[-1] is t.last_write
+    assert read_sorted(t) == expected_rows([1, 2, 4, 5])
