@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -68,8 +68,10 @@ class ScanPlan:
             return pa.Table.from_batches(list(self.batches()), schema=self.schema)
         if not len(self.schema):  # counts: tables without columns keep their row counts
             return pa.Table.from_batches(list(self.batches()), schema=self.schema)
+        # the tasks are the parallelism; Parquet decoding on more threads would only contend
+        tasks = [replace(t, settings=replace(t.settings, decode_threads=False), metrics={}) for t in self.tasks]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(ReadTask.run, self.tasks))
+            parts = list(pool.map(ReadTask.run, tasks))
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
 

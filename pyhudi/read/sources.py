@@ -156,6 +156,7 @@ class ReadSpec:
     ordering_field: str | None
     keys: KeySpec
     prefilter: Prefilter
+    decode_threads: bool = True  # off when tasks already run in parallel (threads would only contend)
 
     def file_columns(self, available: Sequence[str]) -> list[str]:
         present = set(available)
@@ -225,7 +226,7 @@ class ParquetInput:
     def _keys_increase(self, batch_size: int) -> bool:
         last = None
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
-                                               columns=self.key_columns):
+                                               columns=self.key_columns, use_threads=self.spec.decode_threads):
             keys = self.spec.keys.keys(pa.Table.from_batches([batch]))
             if not len(keys):
                 continue
@@ -242,7 +243,7 @@ class ParquetInput:
             return
         last = None
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
-                                               columns=self.columns):
+                                               columns=self.columns, use_threads=self.spec.decode_threads):
             table = pa.Table.from_batches([batch])
             if verify and self.declared_sorted:
                 last = self._check_declared_order(self.spec.keys.keys(table), last)
@@ -276,7 +277,7 @@ class LockstepInput:
                 if f.name not in taken:
                     taken.add(f.name)
                     fields.append(f)
-        self.spec = ReadSpec(fields, None, lead.spec.keys, lead.spec.prefilter)
+        self.spec = ReadSpec(fields, None, lead.spec.keys, lead.spec.prefilter, lead.spec.decode_threads)
         self.lead_columns = self.spec.file_columns([c for c in lead.columns])
         seen = set(self.lead_columns)
         self.follower_columns = []
@@ -291,9 +292,11 @@ class LockstepInput:
     def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
         if not self.row_groups:
             return
+        threads = self.spec.decode_threads
         streams = [self.lead.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
-                                                  columns=self.lead_columns)]
-        streams += [m.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=cols)
+                                                  columns=self.lead_columns, use_threads=threads)]
+        streams += [m.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=cols,
+                                           use_threads=threads)
                     for m, cols in zip(self.followers, self.follower_columns)]
         last = None
         for batches in zip_longest(*streams):

@@ -49,6 +49,7 @@ class TaskSettings:
     incremental: tuple[str, ...] | None = None  # instants whose writes an incremental query returns
     batch_size: int = DEFAULT_BATCH_SIZE
     strategy: str = "auto"
+    decode_threads: bool = True  # Parquet decoding on Arrow's thread pool (off when tasks run in parallel)
 
 
 @dataclass
@@ -100,7 +101,8 @@ class ReadTask:
         sorted_cache: dict = {}
         family_inputs = []
         for part in self.families:
-            spec = ReadSpec(list(part.scan.fields), part.scan.ordering_field, settings.keys, prefilter)
+            spec = ReadSpec(list(part.scan.fields), part.scan.ordering_field, settings.keys, prefilter,
+                            settings.decode_threads)
             inputs = slice_inputs(self.storage, part.file_slice, spec, settings.table_schema, settings.visibility,
                                   files, base_only=settings.read_optimized, opened=opened, sorted_cache=sorted_cache)
             family_inputs.append(inputs)
