@@ -126,11 +126,21 @@ def test_base_only_families_are_read_side_by_side(tmp_path):
                             column_families={"f1": "a,b;ts", "f2": "c", "f3": "d"})
     t.bulk_insert(pa.table({"id": ["k1", "k2"], "a": [1.0, 2.0], "b": ["x", "y"], "ts": [1, 1], "c": [10, 20], "d": ["p", "q"]}))
     t.upsert(pa.table({"id": ["k2"], "c": [21]}))
+    t.upsert(pa.table({"id": ["k3"], "c": [30]}))  # a key only f2 has
     metrics = _metrics(t)
-    assert metrics["families_lockstep"] == 2 and metrics["strategy.sort_merge"] == 2  # f1+f3 together, f2 merged
+    # one wide input of the three base files; f2's logs merge into it (no family removes a row)
+    assert metrics["families_lockstep"] == 3 and metrics["strategy.sort_merge"] == 1
     assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == [
         {"id": "k1", "a": 1.0, "b": "x", "ts": 1, "c": 10, "d": "p"},
-        {"id": "k2", "a": 2.0, "b": "y", "ts": 1, "c": 21, "d": "q"}]
+        {"id": "k2", "a": 2.0, "b": "y", "ts": 1, "c": 21, "d": "q"},
+        {"id": "k3", "a": None, "b": None, "ts": None, "c": 30, "d": None}]
+    t.upsert(pa.table({"id": ["k1"], "a": [5.0], "ts": [0]}))  # a stale f1 write (event time): a second family with logs
+    metrics = _metrics(t)
+    assert metrics["families_lockstep"] == 2 and metrics["strategy.sort_merge"] == 2  # f1 and f2: one of them joins
+    assert t.read(columns=["id", "a", "c"], filters=[("id", "=", "k1")]).to_pylist() == [{"id": "k1", "a": 1.0, "c": 10}]
+    t.delete(pa.table({"id": ["k2"]}))  # deletes in every family: no wide input
+    assert _metrics(t).get("families_lockstep", 0) == 0
+    assert sorted(r["id"] for r in t.read(columns=["id"]).to_pylist()) == ["k1", "k3"]
 
 
 def test_concurrent_writers_on_different_families(tmp_path):
@@ -188,7 +198,7 @@ def test_key_only_family_with_logs_reads_only_its_logs(tmp_path):
     assert sorted(r["id"] for r in t.read(columns=["id", "a"]).to_pylist()) == ["k1", "k2", "k5"]
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(6))
 def test_random_histories_read_the_same_with_every_strategy(tmp_path, seed):
     """Random commits (bulk inserts, partial and full upserts through some families, deletes):
     the streaming reader (sort-merge, lockstep, skipped families) equals the hash merge, for
@@ -202,7 +212,7 @@ def test_random_histories_read_the_same_with_every_strategy(tmp_path, seed):
     groups = [["a", "b", "ts"], ["a", "b"], ["c"], ["d"], ["a", "b", "ts", "c", "d"]]
     for step in range(6):
         keys = sorted(rng.sample([f"k{i:02d}" for i in range(30)], rng.randint(1, 12)))
-        if step and rng.random() < 0.25:
+        if step and seed % 2 == 0 and rng.random() < 0.25:  # odd seeds: no deletes (wide inputs with logs)
             t.delete(pa.table({"id": keys}))
             for k in keys:
                 expected.pop(k, None)

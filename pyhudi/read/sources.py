@@ -260,9 +260,9 @@ class ParquetInput:
 
 class LockstepInput:
     """Base files of several families holding the same keys in the same layout (equal key
-    fingerprints), read side by side as one wide input: the keys are decoded once, from the
-    lead file, and the other files contribute only their own columns. Only for slices that are
-    a base file alone (nothing to merge), so the rows are the base rows.
+    fingerprints), read side by side as one wide input: the keys (and the lead family's ordering
+    column) are decoded once, from the lead file; the other files contribute only their own
+    columns.
     """
 
     streamable = True
@@ -277,7 +277,8 @@ class LockstepInput:
                 if f.name not in taken:
                     taken.add(f.name)
                     fields.append(f)
-        self.spec = ReadSpec(fields, None, lead.spec.keys, lead.spec.prefilter, lead.spec.decode_threads)
+        self.spec = ReadSpec(fields, lead.spec.ordering_field, lead.spec.keys, lead.spec.prefilter,
+                             lead.spec.decode_threads)
         self.lead_columns = self.spec.file_columns([c for c in lead.columns])
         seen = set(self.lead_columns)
         self.follower_columns = []

@@ -142,29 +142,42 @@ class ReadTask:
         return opened
 
     def _lockstep(self, kept: list[tuple[FamilyScan, list]]) -> list[tuple[FamilyScan, list]]:
-        """Families whose slice is a base file alone with equal key fingerprints are read side by
-        side as one input (keys decoded once; no join among them)."""
+        """Families whose base files hold the same keys (equal key fingerprints) are read side by
+        side as one wide input: keys decoded once, no join among them.
+
+        One family of a group may also have log blocks, if none of them removes rows (no delete
+        blocks, no soft deletes): its logs then merge into the wide rows, touching only its own
+        columns (like a partial block) and adding rows for new keys — what the join of that
+        family with the others would give, since no family loses a row. The group reads with
+        that family's ordering; it leads, so its ordering column is read with the keys.
+        """
         if self.settings.strategy != "auto" or len(kept) < 2:
             return kept
         groups: dict = {}
         out: list = []
         for scan, inputs in kept:
-            base = inputs[0] if len(inputs) == 1 and isinstance(inputs[0], ParquetInput) else None
-            plain = base is not None and base.fingerprint is not None and not _removes_rows(base) and \
+            base = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) else None
+            plain = base is not None and base.fingerprint is not None and \
+                not any(_removes_rows(source) for source in inputs) and \
                 not any(f.name.startswith("_hoodie_") for f in scan.fields)
             fingerprint = base.fingerprint() if plain else None
             if fingerprint is None:
                 out.append((scan, inputs))
                 continue
-            groups.setdefault((fingerprint, tuple(base.row_groups)), []).append((scan, base))
+            groups.setdefault((fingerprint, tuple(base.row_groups)), []).append((scan, inputs))
         for members in groups.values():
+            with_logs = [m for m in members if len(m[1]) > 1]
+            out.extend(with_logs[1:])  # one family with logs per group; the others are joined
+            members = [*with_logs[:1], *(m for m in members if len(m[1]) == 1)]  # it leads
             if len(members) == 1:
-                out.append((members[0][0], [members[0][1]]))
+                out.extend(members)
                 continue
-            combined = LockstepInput(members[0][1], [base for _, base in members[1:]])
-            scan = FamilyScan("+".join(s.family or "" for s, _ in members), tuple(combined.spec.fields), False, None)
+            lead_scan, lead_inputs = members[0]
+            combined = LockstepInput(lead_inputs[0], [inputs[0] for _, inputs in members[1:]])
+            scan = FamilyScan("+".join(s.family or "" for s, _ in members), tuple(combined.spec.fields),
+                              lead_scan.event_time, lead_scan.ordering_field, lead_scan.ordering_type)
             self._count("families_lockstep", len(members))
-            out.append((scan, [combined]))
+            out.append((scan, [combined, *lead_inputs[1:]]))
         return out
 
     def _redundant_families(self, family_inputs: list[list]) -> dict[int, str]:
