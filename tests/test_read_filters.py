@@ -11,6 +11,7 @@ import pyhudi.write.plan as write_plan
 from pyhudi.read.filters import Filter
 from pyhudi.read.plan import plan_scan
 from pyhudi.read.pruning import excluded_key_ranges, partition_may_match, partition_values, stats_may_match
+from pyhudi.write import handle
 
 SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False), ("a", pa.float64()), ("b", pa.string()),
                     ("ts", pa.int64()), ("c", pa.int64()), ("d", pa.string())])
@@ -133,6 +134,7 @@ def test_partition_values_from_paths():
     assert partition_values("region=eu", ["region"], False) is None  # ambiguous: never prune
     assert partition_values("__HIVE_DEFAULT_PARTITION__", ["region"], False) is None
     assert partition_values("eu", ["region"], True) is None
+    assert partition_values("a%2Fb", ["region"], False, url_encoded=True) == {"region": "a/b"}
     schema = pa.schema([("year", pa.int64())])
     assert not partition_may_match("2023", ["year"], False, [Filter("year", ">", 2023)], schema)
     assert partition_may_match("2024", ["year"], False, [Filter("year", ">", 2023)], schema)

@@ -6,9 +6,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from conftest import extract_table, fixture_zips
 
 import pyhudi
-from conftest import extract_table, fixture_zips
 
 
 def _normalise(column: pa.ChunkedArray) -> list:

@@ -70,7 +70,7 @@ class _ChunkedInput(MemoryInput):
         super().__init__(versions, "test")
         self.size = size
 
-    def chunks(self, batch_size):
+    def chunks(self, batch_size, verify=True):
         yield from _chunked(self.versions, self.size)
 
 
@@ -134,3 +134,26 @@ def test_event_time_on_other_ordering_types(values, type_):
     del keys
     expected = merge_versions(pieces, [FIELDS[0]], True, type_)
     assert merge_window(pieces, [FIELDS[0]], True, type_).to_pylist() == expected.to_pylist()
+
+
+def test_a_file_that_declares_a_false_key_order_is_refused(tmp_path):
+    """Sorted inputs are trusted from their Parquet sorting_columns; a lie is caught while
+    streaming (never a silently wrong merge), and the hash strategy still reads the file."""
+    import pyarrow.parquet as pq
+
+    import pyhudi
+    from pyhudi.errors import ReadError
+    from pyhudi.schema import META_FIELDS
+
+    schema = pa.schema([pa.field("id", pa.string(), nullable=False), ("c", pa.int64())])
+    t = pyhudi.create_table(str(tmp_path / "t"), schema, "id", num_buckets=1)
+    t.bulk_insert(pa.table({"id": ["k1", "k2"], "c": [1, 2]}))
+    t.upsert(pa.table({"id": ["k2"], "c": [20]}))
+    base = next(g for g in t.file_groups()).base_files[0]
+    path = t.storage.full_path(base.relpath)
+    rows = pq.read_table(path)
+    liar = rows.take([1, 0])  # keys k2, k1 ...
+    pq.write_table(liar, path, sorting_columns=[pq.SortingColumn(liar.schema.names.index(META_FIELDS[2]))])
+    with pytest.raises(ReadError, match="declares its rows sorted by _hoodie_record_key but they are not"):
+        t.read()
+    assert t.read(strategy="hash").sort_by("id").to_pylist() == [{"id": "k1", "c": 1}, {"id": "k2", "c": 20}]

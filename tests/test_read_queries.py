@@ -137,3 +137,25 @@ def test_with_meta_family_table_takes_meta_of_the_newest_family(table):
     assert [(r["id"], r["_hoodie_commit_time"], r["_hoodie_record_key"]) for r in rows] == [("k1", i1, "k1"), ("k2", i2, "k2")]
     assert rows[1]["_hoodie_commit_seqno"].startswith(f"{i2}_")
     assert table.read(filters=[("_hoodie_commit_time", "=", i2)], with_meta=True).column("id").to_pylist() == ["k2"]
+
+
+def test_files_of_pending_compaction_and_clustering_are_not_read(table):
+    """A compaction or clustering that has not completed has written files readers must ignore;
+    logs that complete while the compaction is pending still apply to the current slice."""
+    import pyarrow.parquet as pq
+
+    from pyhudi.storage.naming import BaseFileName
+
+    table.bulk_insert(pa.table({"id": ["k1", "k2"], "a": [1.0, 2.0], "b": ["x", "y"], "ts": [1, 1], "c": [10, 20], "d": ["p", "q"]}))
+    timeline = table.active_timeline()
+    compaction = timeline.create_requested("compaction")
+    clustering = timeline.create_requested("clustering")
+    for group in table.file_groups():
+        for family, instant in (("f2", compaction.requested_time), (None, clustering.requested_time)):
+            name = BaseFileName(group.file_id, "0-1-0", instant, family).name
+            junk = pa.table({"_hoodie_record_key": ["k1", "k2", "k3"], "id": ["k1", "k2", "k3"], "c": [-1, -1, -1]})
+            pq.write_table(junk, table.storage.full_path(f"{name}"))
+    table.upsert(pa.table({"id": ["k2"], "c": [21]}))  # completes while the compaction is pending
+    assert by_id(table.read(columns=["id", "c"])) == [{"id": "k1", "c": 10}, {"id": "k2", "c": 21}]
+    assert all(b.instant not in (compaction.requested_time, clustering.requested_time)
+               for g in table.file_groups() for b in g.base_files)

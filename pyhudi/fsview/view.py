@@ -6,6 +6,9 @@ Rules (table version 8, RFC-66 completion-time slicing; DESIGN §4 for families)
   its name; log: the writing deltacommit's requested time in its name), and, for time travel,
   only if that instant completed at or before ``as_of``;
 - file groups replaced by a completed replacecommit (clustering, insert overwrite) are hidden;
+  files written by a compaction or clustering that has not completed are invisible (its
+  instant is pending), so until it completes readers use the previous base file plus every
+  log completed after it, which is what the pending compaction will merge;
 - per file group and family, the base candidates are the family's own base files plus full-row
   base files (no suffix); a log file belongs to the slice of the greatest base instant lower
   than the log's completion time; log files in a slice are ordered by completion time, then

@@ -19,9 +19,9 @@ and blocks rolled back by a command block are skipped). The reader picks a strat
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +30,16 @@ import pyarrow.parquet as pq
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader
 from pyhudi.read.merge import Versions, columns_of, merge_versions, merge_window
-from pyhudi.read.sources import RECORD_KEY, MemoryInput, ParquetInput, ReadSpec, block_input, slice_versions
+from pyhudi.read.sources import (
+    RECORD_KEY,
+    LockstepInput,
+    MemoryInput,
+    ParquetInput,
+    ReadSpec,
+    block_input,
+    filter_versions,
+    slice_versions,
+)
 from pyhudi.storage.fs import Storage
 
 LOCAL_BUFFER, REMOTE_BUFFER = 64 << 10, 8 << 20
@@ -91,7 +100,7 @@ class OpenedBase:
 class KeyFingerprint:
     """Row-group layout plus raw key column chunks; equal means the same keys in the same order."""
 
-    __slots__ = ("layout", "chunks")
+    __slots__ = ("chunks", "layout")
 
     def __init__(self, layout: tuple, chunks: tuple) -> None:
         self.layout, self.chunks = layout, chunks
@@ -144,7 +153,7 @@ def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bo
     if not inputs:
         return
     fields = list(scan.fields)
-    if strategy == "auto" and len(inputs) == 1 and isinstance(inputs[0], ParquetInput) and not need_sorted:
+    if strategy == "auto" and len(inputs) == 1 and inputs[0].streamable and not need_sorted:
         chosen, rows = "pass_through", _pass_through(inputs[0], fields, batch_size)
     elif strategy == "auto" and all(i.sorted_by_key(batch_size) for i in inputs):
         chosen, rows = "sort_merge", _sort_merge(inputs, scan, fields, batch_size)
@@ -155,7 +164,7 @@ def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bo
     yield from rows
 
 
-def _pass_through(source: ParquetInput, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
+def _pass_through(source: ParquetInput | LockstepInput, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
     schema = pa.schema([pa.field("_key", pa.string()), *fields])
     for v in source.chunks(batch_size):
         if np.any(v.is_delete):  # soft-deleted rows
@@ -165,8 +174,6 @@ def _pass_through(source: ParquetInput, fields: list[pa.Field], batch_size: int)
 
 
 def _without_soft_deletes(v: Versions) -> Versions:
-    from pyhudi.read.sources import filter_versions
-
     return filter_versions(v, ~np.broadcast_to(np.asarray(v.is_delete, dtype=bool), (len(v.keys),)))
 
 
@@ -236,10 +243,10 @@ def _sort_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_si
 
 
 def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
-    versions = [v for i in inputs for v in i.chunks(batch_size)]
+    versions = [v for i in inputs for v in i.chunks(batch_size, verify=False)]
     merged = merge_versions(versions, fields, scan.event_time, scan.ordering_type)
     for start in range(0, merged.num_rows, batch_size):
         yield merged.slice(start, batch_size)
 
 
-__all__ = ["FamilyScan", "MemoryInput", "OpenedBase", "ParquetInput", "read_family", "slice_inputs", "STRATEGIES"]
+__all__ = ["STRATEGIES", "FamilyScan", "MemoryInput", "OpenedBase", "ParquetInput", "read_family", "slice_inputs"]

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from pyhudi.config import table as tc
-from pyhudi.errors import ReadError, SchemaError
+from pyhudi.errors import HudiError, ReadError, SchemaError
 from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
@@ -67,8 +68,10 @@ class ScanPlan:
             return pa.Table.from_batches(list(self.batches()), schema=self.schema)
         if not len(self.schema):  # counts: tables without columns keep their row counts
             return pa.Table.from_batches(list(self.batches()), schema=self.schema)
+        # the tasks are the parallelism; Parquet decoding on more threads would only contend
+        tasks = [replace(t, settings=replace(t.settings, decode_threads=False), metrics={}) for t in self.tasks]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(ReadTask.run, self.tasks))
+            parts = list(pool.map(ReadTask.run, tasks))
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
 
@@ -147,7 +150,7 @@ def _touched_file_groups(timeline: Any, instants: Sequence[str]) -> set[tuple[st
             continue
         try:
             metadata = timeline.read_metadata(instant)
-        except Exception:  # metadata pyhudi cannot decode: do not prune
+        except (HudiError, OSError, ValueError):  # metadata pyhudi cannot decode: do not prune
             return None
         stats = getattr(metadata, "partition_to_write_stats", None)
         if stats is None:
@@ -234,8 +237,9 @@ def _pruned_groups(table: Any, view: FileSystemView, filters: list[Filter], sche
         verdict: dict[str, bool] = {}
         for g in groups:
             if g.partition_path not in verdict:
-                verdict[g.partition_path] = partition_may_match(g.partition_path, fields,
-                                                                config.hive_style_partitioning, filters, schema)
+                verdict[g.partition_path] = partition_may_match(
+                    g.partition_path, fields, config.hive_style_partitioning, filters, schema,
+                    config.get(tc.URL_ENCODE_PARTITIONING))
         groups = [g for g in groups if verdict[g.partition_path]]
     if incremental is not None:
         if not incremental:

@@ -19,7 +19,10 @@ may only drop data whose merged rows could never match. Three facts make that po
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
+from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,7 +37,8 @@ KeyRange = tuple[str, str]
 _PRUNABLE_KEYGENS = {"", "SIMPLE", "COMPLEX", "NON_PARTITION", "NONPARTITIONED"}
 
 
-def partition_values(path: str, fields: Sequence[str], hive_style: bool) -> dict[str, str] | None:
+def partition_values(path: str, fields: Sequence[str], hive_style: bool,
+                     url_encoded: bool = False) -> dict[str, str] | None:
     """The raw partition values encoded in ``path``, or None when it does not decode."""
     if not fields:
         return {}
@@ -52,7 +56,7 @@ def partition_values(path: str, fields: Sequence[str], hive_style: bool) -> dict
             return None  # looks hive-style although the table says otherwise: ambiguous
         if segment == DEFAULT_PARTITION_PATH:
             return None
-        out[field] = segment
+        out[field] = unquote(segment) if url_encoded else segment
     return out
 
 
@@ -68,12 +72,12 @@ def keygen_keeps_values(keygen_type: str | None, keygen_class: str | None) -> bo
 
 
 def partition_may_match(path: str, fields: Sequence[str], hive_style: bool, filters: Iterable[Filter],
-                        schema: pa.Schema) -> bool:
+                        schema: pa.Schema, url_encoded: bool = False) -> bool:
     """False only when the values in ``path`` certainly fail a filter on a partition column."""
     relevant = [f for f in filters if f.column in fields]
     if not relevant:
         return True
-    values = partition_values(path, fields, hive_style)
+    values = partition_values(path, fields, hive_style, url_encoded)
     if values is None:
         return True
     columns = {}
@@ -205,7 +209,7 @@ def excluded_key_ranges(metadata: pq.FileMetaData, filters: Sequence[Filter], sc
     if any(r is None for r in ranges):
         return []
     ordered = sorted(range(len(ranges)), key=lambda i: ranges[i])
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in pairwise(ordered):
         if ranges[a][1] >= ranges[b][0]:
             return []  # overlapping row groups: a failing range may hold another group's keys
     merged: list[list[str]] = []

@@ -11,7 +11,7 @@ version is the newest (highest ``_hoodie_commit_time``).
 from __future__ import annotations
 
 import bisect
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa

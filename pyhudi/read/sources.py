@@ -12,9 +12,9 @@ Two kinds of input:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -57,9 +57,9 @@ class KeySpec:
         """A file column whose statistics bound the record keys (string order), if any."""
         if RECORD_KEY in available:
             return RECORD_KEY
-        if len(self.fields) == 1 and self.fields[0] in available and self.fields[0] in schema.names:
-            if pa.types.is_string(schema.field(self.fields[0]).type):
-                return self.fields[0]
+        single = self.fields[0] if len(self.fields) == 1 else None
+        if single in available and single in schema.names and pa.types.is_string(schema.field(single).type):
+            return single
         return None
 
 
@@ -156,6 +156,7 @@ class ReadSpec:
     ordering_field: str | None
     keys: KeySpec
     prefilter: Prefilter
+    decode_threads: bool = True  # off when tasks already run in parallel (threads would only contend)
 
     def file_columns(self, available: Sequence[str]) -> list[str]:
         present = set(available)
@@ -225,7 +226,7 @@ class ParquetInput:
     def _keys_increase(self, batch_size: int) -> bool:
         last = None
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
-                                               columns=self.key_columns):
+                                               columns=self.key_columns, use_threads=self.spec.decode_threads):
             keys = self.spec.keys.keys(pa.Table.from_batches([batch]))
             if not len(keys):
                 continue
@@ -236,14 +237,15 @@ class ParquetInput:
             last = keys[-1].as_py()
         return True
 
-    def chunks(self, batch_size: int) -> Iterator[Versions]:
+    def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
+        """The versions batch by batch (``verify``: check a declared key order on the way)."""
         if not self.row_groups:
             return
         last = None
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
-                                               columns=self.columns):
+                                               columns=self.columns, use_threads=self.spec.decode_threads):
             table = pa.Table.from_batches([batch])
-            if self.declared_sorted:
+            if verify and self.declared_sorted:
                 last = self._check_declared_order(self.spec.keys.keys(table), last)
             yield self.spec.versions(table)
 
@@ -258,9 +260,9 @@ class ParquetInput:
 
 class LockstepInput:
     """Base files of several families holding the same keys in the same layout (equal key
-    fingerprints), read side by side as one wide input: the keys are decoded once, from the
-    lead file, and the other files contribute only their own columns. Only for slices that are
-    a base file alone (nothing to merge), so the rows are the base rows.
+    fingerprints), read side by side as one wide input: the keys (and the lead family's ordering
+    column) are decoded once, from the lead file; the other files contribute only their own
+    columns.
     """
 
     streamable = True
@@ -275,7 +277,8 @@ class LockstepInput:
                 if f.name not in taken:
                     taken.add(f.name)
                     fields.append(f)
-        self.spec = ReadSpec(fields, None, lead.spec.keys, lead.spec.prefilter)
+        self.spec = ReadSpec(fields, lead.spec.ordering_field, lead.spec.keys, lead.spec.prefilter,
+                             lead.spec.decode_threads)
         self.lead_columns = self.spec.file_columns([c for c in lead.columns])
         seen = set(self.lead_columns)
         self.follower_columns = []
@@ -287,12 +290,14 @@ class LockstepInput:
     def sorted_by_key(self, batch_size: int) -> bool:
         return self.lead.sorted_by_key(batch_size)
 
-    def chunks(self, batch_size: int) -> Iterator[Versions]:
+    def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
         if not self.row_groups:
             return
+        threads = self.spec.decode_threads
         streams = [self.lead.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
-                                                  columns=self.lead_columns)]
-        streams += [m.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=cols)
+                                                  columns=self.lead_columns, use_threads=threads)]
+        streams += [m.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=cols,
+                                           use_threads=threads)
                     for m, cols in zip(self.followers, self.follower_columns)]
         last = None
         for batches in zip_longest(*streams):
@@ -300,7 +305,7 @@ class LockstepInput:
                 raise ReadError(f"{self.label}: base files with equal key columns returned unequal batches")
             fields = [f for b in batches for f in b.schema]
             table = pa.Table.from_arrays([c for b in batches for c in b.columns], schema=pa.schema(fields))
-            if self.lead.declared_sorted:
+            if verify and self.lead.declared_sorted:
                 last = self.lead._check_declared_order(self.spec.keys.keys(table), last)
             yield self.spec.versions(table)
 
@@ -325,7 +330,7 @@ class MemoryInput:
         self.versions = candidate
         return True
 
-    def chunks(self, batch_size: int) -> Iterator[Versions]:
+    def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
         if len(self.versions.keys):
             yield self.versions
 

@@ -10,14 +10,13 @@ prove cannot match (:mod:`pyhudi.read.pruning`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.read.family_reader import FamilyScan, OpenedBase, read_family, slice_inputs
@@ -50,6 +49,7 @@ class TaskSettings:
     incremental: tuple[str, ...] | None = None  # instants whose writes an incremental query returns
     batch_size: int = DEFAULT_BATCH_SIZE
     strategy: str = "auto"
+    decode_threads: bool = True  # Parquet decoding on Arrow's thread pool (off when tasks run in parallel)
 
 
 @dataclass
@@ -101,7 +101,8 @@ class ReadTask:
         sorted_cache: dict = {}
         family_inputs = []
         for part in self.families:
-            spec = ReadSpec(list(part.scan.fields), part.scan.ordering_field, settings.keys, prefilter)
+            spec = ReadSpec(list(part.scan.fields), part.scan.ordering_field, settings.keys, prefilter,
+                            settings.decode_threads)
             inputs = slice_inputs(self.storage, part.file_slice, spec, settings.table_schema, settings.visibility,
                                   files, base_only=settings.read_optimized, opened=opened, sorted_cache=sorted_cache)
             family_inputs.append(inputs)
@@ -141,29 +142,42 @@ class ReadTask:
         return opened
 
     def _lockstep(self, kept: list[tuple[FamilyScan, list]]) -> list[tuple[FamilyScan, list]]:
-        """Families whose slice is a base file alone with equal key fingerprints are read side by
-        side as one input (keys decoded once; no join among them)."""
+        """Families whose base files hold the same keys (equal key fingerprints) are read side by
+        side as one wide input: keys decoded once, no join among them.
+
+        One family of a group may also have log blocks, if none of them removes rows (no delete
+        blocks, no soft deletes): its logs then merge into the wide rows, touching only its own
+        columns (like a partial block) and adding rows for new keys — what the join of that
+        family with the others would give, since no family loses a row. The group reads with
+        that family's ordering; it leads, so its ordering column is read with the keys.
+        """
         if self.settings.strategy != "auto" or len(kept) < 2:
             return kept
         groups: dict = {}
         out: list = []
         for scan, inputs in kept:
-            base = inputs[0] if len(inputs) == 1 and isinstance(inputs[0], ParquetInput) else None
-            plain = base is not None and base.fingerprint is not None and not _removes_rows(base) and \
+            base = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) else None
+            plain = base is not None and base.fingerprint is not None and \
+                not any(_removes_rows(source) for source in inputs) and \
                 not any(f.name.startswith("_hoodie_") for f in scan.fields)
             fingerprint = base.fingerprint() if plain else None
             if fingerprint is None:
                 out.append((scan, inputs))
                 continue
-            groups.setdefault((fingerprint, tuple(base.row_groups)), []).append((scan, base))
+            groups.setdefault((fingerprint, tuple(base.row_groups)), []).append((scan, inputs))
         for members in groups.values():
+            with_logs = [m for m in members if len(m[1]) > 1]
+            out.extend(with_logs[1:])  # one family with logs per group; the others are joined
+            members = [*with_logs[:1], *(m for m in members if len(m[1]) == 1)]  # it leads
             if len(members) == 1:
-                out.append((members[0][0], [members[0][1]]))
+                out.extend(members)
                 continue
-            combined = LockstepInput(members[0][1], [base for _, base in members[1:]])
-            scan = FamilyScan("+".join(s.family or "" for s, _ in members), tuple(combined.spec.fields), False, None)
+            lead_scan, lead_inputs = members[0]
+            combined = LockstepInput(lead_inputs[0], [inputs[0] for _, inputs in members[1:]])
+            scan = FamilyScan("+".join(s.family or "" for s, _ in members), tuple(combined.spec.fields),
+                              lead_scan.event_time, lead_scan.ordering_field, lead_scan.ordering_type)
             self._count("families_lockstep", len(members))
-            out.append((scan, [combined]))
+            out.append((scan, [combined, *lead_inputs[1:]]))
         return out
 
     def _redundant_families(self, family_inputs: list[list]) -> dict[int, str]:
@@ -198,7 +212,7 @@ class ReadTask:
                 known.add(fingerprint)  # kept whole: it may anchor the next key-only family
         return redundant
 
-    def _excluded_ranges(self, opened: dict[str, pq.ParquetFile]) -> list[KeyRange] | None:
+    def _excluded_ranges(self, opened: dict[str, OpenedBase]) -> list[KeyRange] | None:
         """Key ranges no matching row can have (None: the whole file group), from families
         whose base values are final and the null-rejecting filters on their own columns."""
         settings = self.settings
