@@ -38,8 +38,8 @@ from pyhudi.spark.types import cast_batch
 UTC = dt.timezone.utc
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), False),
-    ("a", pa.float64()), ("b", pa.string()), ("ts", pa.int64()),
-    ("c", pa.int64()), ("at", pa.timestamp("us", tz="UTC")),
+    ("a", pa.float64()), pa.field("b", pa.string(), False), ("ts", pa.int64()),  # b: NOT NULL, yet
+    ("c", pa.int64()), ("at", pa.timestamp("us", tz="UTC")),                       # null for id 20
     ("p", pa.string()),
 ])
 FAMILIES = {"fa": "a,b;ts", "fc": "c,at"}

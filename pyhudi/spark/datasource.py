@@ -41,7 +41,7 @@ class HudiDataSource(DataSource):
         options = self._options()
         settings = ReadSettings.from_options(options)
         table = pyhudi.open_table(self._path(options))
-        schema = spark_schema(table_schema_at(table, settings.schema_instant))
+        schema = spark_schema(table_schema_at(table, settings.schema_instant), table.record_key_fields)
         if settings.columns is not None:
             schema = select(schema, settings.columns)
         return schema
@@ -54,7 +54,7 @@ class HudiDataSource(DataSource):
         settings = ReadSettings.from_options(options)
         path = self._path(options)
         table = pyhudi.open_table(path)
-        full = spark_schema(table_schema_at(table, settings.schema_instant))
+        full = spark_schema(table_schema_at(table, settings.schema_instant), table.record_key_fields)
         columns = project(full, schema)
         return HudiDataSourceReader(path, settings, columns, arrow_schema(schema))
 

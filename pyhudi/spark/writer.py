@@ -149,8 +149,12 @@ def open_or_create(path: str, schema: pa.Schema, options: Mapping[str, str], ove
     try:
         table = pyhudi.open_table(path)
     except TableNotFoundError:
+        settings = _table_settings(options)
+        # Spark declares computed columns NOT NULL freely; only record keys are never null in a
+        # table (partial writes and families leave other columns null for some rows).
+        schema = pa.schema([f.with_nullable(f.nullable or f.name not in settings["record_key"]) for f in schema])
         try:
-            return pyhudi.create_table(path, schema, **_table_settings(options))
+            return pyhudi.create_table(path, schema, **settings)
         except TableExistsError:  # created concurrently: use it
             table = pyhudi.open_table(path)
     _check_matches_table(table, options)
