@@ -16,15 +16,15 @@ import pyarrow as pa
 from pyhudi.config import table as tc
 from pyhudi.config.families import (
     ColumnFamily,
-    default_family,
     families_from_mapping,
     families_from_properties,
     is_family_key,
     validate_families,
 )
 from pyhudi.config.keys import format_value
+from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
-from pyhudi.schema import META_FIELDS, arrow_schema_from_avro, avro_schema_json
+from pyhudi.schema import META_FIELDS, avro_schema_json
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.instant import Instant
 from pyhudi.timeline.timeline import Timeline
@@ -219,6 +219,7 @@ class Table:
         self.storage = storage
         self.config = config
         self.last_write = None  # the WriteResult of this handle's latest write (stats, files)
+        self._history = SchemaHistory()  # decoded schema/families of completed commits (immutable)
 
     def __repr__(self) -> str:
         return f"Table({self.storage.base_uri!r}, name={self.name!r}, type={self.config.table_type})"
@@ -268,34 +269,55 @@ class Table:
     # ----------------------------------------------------------------- schema & families
     @property
     def schema(self) -> pa.Schema:
-        """The table schema (no meta columns): the latest commit's, else the create schema."""
-        timeline = self.active_timeline()
-        for instant in reversed(timeline.commits_timeline()):
-            metadata = timeline.read_metadata(instant)
-            avro = getattr(metadata, "extra_metadata", None) or {}
-            if avro.get("schema"):
-                return _without_meta(arrow_schema_from_avro(avro["schema"]))
-        create = self.config.get(tc.CREATE_SCHEMA)
-        if create:
-            return _without_meta(arrow_schema_from_avro(create))
-        raise SchemaError(f"table {self.name!r} has no schema yet (no commits and no hoodie.table.create.schema)")
+        """The table schema now (no meta columns): see :meth:`schema_at`."""
+        return self.schema_at(None)
+
+    def schema_at(self, as_of: str | None = None) -> pa.Schema:
+        """The schema in effect at ``as_of`` (a completion time; None = latest).
+
+        It is the schema recorded by the latest commit completed at or before ``as_of`` (ALTERs
+        record theirs on the timeline), else the create schema.
+        """
+        return self._history.schema_at(self.active_timeline(), self.config, as_of)
+
+    def families_at(self, as_of: str | None = None, schema: pa.Schema | None = None) -> dict[str, ColumnFamily]:
+        """The families data is written and read in at ``as_of`` (None = latest): the declared
+        ones, or the implicit default family of a plain table (built from ``schema``, which is
+        looked up when not given)."""
+        return self._history.families_at(self.active_timeline(), self.config, as_of, schema)
 
     @property
     def column_families(self) -> dict[str, ColumnFamily]:
-        """Declared column families; empty for a table without families (a plain Hudi table)."""
-        return self.config.column_families
+        """Declared column families now; empty for a table without families (a plain Hudi table)."""
+        return self._history.declared_families_at(self.active_timeline(), self.config)
 
     def effective_families(self, schema: pa.Schema | None = None) -> dict[str, ColumnFamily]:
-        """The families data is written in: the declared ones, or the implicit default family.
+        """The families data is written in now (same as ``families_at(None, schema)``)."""
+        return self.families_at(None, schema)
 
-        Pass ``schema`` when the caller already has it (it costs a timeline read otherwise).
+    def alter(
+        self,
+        set_properties: Mapping[str, Any] | None = None,
+        unset_properties: Iterable[str] | str | None = None,
+        *,
+        new_columns: Mapping[str, Any] | pa.Schema | None = None,
+    ) -> str | None:
+        """``ALTER TABLE ... SET/UNSET TBLPROPERTIES``: add or drop column families, set ``hoodie.*`` options.
+
+        ``set_properties={"hoodie.colFamily.k": "a,b;ts"}`` adds family ``k``; its columns are new
+        table columns whose types ``new_columns`` gives (``{"a": pa.float64(), ...}`` or a
+        ``pa.Schema``); rows written earlier read null for them. ``unset_properties=
+        ["hoodie.colFamily.k"]`` drops family ``k``: its columns leave the schema and its files are
+        no longer read. Rules: :mod:`pyhudi.config.alter`. Other ``hoodie.*`` keys may be set or
+        unset, except those fixed at creation.
+
+        Returns the ALTER instant (a completed ``deltacommit``, operation ``ALTER_SCHEMA``) when
+        the schema changed, else None. Every ALTER first brings ``hoodie.properties`` up to the
+        timeline if an earlier ALTER crashed in between (``t.alter()`` alone does only that). A refused ALTER raises :class:`ColumnFamilyError`,
+        :class:`ConfigError` or :class:`SchemaError` and leaves the table unchanged.
         """
-        families = self.column_families
-        if families:
-            return families
-        schema = schema if schema is not None else self.schema
-        family = default_family(schema.names, self.record_key_fields, self.config.ordering_field)
-        return {family.name: family}
+        instant, self.config = alter_table(self, set_properties, unset_properties, new_columns)
+        return instant
 
     # ----------------------------------------------------------------- writes
     def _write(self, data: Any, operation: str, engine: Any = None, options: Mapping[str, Any] | None = None,
@@ -348,18 +370,25 @@ class Table:
         ``"snapshot"`` or ``"read_optimized"`` (base files only); ``with_meta``: prepend the five
         ``_hoodie_*`` columns; ``filters``: ``[(column, op, value)]`` ANDed, applied exactly.
         """
+        from pyhudi.read.task import READ_BATCH_SIZE
+
+        options.setdefault("batch_size", READ_BATCH_SIZE)
         return self.plan_scan(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_table()
 
     def scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
              as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot",
              **options: Any) -> pa.RecordBatchReader:
-        """Like :meth:`read`, streamed: memory stays bounded by the batch size, not the table."""
+        """Like :meth:`read`, streamed: memory stays bounded by the batch size (``batch_size=``,
+        default 16384 rows), not by the table or file-group size."""
         return self.plan_scan(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_reader()
 
     def read_incremental(self, start: Any, end: Any = None, columns: Sequence[str] | None = None,
                          filters: Sequence[tuple] | None = None, with_meta: bool = False, **options: Any) -> pa.Table:
         """Rows written by instants that completed in ``(start, end]``, in their state as of ``end``
         (default: latest). Rows deleted by ``end`` are not returned."""
+        from pyhudi.read.task import READ_BATCH_SIZE
+
+        options.setdefault("batch_size", READ_BATCH_SIZE)
         return self.plan_scan(columns, filters, None, "incremental", start, end, with_meta, **options).to_table()
 
     def file_groups(self, as_of: Any = None) -> list:
@@ -388,7 +417,3 @@ class Table:
     def __str__(self) -> str:
         return json.dumps(self.describe(), indent=2)
 
-
-def _without_meta(schema: pa.Schema) -> pa.Schema:
-    keep = [f for f in schema if f.name not in META_FIELDS]
-    return pa.schema(keep)

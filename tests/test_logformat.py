@@ -10,6 +10,7 @@ import pathlib
 import re
 import struct
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -39,6 +40,7 @@ from pyhudi.logformat import (
     encode_block,
     encode_blocks,
     encode_header,
+    parquet_options_for,
     read_log_blocks,
     write_log_file,
 )
@@ -250,16 +252,50 @@ def test_parquet_options_default_and_override():
     table = data_table(50)
     assert default_parquet_options(table.schema) == {
         "compression": "snappy",
-        "use_dictionary": [*META_FIELDS, "id", "note"],
-    }
+        "use_dictionary": [META_FIELDS[0], META_FIELDS[3], META_FIELDS[4], "id", "note"],
+    }  # the record key and sequence number are unique per row: written plain
     content = ParquetDataBlock(table, {HeaderKey.INSTANT_TIME: T1}).encode_content()
     meta = pq.ParquetFile(pa.BufferReader(content)).metadata
     columns = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i) for i in range(meta.num_columns)}
-    assert columns["price"].compression == "SNAPPY"
-    assert not columns["price"].has_dictionary_page and columns["id"].has_dictionary_page
+    # chosen from the data: constant meta columns get dictionaries, unique keys and distinct
+    # prices do not, and the record key is declared as the sort order
+    assert columns["_hoodie_commit_time"].has_dictionary_page
+    assert not columns["price"].has_dictionary_page and not columns["id"].has_dictionary_page
+    assert not columns["_hoodie_record_key"].has_dictionary_page
+    assert [c.column_index for c in meta.row_group(0).sorting_columns] == [table.schema.names.index("_hoodie_record_key")]
     tuned = ParquetDataBlock(table, {HeaderKey.INSTANT_TIME: T1}, compression="zstd", use_dictionary=False)
     meta = pq.ParquetFile(pa.BufferReader(tuned.encode_content())).metadata
     assert meta.row_group(0).column(0).compression == "ZSTD" and not meta.row_group(0).column(0).has_dictionary_page
+
+
+def test_parquet_options_are_chosen_per_column_from_the_data():
+    """Dictionary only where values repeat, snappy only where it shrinks the sample."""
+    n = 5000
+    rng = np.random.default_rng(3)
+    table = pa.table({
+        "const": pa.array(["20250101000000000"] * n),
+        "key": pa.array([f"{i:08d}" for i in range(n)]),
+        "random": pa.array(rng.random(n)),
+        "category": pa.array(rng.integers(0, 5, n).astype(np.float64)),
+        "seq": pa.array(np.arange(n, dtype=np.int64)),
+        "flag": pa.array(rng.random(n) > 0.5),
+        "nested": pa.array([{"a": i} for i in range(n)]),
+        "nulls": pa.nulls(n, pa.string()),
+    })
+    options = parquet_options_for(table)
+    assert options == {
+        "use_dictionary": ["const", "category", "nulls"],
+        "compression": {"const": "snappy", "key": "snappy", "random": "none", "category": "snappy", "seq": "snappy",
+                        "flag": "snappy", "nested": "snappy", "nulls": "snappy"},
+    }
+    content = ParquetDataBlock(table, {HeaderKey.INSTANT_TIME: T1}).encode_content()
+    meta = pq.ParquetFile(pa.BufferReader(content)).metadata.row_group(0)
+    columns = {meta.column(i).path_in_schema: meta.column(i) for i in range(meta.num_columns)}
+    assert columns["random"].compression == "UNCOMPRESSED" and not columns["random"].has_dictionary_page
+    assert columns["key"].compression == "SNAPPY" and not columns["key"].has_dictionary_page
+    assert columns["const"].has_dictionary_page and columns["category"].has_dictionary_page
+    assert pq.read_table(pa.BufferReader(content)).equals(table)
+    assert parquet_options_for(table.slice(0, 0)) == default_parquet_options(table.schema)
 
 
 def test_avro_block_projection_and_partial_header():
@@ -679,3 +715,12 @@ def test_property_data_block_round_trip(table, cls):
     assert type(back) is cls
     assert back.read().equals(table)
     assert back.num_rows == table.num_rows
+
+
+def test_parquet_blocks_declare_key_order_only_when_keys_increase():
+    table = data_table(5)  # keys in increasing order
+    meta = pq.ParquetFile(pa.BufferReader(ParquetDataBlock(table, {HeaderKey.INSTANT_TIME: T1}).encode_content())).metadata
+    assert meta.row_group(0).sorting_columns == (pq.SortingColumn(2),)
+    shuffled = table.take([1, 0, 2, 3, 4])
+    meta = pq.ParquetFile(pa.BufferReader(ParquetDataBlock(shuffled, {HeaderKey.INSTANT_TIME: T1}).encode_content())).metadata
+    assert meta.row_group(0).sorting_columns == ()

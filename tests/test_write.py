@@ -530,8 +530,8 @@ def test_failed_write_is_rolled_back_and_next_write_succeeds(tmp_path, monkeypat
     written = []
     lock = threading.Lock()
 
-    def failing(storage, relpath, blocks_):
-        size = original(storage, relpath, blocks_)
+    def failing(storage, relpath, blocks_, **kwargs):
+        size = original(storage, relpath, blocks_, **kwargs)
         with lock:
             written.append(relpath)
             first = len(written) == 1
@@ -975,3 +975,51 @@ def test_local_engine_parallelism_one_matches_default(tmp_path):
     c1, c2 = _family_contents(t1, i1), _family_contents(t2, i2)
     assert len(c1) == 9
     assert c1 == c2
+
+
+def test_fsync_data_files_option(tmp_path, monkeypatch):
+    """Data files are fsynced only with hoodie.pyhudi.fsync.data.files=true (base and log files)."""
+    synced = []
+    original = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return original(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    t = fam_table(tmp_path, num_buckets=2)
+    t.bulk_insert(full_rows(range(4)))
+    t.upsert(full_rows(range(4), tag=1))
+    root = str(Path(t.path).resolve())
+    assert not [p for p in synced if p.startswith(root) and "/.hoodie/" not in p]
+    t.upsert(full_rows(range(4), tag=2), options={"hoodie.pyhudi.fsync.data.files": "true"})
+    t2 = pyhudi.create_table(str(tmp_path / "b"), PLAIN_SCHEMA, "id", name="b", num_buckets=1)
+    rows = make_rows(PLAIN_SCHEMA, ["id", "v", "s"], range(3), 1)
+    t2.bulk_insert(rows, options={"hoodie.pyhudi.fsync.data.files": True})
+    data_synced = {p for p in synced if "/.hoodie/" not in p}
+    assert data_synced == {str(Path(t.path).resolve() / f) for f in t.last_write.files} | {
+        str(Path(t2.path).resolve() / f) for f in t2.last_write.files}
+    assert len(data_synced) == 2 * 3 + 1
+
+
+def test_per_column_encodings_stay_readable_by_hudi_rs(tmp_path):
+    """Uncompressed random doubles, dictionary-encoded repeats and snappy strings in one block."""
+    import numpy as np
+
+    n = 3000
+    rng = np.random.default_rng(5)
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("x", pa.float64()), ("cat", pa.float64()),
+                        ("s", pa.string())])
+    rows = pa.table({"id": pa.array(np.arange(n)), "x": rng.random(n), "cat": rng.integers(0, 3, n).astype(float),
+                     "s": [f"name-{i % 7}-{i}" for i in range(n)]}, schema=schema)
+    t = pyhudi.create_table(str(tmp_path / "enc"), schema, "id", name="enc", num_buckets=1)
+    t.upsert(rows)
+    block = only_block(t, t.last_write.files[0])
+    meta = block.parquet_file().metadata.row_group(0)
+    chunks = {meta.column(i).path_in_schema: meta.column(i) for i in range(meta.num_columns)}
+    assert (chunks["x"].compression, chunks["x"].has_dictionary_page) == ("UNCOMPRESSED", False)
+    assert (chunks["cat"].compression, chunks["cat"].has_dictionary_page) == ("SNAPPY", True)
+    assert (chunks["s"].compression, chunks["s"].has_dictionary_page) == ("SNAPPY", False)
+    assert chunks["_hoodie_commit_time"].has_dictionary_page and not chunks["_hoodie_commit_seqno"].has_dictionary_page
+    assert hudi_rows(t.path, ["id", "x", "cat", "s"]) == rows.to_pylist()
+    assert t.read().sort_by("id").equals(rows)

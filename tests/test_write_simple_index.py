@@ -218,8 +218,8 @@ def test_failed_copy_on_write_merge_is_rolled_back_old_version_stays(tmp_path, m
     before = data_files(t.path)
     original = handle.FileGroupWriteTask._write_base
 
-    def failing(self, storage, relpath, table):
-        original(self, storage, relpath, table)
+    def failing(self, storage, relpath, *args):
+        original(self, storage, relpath, *args)
         raise OSError("disk full")
 
     monkeypatch.setattr(handle.FileGroupWriteTask, "_write_base", failing)

@@ -55,8 +55,8 @@ def _install_sleep_after_first_file(ready_file: str, seconds: float) -> None:
     lock = threading.Lock()
     state = {"calls": 0}
 
-    def hooked(storage, relpath, blocks):
-        size = original(storage, relpath, blocks)
+    def hooked(storage, relpath, blocks, **kwargs):
+        size = original(storage, relpath, blocks, **kwargs)
         with lock:
             state["calls"] += 1
             first = state["calls"] == 1
@@ -108,10 +108,10 @@ def _install_pauses(pauses: Sequence[str], signal_dir: str) -> None:
     if "complete" in pauses:
         original_complete = Timeline.complete
 
-        def complete(self, instant, content):
+        def complete(self, instant, content, **kwargs):
             if str(instant.action) == "deltacommit":
                 pause("complete")
-            return original_complete(self, instant, content)
+            return original_complete(self, instant, content, **kwargs)
 
         Timeline.complete = complete
     if "delete_markers" in pauses:
@@ -134,7 +134,7 @@ def _install_first_commit_barrier(go_file: str, writers: int) -> None:
     original_complete = Timeline.complete
     state = {"done": False}
 
-    def complete(self, instant, content):
+    def complete(self, instant, content, **kwargs):
         if str(instant.action) == "deltacommit" and not state["done"]:
             state["done"] = True
             _signal(f"{go_file}.at_complete.{os.getpid()}")
@@ -143,7 +143,7 @@ def _install_first_commit_barrier(go_file: str, writers: int) -> None:
                 if time.time() > deadline:
                     raise SystemExit("the other writers never reached completion")
                 time.sleep(0.005)
-        return original_complete(self, instant, content)
+        return original_complete(self, instant, content, **kwargs)
 
     Timeline.complete = complete
 

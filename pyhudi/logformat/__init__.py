@@ -22,7 +22,10 @@ from pyhudi.logformat.block import (
     ParquetDataBlock,
     decode_header,
     default_parquet_options,
+    key_sorting_columns,
     encode_header,
+    parquet_options_cover,
+    parquet_options_for,
 )
 from pyhudi.logformat.deletes import (
     DELETE_RECORD_LIST_SCHEMA,
@@ -61,6 +64,9 @@ __all__ = [
     "ParquetDataBlock",
     "decode_header",
     "default_parquet_options",
+    "parquet_options_cover",
+    "parquet_options_for",
+    "key_sorting_columns",
     "encode_header",
     "DELETE_RECORD_LIST_SCHEMA",
     "OrderingType",

@@ -21,13 +21,13 @@ import pyarrow as pa
 
 from pyhudi.errors import AlreadyExistsError, LogFormatError
 from pyhudi.logformat.block import (
+    _U32,
+    _U64,
     LOG_FORMAT_VERSION,
     MAGIC,
     CorruptBlock,
     HeaderKey,
     LogBlock,
-    _U32,
-    _U64,
     encode_header,
     normalize_header,
 )
@@ -117,18 +117,50 @@ def encode_blocks(blocks: Iterable[LogBlock]) -> tuple[bytes, list[BlockLocation
     return b"".join(parts), locations
 
 
-def write_log_file(storage: Storage, relpath: str, blocks: Sequence[LogBlock]) -> int:
+def _part_size(part: bytes | pa.Buffer) -> int:
+    return part.size if isinstance(part, pa.Buffer) else len(part)
+
+
+def _create_local(path: str, parts: Sequence[bytes | pa.Buffer], fsync: bool) -> None:
+    """Exclusive create (``O_EXCL``), the parts written in place (no joined copy), optionally
+    fsynced. A failed write removes its partial file."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError as exc:
+        raise AlreadyExistsError(f"file already exists: {path}") from exc
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for part in parts:
+                fh.write(part)
+            fh.flush()
+            if fsync:
+                os.fsync(fh.fileno())
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+
+
+def write_log_file(storage: Storage, relpath: str, blocks: Sequence[LogBlock], *, fsync: bool = False) -> int:
     """Create a NEW log file holding ``blocks``; returns the bytes written.
 
-    The file is created with ``create_if_absent`` (all-or-nothing on local file systems), so two
-    writers racing for the same log name cannot interleave: the loser gets
-    :class:`~pyhudi.errors.AlreadyExistsError`.
+    The file is created exclusively, so two writers racing for the same log name cannot
+    interleave: the loser gets :class:`~pyhudi.errors.AlreadyExistsError`. A writer that dies
+    mid-file leaves a torn file of an instant that never completes: readers never see it (its
+    instant is not on the completed timeline) and the rollback deletes it through its marker.
+    ``fsync`` forces the file to disk before returning (local file systems).
     """
     if not blocks:
         raise LogFormatError(f"refusing to write an empty log file {relpath!r}")
-    data, _ = encode_blocks(blocks)
-    storage.create_if_absent(relpath, data)
-    return len(data)
+    parts = [part for block in blocks for part in _frame_parts(block)]
+    if storage.is_local:
+        _create_local(storage.full_path(relpath), parts, fsync)
+    else:
+        storage.create_if_absent(relpath, b"".join(parts))
+    return sum(_part_size(p) for p in parts)
 
 
 def append_log_blocks(storage: Storage, relpath: str, blocks: Sequence[LogBlock]) -> list[BlockLocation]:

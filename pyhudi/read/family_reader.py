@@ -30,11 +30,12 @@ import pyarrow.parquet as pq
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader
 from pyhudi.read.merge import Versions, merge_versions, merge_window
-from pyhudi.read.sources import MemoryInput, ParquetInput, ReadSpec, block_input, slice_versions
+from pyhudi.read.sources import RECORD_KEY, MemoryInput, ParquetInput, ReadSpec, block_input, slice_versions
 from pyhudi.storage.fs import Storage
 
-PARQUET_BUFFER = 1 << 20
-"""Read buffer per column chunk: Parquet column chunks are streamed, not loaded whole."""
+LOCAL_BUFFER, REMOTE_BUFFER = 64 << 10, 8 << 20
+"""Read buffer per column chunk: column chunks are streamed, not loaded whole (small buffers
+locally — measured as fast as whole-chunk reads; large ones on object stores, one request each)."""
 
 STRATEGIES = ("auto", "hash")
 
@@ -50,23 +51,72 @@ class FamilyScan:
     ordering_type: pa.DataType | None = None
 
 
-def open_base(storage: Storage, relpath: str, files: ExitStack) -> pq.ParquetFile:
-    source = files.enter_context(storage.open_input(relpath))
-    return pq.ParquetFile(source, buffer_size=PARQUET_BUFFER, pre_buffer=False)
+class OpenedBase:
+    """A base file opened for one task: its footer, and a fingerprint of its key column.
+
+    The fingerprint — per row group the row count, codec and raw bytes of the record-key
+    column chunk — is equal for base files holding the same keys in the same layout (families
+    written by one commit). Equal fingerprints prove equal keys without decoding them.
+    """
+
+    def __init__(self, storage: Storage, relpath: str, files: ExitStack) -> None:
+        self.relpath = relpath
+        self.source = files.enter_context(storage.open_input(relpath))
+        buffer = LOCAL_BUFFER if storage.is_local else REMOTE_BUFFER
+        self.parquet = pq.ParquetFile(self.source, buffer_size=buffer, pre_buffer=False)
+        self._fingerprint: KeyFingerprint | None | bool = False
+
+    def key_fingerprint(self) -> KeyFingerprint | None:
+        if self._fingerprint is False:
+            self._fingerprint = self._compute_fingerprint()
+        return self._fingerprint
+
+    def _compute_fingerprint(self) -> KeyFingerprint | None:
+        metadata = self.parquet.metadata
+        names = metadata.schema.names
+        if RECORD_KEY not in names:
+            return None
+        leaf = names.index(RECORD_KEY)
+        layout, chunks = [], []
+        for i in range(metadata.num_row_groups):
+            chunk = metadata.row_group(i).column(leaf)
+            start = chunk.data_page_offset
+            if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None:
+                start = min(start, chunk.dictionary_page_offset)
+            layout.append((metadata.row_group(i).num_rows, chunk.compression, chunk.total_compressed_size))
+            chunks.append(self.source.read_at(chunk.total_compressed_size, start))
+        return KeyFingerprint(tuple(layout), tuple(chunks))
+
+
+class KeyFingerprint:
+    """Row-group layout plus raw key column chunks; equal means the same keys in the same order."""
+
+    __slots__ = ("layout", "chunks")
+
+    def __init__(self, layout: tuple, chunks: tuple) -> None:
+        self.layout, self.chunks = layout, chunks
+
+    def __hash__(self) -> int:
+        return hash(self.layout)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, KeyFingerprint) and self.layout == other.layout
+                and all(a == b for a, b in zip(self.chunks, other.chunks)))
 
 
 def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: pa.Schema,
                  visibility: Visibility, files: ExitStack, base_only: bool = False,
-                 opened: dict[str, pq.ParquetFile] | None = None) -> list:
+                 opened: dict[str, OpenedBase] | None = None, sorted_cache: dict | None = None) -> list:
     """The inputs of a file slice in processing order (base file, then visible log blocks).
 
-    ``opened`` holds base files already opened (their footers read) by the caller.
+    ``opened`` holds base files already opened (their footers read) by the caller;
+    ``sorted_cache`` shares sortedness checks between base files with equal key fingerprints.
     """
     inputs: list = []
     if file_slice.base_file is not None:
         relpath = file_slice.base_file.relpath
-        parquet = (opened or {}).get(relpath) or open_base(storage, relpath, files)
-        inputs.append(ParquetInput(parquet, relpath, spec, schema))
+        base = (opened or {}).get(relpath) or OpenedBase(storage, relpath, files)
+        inputs.append(ParquetInput(base.parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache))
     if base_only:
         return inputs
     blocks = []
@@ -122,8 +172,9 @@ def _without_soft_deletes(v: Versions) -> Versions:
 
 def _project_versions(v: Versions, fields: list[pa.Field], schema: pa.Schema) -> pa.Table:
     arrays = [v.keys]
+    names = set(v.data.column_names) if v.data is not None else set()
     for field in fields:
-        if v.data is not None and field.name in v.data.column_names:
+        if field.name in names:
             column = v.data.column(field.name)
             arrays.append(column.cast(field.type) if column.type != field.type else column)
         else:
@@ -191,4 +242,4 @@ def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_si
         yield merged.slice(start, batch_size)
 
 
-__all__ = ["FamilyScan", "MemoryInput", "ParquetInput", "read_family", "slice_inputs", "STRATEGIES"]
+__all__ = ["FamilyScan", "MemoryInput", "OpenedBase", "ParquetInput", "read_family", "slice_inputs", "STRATEGIES"]

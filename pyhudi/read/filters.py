@@ -1,6 +1,7 @@
 """Row filters ``[(column, op, value)]``: validation and the pyarrow compute expression.
 
-Filters are ANDed. They are always applied exactly, to merged rows (after the family merge and
+Filters are ANDed, with SQL null semantics: a null satisfies only ``is null`` (not ``!=``, not
+``not in``). They are always applied exactly, to merged rows (after the family merge and
 the row join): filtering versions before the merge would resurrect older versions of a row
 whose newest version does not match. The pruning in :mod:`pyhudi.read.pruning` only ever drops
 data that cannot produce a matching row.
@@ -40,8 +41,8 @@ class Filter:
             return getattr(ref, _BINARY[self.op])(typed_scalar(self.value, field.type))
         if self.op == "in":
             return ref.isin(typed_array(self.value, field.type))
-        if self.op == "not in":
-            return ~ref.isin(typed_array(self.value, field.type))
+        if self.op == "not in":  # SQL semantics: a null is not "not in" anything
+            return ~ref.isin(typed_array(self.value, field.type)) & ref.is_valid()
         if self.op == "is null":
             return ref.is_null()
         if self.op == "is not null":

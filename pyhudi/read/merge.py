@@ -127,11 +127,12 @@ def merge_versions(
     exists = np.logical_or.reduceat(alive, group_starts)
 
     arrays = [sorted_keys.take(pa.array(group_starts[exists]))]
+    names = [set(b.data.column_names) if b.data is not None else set() for b in batches]
     for field in columns:
         pieces = []
         present = np.zeros(len(batches), dtype=bool)
         for i, b in enumerate(batches):
-            if b.data is not None and field.name in b.data.column_names:
+            if field.name in names[i]:
                 present[i] = True
                 pieces.append(b.data.column(field.name).cast(field.type))
             else:
@@ -172,8 +173,9 @@ def _flags(value: bool | np.ndarray, n: int) -> np.ndarray:
 def _project(keys: pa.Array, data: pa.Table | None, columns: list[pa.Field], out_schema: pa.Schema) -> pa.Table:
     """One piece's rows as the window result (no merge needed)."""
     arrays = [keys]
+    names = set(data.column_names) if data is not None else set()
     for field in columns:
-        if data is not None and field.name in data.column_names:
+        if field.name in names:
             arrays.append(data.column(field.name).cast(field.type))
         else:
             arrays.append(pa.nulls(len(keys), field.type))
@@ -267,8 +269,9 @@ def merge_window(pieces: list[Versions | None], columns: list[pa.Field], event_t
     arrays = [union if keep is None else union.take(pa.array(keep))]
     n_out = n_union if keep is None else len(keep)
     gathers: dict[tuple[bool, ...], tuple] = {}
+    names = [set(p.data.column_names) if p.data is not None else set() for p in live]
     for field in columns:
-        present = tuple(p.data is not None and field.name in p.data.column_names for p in live)
+        present = tuple(field.name in n for n in names)
         if not any(present):
             arrays.append(pa.nulls(n_out, field.type))
             continue
@@ -280,7 +283,12 @@ def merge_window(pieces: list[Versions | None], columns: list[pa.Field], event_t
 
 def _gather_plan(present: tuple[bool, ...], applied: list, live: list[Versions], n_union: int,
                  keep: np.ndarray | None) -> tuple:
-    """Which piece and row supply a column for every output key (-1: null)."""
+    """Which piece and row supply a column for every output key (-1: null).
+
+    Plans: ``whole`` (one piece, in order: no copy), ``patch`` (one piece in order except some
+    rows taken from other pieces — the update pattern: copy the big piece once, scatter the
+    rest) or ``take`` (a general gather over all pieces).
+    """
     source = np.full(n_union, -1, dtype=np.int64)
     row = np.zeros(n_union, dtype=np.int64)
     for i, (cleared, set_pos, set_rows) in enumerate(applied):
@@ -290,24 +298,76 @@ def _gather_plan(present: tuple[bool, ...], applied: list, live: list[Versions],
             row[set_pos] = set_rows
     if keep is not None:
         source, row = source[keep], row[keep]
-    first = int(source[0]) if len(source) else -1
-    if first >= 0 and len(live[first].keys) == len(source) and (source == first).all() and \
-            (row == np.arange(len(row))).all():
-        return ("whole", first)
+    n = len(source)
     sizes = np.array([len(p.keys) if present[i] else 0 for i, p in enumerate(live)], dtype=np.int64)
+    spine = int(np.argmax(sizes))
+    if sizes[spine] == n and n:
+        from_spine = source == spine
+        positions = np.flatnonzero(from_spine)
+        if len(positions) == n and row[-1] == n - 1 and (row == np.arange(n)).all():
+            return ("whole", spine)
+        if (row[positions] == positions).all():
+            patched = np.flatnonzero(~from_spine)
+            sources, rows = source[patched], row[patched]
+            groups = [(int(j), patched[sources == j], rows[sources == j]) for j in np.unique(sources[sources >= 0])]
+            return ("patch", spine, patched, sources, rows, groups)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    index = np.where(source >= 0, offsets[np.maximum(source, 0)] + row, 0)
-    return ("take", pa.array(index, mask=source < 0))
+    missing = source < 0
+    if not missing.any():
+        return ("take", pa.array(offsets[source] + row))
+    index = np.where(missing, 0, offsets[np.maximum(source, 0)] + row)
+    return ("take", pa.array(index, mask=missing))
+
+
+def _column(piece: Versions, field: pa.Field):
+    column = piece.data.column(field.name)
+    return column.cast(field.type) if column.type != field.type else column
+
+
+def _scatterable(type_: pa.DataType) -> bool:
+    return (pa.types.is_integer(type_) or pa.types.is_floating(type_)) and not pa.types.is_float16(type_)
 
 
 def _gather(field: pa.Field, plan: tuple, live: list[Versions], present: tuple[bool, ...]) -> pa.Array:
     if plan[0] == "whole":
-        column = live[plan[1]].data.column(field.name)
-        return column.cast(field.type) if column.type != field.type else column
+        return _column(live[plan[1]], field)
+    if plan[0] == "patch":
+        return _patch(field, plan, live)
     chunks = []
     for p, has in zip(live, present):
         if has:
-            column = p.data.column(field.name)
-            chunks.extend((column.cast(field.type) if column.type != field.type else column).chunks)
+            chunks.extend(_column(p, field).chunks)
     values = pa.concat_arrays(chunks) if len(chunks) != 1 else chunks[0]
     return values.take(plan[1])
+
+
+def _patch(field: pa.Field, plan: tuple, live: list[Versions]) -> pa.Array:
+    """The spine's column with the patched rows replaced (nulls where no piece supplies one)."""
+    _, spine, positions, sources, rows, groups = plan
+    base = _column(live[spine], field)
+    if not len(positions):
+        return base
+    parts = {j: _contiguous(_column(live[j], field)) for j, _, _ in groups}
+    if _scatterable(field.type) and base.null_count == 0 and len(groups) and (sources >= 0).all() and \
+            all(part.null_count == 0 for part in parts.values()):
+        values = np.array(_contiguous(base))
+        for j, at, taken in groups:
+            values[at] = np.asarray(parts[j])[taken]
+        return pa.array(values, type=field.type)
+    offsets = np.zeros(len(live), dtype=np.int64)
+    at = 0
+    for j, _, _ in groups:
+        offsets[j] = at
+        at += len(parts[j])
+    index = offsets[np.maximum(sources, 0)] + rows
+    values = pa.concat_arrays([parts[j] for j, _, _ in groups]) if groups else pa.nulls(1, field.type)
+    replacement = values.take(pa.array(index, mask=sources < 0))
+    mask = np.zeros(len(base), dtype=bool)
+    mask[positions] = True
+    return pc.replace_with_mask(base, pa.array(mask), replacement)
+
+
+def _contiguous(column):
+    if isinstance(column, pa.ChunkedArray):
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column

@@ -13,14 +13,15 @@ Two kinds of input:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from itertools import zip_longest
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pyhudi.errors import LogFormatError
+from pyhudi.errors import LogFormatError, ReadError
 from pyhudi.logformat import AvroDataBlock, DataBlock, DeleteBlock, ParquetDataBlock
 from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.merge import Versions
@@ -155,7 +156,8 @@ class ReadSpec:
     prefilter: Prefilter
 
     def file_columns(self, available: Sequence[str]) -> list[str]:
-        wanted = [f.name for f in self.fields if f.name in available]
+        present = set(available)
+        wanted = [f.name for f in self.fields if f.name in present]
         extra = [*self.keys.columns(available), self.ordering_field, SOFT_DELETE, *self.prefilter.columns]
         return list(dict.fromkeys([*wanted, *[c for c in extra if c and c in available]]))
 
@@ -180,13 +182,16 @@ class ParquetInput:
 
     streamable = True
 
-    def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema) -> None:
+    def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema,
+                 fingerprint: Callable[[], tuple | None] | None = None, sorted_cache: dict | None = None) -> None:
         self.parquet, self.label, self.spec = parquet, label, spec
+        self.fingerprint, self.sorted_cache = fingerprint, sorted_cache
         available = parquet.schema_arrow.names
         self.columns = spec.file_columns(available)
         self.key_columns = spec.keys.columns(available)
         self.stats_key = spec.keys.stats_column(available, schema)
         self.row_groups = spec.prefilter.row_groups(parquet.metadata, self.stats_key)
+        self.declared_sorted = self._declared_sorted()
 
     def _declared_sorted(self) -> bool:
         """Whether every row group declares sorting on the record key (Parquet sorting_columns)."""
@@ -201,9 +206,21 @@ class ParquetInput:
         return leaf >= 0
 
     def sorted_by_key(self, batch_size: int) -> bool:
-        """Strictly increasing keys (declared, else checked on the key column alone)."""
-        if not self.row_groups or self._declared_sorted():
+        """Strictly increasing keys: declared by the writer (then checked batch by batch while
+        streaming), else checked here by one pass over the key column alone."""
+        if not self.row_groups or self.declared_sorted:
             return True
+        key = None
+        if self.fingerprint is not None and self.sorted_cache is not None:
+            key = (self.fingerprint(), tuple(self.row_groups))
+            if key[0] is not None and key in self.sorted_cache:
+                return self.sorted_cache[key]  # same key bytes as a file already checked
+        verdict = self._keys_increase(batch_size)
+        if key is not None and key[0] is not None:
+            self.sorted_cache[key] = verdict
+        return verdict
+
+    def _keys_increase(self, batch_size: int) -> bool:
         last = None
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
                                                columns=self.key_columns):
@@ -220,9 +237,70 @@ class ParquetInput:
     def chunks(self, batch_size: int) -> Iterator[Versions]:
         if not self.row_groups:
             return
+        last = None
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
                                                columns=self.columns):
-            yield self.spec.versions(pa.Table.from_batches([batch]))
+            table = pa.Table.from_batches([batch])
+            if self.declared_sorted:
+                last = self._check_declared_order(self.spec.keys.keys(table), last)
+            yield self.spec.versions(table)
+
+    def _check_declared_order(self, keys: pa.Array, last: str | None) -> str | None:
+        if not len(keys):
+            return last
+        if (last is not None and not keys[0].as_py() > last) or not strictly_increasing(keys):
+            raise ReadError(f"{self.label} declares its rows sorted by {RECORD_KEY} but they are not "
+                            "(a corrupt or foreign file); read it with strategy='hash'")
+        return keys[-1].as_py()
+
+
+class LockstepInput:
+    """Base files of several families holding the same keys in the same layout (equal key
+    fingerprints), read side by side as one wide input: the keys are decoded once, from the
+    lead file, and the other files contribute only their own columns. Only for slices that are
+    a base file alone (nothing to merge), so the rows are the base rows.
+    """
+
+    streamable = True
+
+    def __init__(self, lead: ParquetInput, followers: list[ParquetInput]) -> None:
+        self.lead, self.followers = lead, followers
+        self.parquet, self.fingerprint, self.row_groups = lead.parquet, lead.fingerprint, lead.row_groups
+        self.label = "+".join(m.label for m in [lead, *followers])
+        fields, taken = [], set()
+        for member in (lead, *followers):
+            for f in member.spec.fields:
+                if f.name not in taken:
+                    taken.add(f.name)
+                    fields.append(f)
+        self.spec = ReadSpec(fields, None, lead.spec.keys, lead.spec.prefilter)
+        self.lead_columns = self.spec.file_columns([c for c in lead.columns])
+        seen = set(self.lead_columns)
+        self.follower_columns = []
+        for member in followers:
+            own = [f.name for f in member.spec.fields if f.name in set(member.columns) and f.name not in seen]
+            seen.update(own)
+            self.follower_columns.append(own)
+
+    def sorted_by_key(self, batch_size: int) -> bool:
+        return self.lead.sorted_by_key(batch_size)
+
+    def chunks(self, batch_size: int) -> Iterator[Versions]:
+        if not self.row_groups:
+            return
+        streams = [self.lead.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
+                                                  columns=self.lead_columns)]
+        streams += [m.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=cols)
+                    for m, cols in zip(self.followers, self.follower_columns)]
+        last = None
+        for batches in zip_longest(*streams):
+            if any(b is None or b.num_rows != batches[0].num_rows for b in batches):
+                raise ReadError(f"{self.label}: base files with equal key columns returned unequal batches")
+            fields = [f for b in batches for f in b.schema]
+            table = pa.Table.from_arrays([c for b in batches for c in b.columns], schema=pa.schema(fields))
+            if self.lead.declared_sorted:
+                last = self.lead._check_declared_order(self.spec.keys.keys(table), last)
+            yield self.spec.versions(table)
 
 
 class MemoryInput:

@@ -14,19 +14,25 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.fsview.view import FileSlice, Visibility
-from pyhudi.read.family_reader import FamilyScan, open_base, read_family, slice_inputs
+from pyhudi.read.family_reader import FamilyScan, OpenedBase, read_family, slice_inputs
 from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
-from pyhudi.read.sources import KeySpec, ParquetInput, Prefilter, ReadSpec
+from pyhudi.read.sources import SOFT_DELETE, KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
 from pyhudi.storage.fs import Storage
 
-DEFAULT_BATCH_SIZE = 65536
+DEFAULT_BATCH_SIZE = 16384
+"""Rows per batch of a streaming scan: a scan holds about one batch per input and family, so
+this bounds its memory (16k rows x 100 double columns ≈ 13 MB per batch)."""
+READ_BATCH_SIZE = 65536
+"""Rows per batch when the whole result is collected anyway (``Table.read``): fewer, larger
+batches cost less per row."""
 
 
 @dataclass(frozen=True)
@@ -91,35 +97,102 @@ class ReadTask:
             self.metrics["skipped_by_statistics"] = 1
             return  # statistics prove that no row of this file group matches
         prefilter = Prefilter(settings.table_schema, list(settings.key_filters), excluded)
-        streams = []
+        sorted_cache: dict = {}
+        family_inputs = []
         for part in self.families:
             spec = ReadSpec(list(part.scan.fields), part.scan.ordering_field, settings.keys, prefilter)
             inputs = slice_inputs(self.storage, part.file_slice, spec, settings.table_schema, settings.visibility,
-                                  files, base_only=settings.read_optimized, opened=opened)
+                                  files, base_only=settings.read_optimized, opened=opened, sorted_cache=sorted_cache)
+            family_inputs.append(inputs)
+        redundant = self._redundant_families(family_inputs)
+        self._count("families_skipped", len(redundant))
+        kept = [(part.scan, inputs) for i, (part, inputs) in enumerate(zip(self.families, family_inputs))
+                if i not in redundant]
+        for _, inputs in kept:
             for source in inputs:
                 if isinstance(source, ParquetInput):
                     total = source.parquet.metadata.num_row_groups
                     self._count("row_groups", total)
                     self._count("row_groups_skipped", total - len(source.row_groups))
-            streams.append(read_family(inputs, part.scan, settings.batch_size, len(self.families) > 1,
-                                       settings.strategy, self.metrics))
+        kept = self._lockstep(kept)
+        streams = [read_family(inputs, scan, settings.batch_size, len(kept) > 1, settings.strategy, self.metrics)
+                   for scan, inputs in kept]
         incremental = pa.array(settings.incremental, pa.string()) if settings.incremental is not None else None
         expression = filter_expression(settings.filters, settings.table_schema) if settings.filters else None
         for window in join_streams(streams, incremental):
-            batch = self._output(window, expression)
-            if batch is not None and batch.num_rows:
-                yield batch
+            for batch in self._output(window, expression):
+                if batch.num_rows:
+                    yield batch
 
     def _count(self, name: str, n: int) -> None:
         self.metrics[name] = self.metrics.get(name, 0) + n
 
-    def _open_bases(self, files: ExitStack) -> dict[str, pq.ParquetFile]:
+    def _open_bases(self, files: ExitStack) -> dict[str, OpenedBase]:
         opened = {}
         for part in self.families:
             base = part.file_slice.base_file
             if base is not None and base.relpath not in opened:
-                opened[base.relpath] = open_base(self.storage, base.relpath, files)
+                opened[base.relpath] = OpenedBase(self.storage, base.relpath, files)
         return opened
+
+    def _lockstep(self, kept: list[tuple[FamilyScan, list]]) -> list[tuple[FamilyScan, list]]:
+        """Families whose slice is a base file alone with equal key fingerprints are read side by
+        side as one input (keys decoded once; no join among them)."""
+        if self.settings.strategy != "auto" or len(kept) < 2:
+            return kept
+        groups: dict = {}
+        out: list = []
+        for scan, inputs in kept:
+            base = inputs[0] if len(inputs) == 1 and isinstance(inputs[0], ParquetInput) else None
+            plain = base is not None and base.fingerprint is not None and not _removes_rows(base) and \
+                not any(f.name.startswith("_hoodie_") for f in scan.fields)
+            fingerprint = base.fingerprint() if plain else None
+            if fingerprint is None:
+                out.append((scan, inputs))
+                continue
+            groups.setdefault((fingerprint, tuple(base.row_groups)), []).append((scan, base))
+        for members in groups.values():
+            if len(members) == 1:
+                out.append((members[0][0], [members[0][1]]))
+                continue
+            combined = LockstepInput(members[0][1], [base for _, base in members[1:]])
+            scan = FamilyScan("+".join(s.family or "" for s, _ in members), tuple(combined.spec.fields), False, None)
+            self._count("families_lockstep", len(members))
+            out.append((scan, [combined]))
+        return out
+
+    def _redundant_families(self, family_inputs: list[list]) -> set[int]:
+        """Key-only families whose rows are provably rows of another family (not read at all).
+
+        A family read only for its keys (DESIGN §4: row existence) adds no row when its slice
+        is just a base file whose key column is byte-identical (equal fingerprint) to the base
+        file of another family read in this task whose later inputs never remove a row (no
+        delete blocks, no soft-delete column): that family has every one of those keys alive.
+        """
+        if len(self.families) < 2 or self.settings.strategy != "auto":
+            return set()
+        anchors: list = []
+        candidates = []
+        for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
+            key_only = not any(f.name in part.own_columns or f.name.startswith("_hoodie_") for f in part.scan.fields)
+            base = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) and inputs[0].fingerprint else None
+            if key_only and base is not None and len(inputs) == 1:
+                candidates.append((i, base))
+            elif base is not None and not any(_removes_rows(source) for source in inputs):
+                anchors.append(base)
+        if not candidates:
+            return set()
+        known = {a.fingerprint() for a in anchors} - {None}
+        redundant = set()
+        for i, base in candidates:
+            fingerprint = base.fingerprint()
+            if fingerprint is None:
+                continue
+            if fingerprint in known:
+                redundant.add(i)
+            elif not _removes_rows(base):
+                known.add(fingerprint)  # kept: it may anchor the next key-only family
+        return redundant
 
     def _excluded_ranges(self, opened: dict[str, pq.ParquetFile]) -> list[KeyRange] | None:
         """Key ranges no matching row can have (None: the whole file group), from families
@@ -137,7 +210,7 @@ class ReadTask:
             base = part.file_slice.base_file
             if base is None or not (part.base_is_final or settings.read_optimized):
                 continue
-            parquet = opened[base.relpath]
+            parquet = opened[base.relpath].parquet
             key_column = settings.keys.stats_column(parquet.schema_arrow.names, settings.table_schema)
             ranges = excluded_key_ranges(parquet.metadata, own, settings.table_schema, key_column or "")
             if ranges is None:
@@ -145,7 +218,7 @@ class ReadTask:
             excluded.extend(ranges)
         return excluded
 
-    def _output(self, window: pa.Table, expression) -> pa.RecordBatch | None:
+    def _output(self, window: pa.Table, expression) -> list[pa.RecordBatch]:
         output = self.settings.output
         names = window.column_names
         if RECORD_KEY in output.names and RECORD_KEY in names:  # tables without meta fields
@@ -156,19 +229,26 @@ class ReadTask:
                                        pc.fill_null(window.column(PARTITION_PATH), self.partition_path))
         if expression is not None:
             for f in self.settings.filters:
-                if f.column not in window.column_names:  # a family with no rows in this file group
+                if f.column not in set(window.column_names):  # a family with no rows in this file group
                     field = self.settings.table_schema.field(f.column)
                     window = window.append_column(field, pa.nulls(window.num_rows, field.type))
             window = window.filter(expression)
             if not window.num_rows:
-                return None
+                return []
+        present = set(window.column_names)
         arrays = []
         for f in output:
-            if f.name in window.column_names:
+            if f.name in present:
                 column = window.column(f.name)
                 arrays.append(column.cast(f.type) if column.type != f.type else column)
             else:
                 arrays.append(pa.nulls(window.num_rows, f.type))
         table = pa.Table.from_arrays(arrays, schema=output)
-        batches = table.combine_chunks().to_batches()
-        return batches[0] if batches else None
+        return table.combine_chunks().to_batches(max_chunksize=self.settings.batch_size)
+
+
+def _removes_rows(source: ParquetInput | MemoryInput) -> bool:
+    """Whether an input can delete rows: delete blocks and soft-deleted records."""
+    if isinstance(source, MemoryInput):
+        return bool(np.any(source.versions.is_delete))
+    return SOFT_DELETE in source.parquet.schema_arrow.names

@@ -184,28 +184,30 @@ class Storage:
         self._ensure_parent(path)
         return self.fs.open_output_stream(path)
 
-    def create_if_absent(self, relpath: str, data: bytes = b"") -> None:
+    def create_if_absent(self, relpath: str, data: bytes = b"", durable: bool = True) -> None:
         """Create a write-once file; raise :class:`AlreadyExistsError` if it exists.
 
-        Local file systems: atomic and all-or-nothing (temp file + ``link``). Other file
-        systems: a check-then-write, safe only under the timeline lock.
+        Local file systems: atomic and all-or-nothing (temp file + ``link``), fsynced unless
+        ``durable=False`` (files nothing depends on after a crash: lock files, empty pending
+        instants). Other file systems: a check-then-write, safe only under the timeline lock.
         """
         path = self.full_path(relpath)
         self._ensure_parent(path)
         if self.is_local:
-            self._local_create_if_absent(path, data)
+            self._local_create_if_absent(path, data, durable)
             return
         if self.exists(relpath):
             raise AlreadyExistsError(f"file already exists: {path}")
         self.write(relpath, data)
 
-    def _local_create_if_absent(self, path: str, data: bytes) -> None:
+    def _local_create_if_absent(self, path: str, data: bytes, durable: bool = True) -> None:
         tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{uuid.uuid4().hex}.tmp"
         try:
             with open(tmp, "wb") as fh:
                 fh.write(data)
                 fh.flush()
-                os.fsync(fh.fileno())
+                if durable:
+                    os.fsync(fh.fileno())
             try:
                 os.link(tmp, path)
             except FileExistsError as exc:

@@ -215,7 +215,7 @@ class FileLock:
                 {"owner": owner, "pid": os.getpid(), "host": self._host, "acquired_at_ms": _now_ms()}
             ).encode("utf-8")
             try:
-                self.storage.create_if_absent(self.path, payload)
+                self.storage.create_if_absent(self.path, payload, durable=False)  # a lock never outlives a crash
             except AlreadyExistsError:
                 pass
             else:

@@ -245,11 +245,20 @@ class AvroModel:
         cls = type(self)
         record = self.to_dict()
         parsed = _parsed_schema(cls)
+        buf = io.BytesIO()
+        try:
+            # validate up front only when the writer refuses: validation of every union branch is
+            # most of the cost of encoding a commit (a fixed cost of every write)
+            fastavro.schemaless_writer(buf, parsed, record)
+        except (TypeError, ValueError, OverflowError, KeyError, AttributeError):
+            pass
+        else:
+            return encode_container(cls.__avro_schema_json__, buf.getvalue())
         try:
             fastavro.validate(record, parsed, raise_errors=True)
             buf = io.BytesIO()
             fastavro.schemaless_writer(buf, parsed, record)
-        except (ValidationError, TypeError, ValueError, OverflowError) as exc:
+        except (ValidationError, TypeError, ValueError, OverflowError, KeyError, AttributeError) as exc:
             raise MetadataError(f"cannot encode {cls.__name__} as {cls.__avro_schema__['name']}: {exc}") from exc
         return encode_container(cls.__avro_schema_json__, buf.getvalue())
 

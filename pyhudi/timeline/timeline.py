@@ -14,7 +14,7 @@ other writers (RFC-66), so that completion order equals completion-time order.
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from pyhudi.errors import AlreadyExistsError, FileNameError, TimelineError
 from pyhudi.storage.fs import FileInfo, Storage
@@ -271,9 +271,14 @@ class Timeline:
         self._create(inflight, content)
         return inflight
 
-    def complete(self, instant: Instant, content: bytes) -> Instant:
+    def complete(self, instant: Instant, content: bytes,
+                 precondition: Callable[[Timeline], None] | None = None) -> Instant:
         """Complete an inflight instant: under the lock, generate the completion time and create
-        the completed file atomically. Returns the completed instant."""
+        the completed file atomically. Returns the completed instant.
+
+        ``precondition(timeline)`` runs under the lock on the freshly listed timeline just before
+        the completed file is created; it refuses the completion by raising (e.g. a writer whose
+        schema an ALTER changed meanwhile)."""
         self._check_writable()
         if instant.state is not State.INFLIGHT:
             raise TimelineError(f"cannot complete instant {instant}: it is {instant.state.value}, not INFLIGHT")
@@ -286,6 +291,8 @@ class Timeline:
                 raise TimelineError(f"cannot complete instant {instant}: it is already completed as {current}")
             if current.state is not State.INFLIGHT:
                 raise TimelineError(f"cannot complete instant {instant}: it is {current.state.value} on storage")
+            if precondition is not None:
+                precondition(self)
             floor = _max_time(self.latest_time(), instant.requested_time)
             completion = self.time_generator.next_time(floor=floor)
             done = instant.with_state(State.COMPLETED, completion)
@@ -341,8 +348,11 @@ class Timeline:
 
     def _create(self, instant: Instant, content: bytes) -> None:
         name = instant.file_name(self.layout_version)
+        # Completed instants and plans are synced; an empty requested/inflight file is not: lost
+        # in a crash, it only leaves files of an instant that never existed (never visible).
+        durable = instant.is_completed or bool(content)
         try:
-            self.storage.create_if_absent(f"{self.timeline_dir}/{name}", bytes(content))
+            self.storage.create_if_absent(f"{self.timeline_dir}/{name}", bytes(content), durable=durable)
         except AlreadyExistsError:
             raise TimelineError(f"instant {instant} already exists ({self.timeline_dir}/{name})") from None
         self._ensure_loaded()

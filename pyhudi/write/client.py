@@ -4,8 +4,8 @@ Phases (CONTRACTS C2), so a distributed engine can write files on executors and 
 the driver:
 
 - :meth:`WriteClient.begin` — roll back failed writes (eager policy, or expired heartbeats
-  under the lazy one), start the heartbeat, create the requested and inflight instant; returns
-  a picklable :class:`~pyhudi.write.txn.WriteTxn`;
+  under the lazy one), start the heartbeat (lazy policy), create the requested and inflight
+  instant; returns a picklable :class:`~pyhudi.write.txn.WriteTxn`;
 - :meth:`WriteTxn.write_rows <pyhudi.write.txn.WriteTxn.write_rows>` — executor side: prepare,
   de-duplicate, sort and write files for any subset of the rows; returns write statuses;
 - :meth:`WriteClient.commit` — reconcile against markers (files no status names — failed or
@@ -27,9 +27,11 @@ import pyarrow as pa
 
 from pyhudi.engine.base import Engine, get_engine
 from pyhudi.errors import CommitConflictError, TimelineError
+from pyhudi.evolution import check_schema_unchanged, commit_extra_metadata
 from pyhudi.schema import avro_schema_json
 from pyhudi.storage.naming import PARTITION_METAFILE
 from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
+from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.handle import KIND_MERGE, WriteStatus
 from pyhudi.write.markers import delete_markers, list_markers
 from pyhudi.write.rollback import (
@@ -81,6 +83,7 @@ class _OpenTxn:
     heartbeat: Heartbeat
     started: float
     rolled_back: list[str]
+    timeline: Timeline  # listed at begin: planning and commit reuse it (completion re-lists under the lock)
 
 
 class WriteClient:
@@ -105,7 +108,7 @@ class WriteClient:
         txn = self.begin(operation, schema=schema)
         self._open[txn.instant].started = started
         try:
-            tasks = txn.plan_tasks(prepared)
+            tasks = txn.plan_tasks(prepared, timeline=self._open[txn.instant].timeline)
             statuses = [s for batch in self.engine.run_tasks(tasks) for s in batch]
         except BaseException:
             self.abort(txn)
@@ -120,21 +123,23 @@ class WriteClient:
         table = self.table
         schema = schema if schema is not None else table.schema
         timeline = table.active_timeline()
+        policy = FAILED_WRITES_POLICY.get(self.options)
         rolled_back = rollback_failed_writes(
-            table.storage, timeline, FAILED_WRITES_POLICY.get(self.options),
-            HEARTBEAT_INTERVAL_MS.get(self.options), HEARTBEAT_TOLERABLE_MISSES.get(self.options),
+            table.storage, timeline, policy,
+            HEARTBEAT_INTERVAL_MS.get(self.options), HEARTBEAT_TOLERABLE_MISSES.get(self.options), reload=False,
         )
         # The heartbeat starts before the instant exists, so a lazy cleaner never sees a pending
         # instant of a live writer without a fresh heartbeat.
         requested_time = timeline.new_instant_time()
-        heartbeat = Heartbeat(table.storage, requested_time, HEARTBEAT_INTERVAL_MS.get(self.options)).start()
+        heartbeat = Heartbeat(table.storage, requested_time, HEARTBEAT_INTERVAL_MS.get(self.options),
+                              enabled=policy == "LAZY").start()
         try:
             instant = timeline.create_requested(write_action(table.config), requested_time)
             timeline.transition_to_inflight(instant)
         except BaseException:
             heartbeat.stop()
             raise
-        self._open[requested_time] = _OpenTxn(heartbeat, started, rolled_back)
+        self._open[requested_time] = _OpenTxn(heartbeat, started, rolled_back, timeline)
         return self._txn(operation, schema, instant=requested_time)
 
     def commit(self, txn: WriteTxn, statuses: Sequence[WriteStatus]) -> WriteResult:
@@ -146,7 +151,7 @@ class WriteClient:
         """
         state = self._open.pop(txn.instant, None)
         storage = self.table.storage
-        timeline = self.table.active_timeline()
+        timeline = state.timeline if state is not None else self.table.active_timeline()
         pending = timeline.get(txn.instant)
         if pending is None or not pending.is_inflight:
             if state is not None:
@@ -158,8 +163,10 @@ class WriteClient:
             _check_statuses(txn, statuses)
             discarded = self._reconcile_markers(txn.instant, statuses)
             self._write_partition_metafiles(statuses, txn.instant)
-            metadata = self._commit_metadata(statuses, txn.operation_type, txn.schema)
-            completed = timeline.complete(pending, metadata.to_avro_bytes())
+            metadata = self._commit_metadata(statuses, txn.operation_type, txn.schema, txn.families)
+            completed = timeline.complete(pending, metadata.to_avro_bytes(), precondition=lambda current: (
+                # C3: checked under the timeline lock, so no ALTER completes between check and commit
+                check_schema_unchanged(self.table._history, current, self.table.config, txn.schema, txn.families)))
         except BaseException:
             if state is not None:
                 state.heartbeat.stop(delete=False)
@@ -191,7 +198,8 @@ class WriteClient:
     # ------------------------------------------------------------------ helpers
     def _txn(self, operation: str, schema: pa.Schema, instant: str) -> WriteTxn:
         return WriteTxn(base_uri=self.table.storage.base_uri, config=self.table.config, instant=instant,
-                        operation=operation, schema=schema, options=dict(self.options))
+                        operation=operation, schema=schema, options=dict(self.options),
+                        declared_families=self.table.column_families)  # C3: from the timeline
 
     def _reconcile_markers(self, instant: str, statuses: list[WriteStatus]) -> list[str]:
         """Delete data files written for ``instant`` that no committed status names."""
@@ -202,7 +210,8 @@ class WriteClient:
                 discarded.append(marker.data_relpath)
         return sorted(discarded)
 
-    def _commit_metadata(self, statuses: list[WriteStatus], operation: str, schema: pa.Schema) -> CommitMetadata:
+    def _commit_metadata(self, statuses: list[WriteStatus], operation: str, schema: pa.Schema,
+                         families: Mapping[str, Any]) -> CommitMetadata:
         stats = []
         for s in statuses:
             base_kind = s.writes_base_file
@@ -221,7 +230,8 @@ class WriteClient:
                 num_updates=s.num_updates,
             ))
         return CommitMetadata.from_write_stats(
-            stats, operation_type=operation, schema=avro_schema_json(schema, self.table.name)
+            stats, operation_type=operation, schema=avro_schema_json(schema, self.table.name),
+            extra_metadata=commit_extra_metadata(families),  # C3: the families in effect
         )
 
     def _write_partition_metafiles(self, statuses: list[WriteStatus], instant: str) -> None:

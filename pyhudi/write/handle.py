@@ -19,6 +19,7 @@ A marker is created before every data file, so a failed task can be rolled back.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,12 +29,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pyhudi.logformat import DeleteBlock, ParquetDataBlock, data_block_header, default_parquet_options, write_log_file
+from pyhudi.config.keys import ConfigKey
+from pyhudi.logformat import (
+    DeleteBlock,
+    ParquetDataBlock,
+    data_block_header,
+    parquet_options_cover,
+    parquet_options_for,
+    write_log_file,
+)
 from pyhudi.schema import META_FIELDS, with_meta_fields
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import BaseFileName, LogFileName, WriteToken
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
+from pyhudi.write.prepare import latest_sorted
 
 KIND_APPEND = "append"  # log data blocks (upsert / insert on merge-on-read)
 KIND_DELETE = "delete"  # delete blocks to every family of the file group
@@ -41,6 +51,19 @@ KIND_CREATE = "create"  # new base files (bulk insert into an empty file group, 
 KIND_MERGE = "merge"  # a new base file version: old base + changes (copy-on-write)
 BASE_FILE_KINDS = (KIND_CREATE, KIND_MERGE)
 RECORD_KEY = META_FIELDS[2]
+META_PARQUET_OPTIONS = {
+    META_FIELDS[0]: (True, "snappy"),  # commit time: constant per file
+    META_FIELDS[1]: (False, "snappy"),  # sequence numbers: unique, one long common prefix
+    META_FIELDS[3]: (True, "snappy"),  # partition path: constant per file
+    META_FIELDS[4]: (True, "snappy"),  # file name / file id: constant per file
+}
+"""Parquet settings of the meta columns whose nature is known (the record key is sampled)."""
+FSYNC_DATA_FILES = ConfigKey(
+    "hoodie.pyhudi.fsync.data.files", bool, False,
+    "pyhudi: fsync every data file (base and log) as it is written, for durability of committed data "
+    "across power loss on local file systems. Off by default, like Hudi on a local file system and "
+    "pyarrow's own writer: a killed process loses nothing either way (uncommitted files are rolled back).",
+)
 
 
 @dataclass
@@ -51,12 +74,60 @@ class FamilyPayload:
     (key, partition and family columns). ``is_partial`` marks a family whose columns were only
     partly given: the block's schema is then the present columns and the header says IS_PARTIAL.
     ``file_schema`` is every data column of the family's files (base files hold all of them).
+
+    The rows may be given lazily as ``source.take(indices)``, so the gather runs inside the task
+    (in parallel on the engine's workers); with ``sort_by = (ordering,)`` the task first sorts
+    them by key and keeps the latest row per key (:func:`~pyhudi.write.prepare.latest_sorted`).
+    Pickling materialises them, so a shipped task carries only its own rows. Payloads of one
+    task with the same ``plan`` hold the same keys in the same order: their key sort, key
+    gather and meta columns are computed once.
     """
 
     family: str
-    data: pa.Table
+    data: pa.Table | None = None
     is_partial: bool = False
     file_schema: pa.Schema | None = None
+    source: pa.Table | None = None
+    indices: pa.Array | None = None
+    plan: str | None = None
+    parquet_options: dict[str, Any] = field(default_factory=dict)
+    sort_by: tuple[str | None] | None = None
+
+    def _sorted_indices(self, cache: dict | None) -> pa.Array:
+        """``indices`` in key order, latest row per key (shared by the payloads of one plan)."""
+        assert self.source is not None and self.indices is not None and self.sort_by is not None
+        found = cache.get(("order", self.plan)) if cache is not None and self.plan is not None else None
+        if found is None:
+            (ordering,) = self.sort_by
+            columns = [RECORD_KEY] if ordering is None else [RECORD_KEY, ordering]
+            order = latest_sorted(self.source.select(columns).take(self.indices), ordering)
+            found = self.indices.take(pa.array(order))
+            if cache is not None and self.plan is not None:
+                cache[("order", self.plan)] = found
+        return found
+
+    def rows(self, cache: dict | None = None) -> pa.Table:
+        """The rows; ``cache`` (one per task) shares the key sort and key gather of a plan."""
+        if self.data is None:
+            assert self.source is not None and self.indices is not None
+            if self.sort_by is not None:
+                self.indices = self._sorted_indices(cache)
+                self.sort_by = None
+            shared = cache is not None and self.plan is not None
+            cached = cache.get(("keys", self.plan)) if shared else None
+            if cached is None:
+                self.data = self.source.take(self.indices)
+                if shared:
+                    cache[("keys", self.plan)] = self.data.column(RECORD_KEY)
+            else:
+                rest = self.source.drop_columns([RECORD_KEY]).take(self.indices)
+                self.data = rest.add_column(0, self.source.schema.field(RECORD_KEY), cached)
+            self.source = self.indices = None
+        return self.data
+
+    def __getstate__(self) -> dict:
+        self.rows()
+        return dict(self.__dict__)
 
 
 @dataclass
@@ -113,6 +184,7 @@ class FileGroupWriteTask:
     prev_commit: str = "null"
     is_new_file_group: bool = False
     ordering_field: str | None = None  # KIND_MERGE: event-time ordering column (None = commit time)
+    fsync: bool = False  # FSYNC_DATA_FILES
     parquet_options: dict[str, Any] = field(default_factory=dict)
 
     def run(self) -> list[WriteStatus]:
@@ -121,14 +193,15 @@ class FileGroupWriteTask:
             return [self._write_deletes(storage, family) for family in self.delete_families]
         if self.kind == KIND_MERGE:
             return [self._merge_base(storage)]
-        return [self._write_family(storage, payload) for payload in self.payloads]
+        meta_cache: dict = {}
+        return [self._write_family(storage, payload, meta_cache) for payload in self.payloads]
 
     def _relpath(self, name: str) -> str:
         return f"{self.partition_path}/{name}" if self.partition_path else name
 
     # ------------------------------------------------------------------------ data
-    def _meta_columns(self, keys: pa.Array | pa.ChunkedArray, file_name_value: str) -> list:
-        """The five meta columns of ``len(keys)`` records written by this task."""
+    def _record_meta(self, keys: pa.Array | pa.ChunkedArray) -> list:
+        """Commit time, sequence number, record key and partition path of ``keys``' records."""
         n = len(keys)
         task_partition = WriteToken.parse(self.write_token).task_partition
         seq = pc.cast(pa.array(np.arange(n, dtype=np.int64)), pa.string())
@@ -138,41 +211,69 @@ class FileGroupWriteTask:
             seqno,
             keys,
             pa.repeat(pa.scalar(self.partition_path, pa.string()), n),
-            pa.repeat(pa.scalar(file_name_value, pa.string()), n),
         ]
 
-    def _with_meta(self, data: pa.Table, file_name_value: str) -> pa.Table:
+    def _meta_columns(self, keys: pa.Array | pa.ChunkedArray, file_name_value: str) -> list:
+        """The five meta columns of ``len(keys)`` records written by this task."""
+        return [*self._record_meta(keys), pa.repeat(pa.scalar(file_name_value, pa.string()), len(keys))]
+
+    def _with_meta(self, data: pa.Table, file_name_value: str, meta: list | None = None) -> pa.Table:
         rest = [c for c in data.column_names if c != RECORD_KEY]
-        arrays = [*self._meta_columns(data.column(RECORD_KEY), file_name_value), *(data.column(c) for c in rest)]
+        if meta is None:
+            meta = self._meta_columns(data.column(RECORD_KEY), file_name_value)
+        arrays = [*meta, *(data.column(c) for c in rest)]
         schema = with_meta_fields(data.select(rest).schema)
         return pa.Table.from_arrays(arrays, schema=schema)
 
-    def _write_base(self, storage: Storage, relpath: str, table: pa.Table) -> int:
-        options = default_parquet_options(table.schema)
-        options.update(self.parquet_options)
+    def _cached_meta(self, payload: FamilyPayload, data: pa.Table, file_name_value: str, cache: dict) -> list:
+        """Meta columns shared by the payloads of one plan (same keys, same order)."""
+        if payload.plan is None:
+            return self._meta_columns(data.column(RECORD_KEY), file_name_value)
+        record = cache.get(("meta", payload.plan))
+        if record is None:
+            record = cache[("meta", payload.plan)] = self._record_meta(data.column(RECORD_KEY))
+        names = cache.get(("names", payload.plan, file_name_value))
+        if names is None:
+            names = pa.repeat(pa.scalar(file_name_value, pa.string()), len(data))
+            cache[("names", payload.plan, file_name_value)] = names
+        return [*record, names]
+
+    def _options(self, payload: FamilyPayload | None) -> dict[str, Any]:
+        return {**(payload.parquet_options if payload is not None else {}), **self.parquet_options}
+
+    def _write_base(self, storage: Storage, relpath: str, table: pa.Table, options: dict[str, Any]) -> int:
+        if not parquet_options_cover(options, table.schema):
+            options = {**parquet_options_for(table), **options}
         with storage.open_output(relpath) as sink:
             pq.write_table(table, sink, **options)
+        if self.fsync and storage.is_local:
+            fd = os.open(storage.full_path(relpath), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         return storage.size(relpath)
 
-    def _write_family(self, storage: Storage, payload: FamilyPayload) -> WriteStatus:
+    def _write_family(self, storage: Storage, payload: FamilyPayload, meta_cache: dict | None = None) -> WriteStatus:
         started = time.perf_counter()
         family = payload.family or None
-        data = payload.data
+        cache = meta_cache if meta_cache is not None else {}
+        data = payload.rows(cache)
         if self.kind == KIND_CREATE:
             name = BaseFileName(self.file_id, self.write_token, self.instant, family).name
             if payload.file_schema is not None:  # a base file holds every column of its family
                 data = conform_to(data, payload.file_schema)
-            table = self._with_meta(data, name)
+            table = self._with_meta(data, name, self._cached_meta(payload, data, name, cache))
             create_marker(storage, self.instant, self.partition_path, name, IO_CREATE)
-            size = self._write_base(storage, self._relpath(name), table)
+            size = self._write_base(storage, self._relpath(name), table, self._options(payload))
         else:
             name = LogFileName(self.file_id, self.instant, 1, self.write_token, family).name
-            table = self._with_meta(data, self.file_id)
+            table = self._with_meta(data, self.file_id, self._cached_meta(payload, data, self.file_id, cache))
             header = data_block_header(self.instant, table.schema, table_name=self.table_name,
                                        is_partial=payload.is_partial)
-            block = ParquetDataBlock(table, header, table_name=self.table_name, **self.parquet_options)
+            block = ParquetDataBlock(table, header, table_name=self.table_name, **self._options(payload))
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
-            size = write_log_file(storage, self._relpath(name), [block])
+            size = write_log_file(storage, self._relpath(name), [block], fsync=self.fsync)
         n = table.num_rows
         inserts = n if self.is_new_file_group else 0
         return self._status(payload.family, name, n, inserts, n - inserts, 0, size, started, data.column(RECORD_KEY))
@@ -189,7 +290,7 @@ class FileGroupWriteTask:
             keys, self.instant, partition_paths=self.partition_path, ordering_values=ordering
         )
         create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
-        size = write_log_file(storage, self._relpath(name), [block])
+        size = write_log_file(storage, self._relpath(name), [block], fsync=self.fsync)
         return self._status(family, name, 0, 0, 0, len(keys), size, started, keys)
 
     def _merge_base(self, storage: Storage) -> WriteStatus:
@@ -202,19 +303,20 @@ class FileGroupWriteTask:
         deletes = self.delete_keys.column("record_key") if self.delete_keys is not None else None
         file_schema = payload.file_schema if payload is not None and payload.file_schema is not None else None
         merged = merge_into_base(
-            old, payload.data if payload is not None else None, deletes, self.ordering_field, file_schema
+            old, payload.rows() if payload is not None else None, deletes, self.ordering_field, file_schema
         )
         new_meta = self._meta_columns(merged.new_keys, name)
         table = merged.assemble(new_meta, name)
         create_marker(storage, self.instant, self.partition_path, name, IO_MERGE)
-        size = self._write_base(storage, self._relpath(name), table)
+        size = self._write_base(storage, self._relpath(name), table, self._options(payload))
         return self._status(
             "", name, table.num_rows, merged.num_inserts, merged.num_updates, merged.num_deletes, size, started,
             table.column(RECORD_KEY),
         )
 
     def _status(self, family, name, records, inserts, updates, deletes, size, started, keys) -> WriteStatus:
-        min_max = pc.min_max(keys) if len(keys) else None
+        keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        # every file is sorted by record key: the first and last keys are the min and max
         return WriteStatus(
             instant=self.instant,
             partition_path=self.partition_path,
@@ -231,6 +333,6 @@ class FileGroupWriteTask:
             prev_commit=self.prev_commit,
             is_new_file_group=self.is_new_file_group,
             elapsed_ms=int((time.perf_counter() - started) * 1000),
-            min_key=min_max["min"].as_py() if min_max is not None else None,
-            max_key=min_max["max"].as_py() if min_max is not None else None,
+            min_key=keys[0].as_py() if len(keys) else None,
+            max_key=keys[-1].as_py() if len(keys) else None,
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyhudi.errors import AlreadyExistsError, FileNameError
+from pyhudi.errors import FileNameError
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import MarkerName, marker_dir
 
@@ -31,12 +31,13 @@ class Marker:
 
 
 def create_marker(storage: Storage, instant: str, partition_path: str, file_name: str, io_type: str) -> str:
-    """Create the marker for a data file about to be written; idempotent for task retries."""
+    """Create the marker for a data file about to be written; idempotent for task retries.
+
+    A plain (non-exclusive, unsynced) create, like Hudi's direct markers: a marker only has to
+    exist before its data file does, and re-creating it (a retried task attempt) is harmless.
+    """
     relpath = MarkerName(partition_path, file_name, io_type).relpath(instant)
-    try:
-        storage.create_if_absent(relpath, b"")
-    except AlreadyExistsError:
-        pass  # a retried task attempt re-creates the same marker
+    storage.write(relpath, b"")
     return relpath
 
 

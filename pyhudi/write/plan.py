@@ -1,9 +1,11 @@
 """Write planning: prepared rows → one :class:`FileGroupWriteTask` per file group.
 
-Shared steps, vectorised: per family, keep the latest row per (partition, key) — event time on
-the family's ordering column, else arrival order — and sort by (partition, bucket, key) in one
-``sort_indices`` (families with the same ordering share it); then cut the sorted rows into runs
-of one file group each.
+Every step is vectorised. Rows are de-duplicated per (partition, key) — the latest by the
+family's ordering column (event time), ties and tables without one by arrival order — and every
+file is sorted by record key. Upserts on bucketed tables only group rows by file group on the
+driver (one integer sort, :func:`group_plan`); each task then sorts and de-duplicates its own
+rows, once per ordering, in parallel. Deletes and writes without buckets, which need the whole
+picture first, de-duplicate on the driver (:func:`dedupe_plan`).
 
 Where rows go depends on the index:
 
@@ -30,10 +32,19 @@ from pyhudi.config.families import ColumnFamily
 from pyhudi.config.keys import ConfigKey
 from pyhudi.fsview.view import FileGroup
 from pyhudi.index.simple import tag_locations
+from pyhudi.logformat import parquet_options_for
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import bucket_file_id, new_file_id
-from pyhudi.write import prepare
-from pyhudi.write.handle import KIND_APPEND, KIND_CREATE, KIND_DELETE, KIND_MERGE, FamilyPayload, FileGroupWriteTask
+from pyhudi.write.handle import (
+    FSYNC_DATA_FILES,
+    KIND_APPEND,
+    KIND_CREATE,
+    KIND_DELETE,
+    KIND_MERGE,
+    META_PARQUET_OPTIONS,
+    FamilyPayload,
+    FileGroupWriteTask,
+)
 
 if TYPE_CHECKING:
     from pyhudi.write.txn import WriteTxn
@@ -68,11 +79,12 @@ def dedupe_plan(rows: pa.Table, ordering: str | None) -> tuple[pa.Array, list[Ru
 
     Latest = highest ``ordering`` value (ties → later arrival), or the later arrival without one.
     """
-    sort_keys = [(PARTITION_COLUMN, "ascending", "at_start"), (BUCKET_COLUMN, "ascending", "at_start"),
-                 (RECORD_KEY, "ascending", "at_start")]
+    sort_keys = [(BUCKET_COLUMN, "ascending", "at_start"), (RECORD_KEY, "ascending", "at_start")]
+    if len(pc.unique(rows.column(PARTITION_COLUMN))) > 1:
+        sort_keys.insert(0, (PARTITION_COLUMN, "ascending", "at_start"))
     if ordering is not None:
         sort_keys.append((ordering, "ascending", "at_start"))  # a null ordering value loses
-    sort_keys.append((prepare.ARRIVAL_COLUMN, "ascending", "at_start"))
+    # sort_indices is stable: rows equal on every key stay in arrival order (the later one wins)
     names = list(dict.fromkeys(k[0] for k in sort_keys))
     order = pc.sort_indices(rows.select(names), sort_keys=sort_keys)
     n = len(order)
@@ -88,6 +100,30 @@ def dedupe_plan(rows: pa.Table, ordering: str | None) -> tuple[pa.Array, list[Ru
             parts = parts.filter(pa.array(keep))
     buckets = np.asarray(rows.column(BUCKET_COLUMN).take(order).combine_chunks())
     return order, runs_of(parts, buckets)
+
+
+def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
+    """Row positions grouped by (partition, bucket) — groups in (partition, bucket) order, rows in
+    arrival order within a group — and the runs ``((partition, bucket), start, length)``.
+
+    A counting-style NumPy sort on one integer per row; the key sort and de-duplication of each
+    group happen in its task (:func:`latest_sorted`), in parallel.
+    """
+    n = rows.num_rows
+    buckets = np.asarray(rows.column(BUCKET_COLUMN).combine_chunks(), dtype=np.int64)
+    encoded = pc.dictionary_encode(rows.column(PARTITION_COLUMN).combine_chunks())
+    names = encoded.dictionary
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[np.asarray(pc.sort_indices(names))] = np.arange(len(names))  # partition → its sorted rank
+    group = rank[np.asarray(encoded.indices, dtype=np.int64)] * (int(buckets.max(initial=0)) + 1) + buckets
+    order = np.argsort(group, kind="stable")
+    if n == 0:
+        return order, []
+    ordered = group[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]])).tolist() + [n]
+    codes = np.asarray(encoded.indices)[order]
+    return order, [((names[int(codes[a])].as_py(), int(buckets[order[a]])), a, b - a)
+                   for a, b in zip(starts[:-1], starts[1:])]
 
 
 def runs_of(parts: pa.Array, buckets: np.ndarray) -> list[Run]:
@@ -114,7 +150,8 @@ def _task(txn: "WriteTxn", partition: str, file_id: str, kind: str, existing: Ex
     return FileGroupWriteTask(
         base_uri=txn.base_uri, instant=txn.instant, table_name=txn.config.name, partition_path=partition,
         file_id=file_id, kind=kind, write_token=token, base_file=base.name.name if base else "",
-        prev_commit=base.instant if base else "null", is_new_file_group=group is None, **kwargs,
+        prev_commit=base.instant if base else "null", is_new_file_group=group is None,
+        fsync=FSYNC_DATA_FILES.get(txn.options), **kwargs,
     )
 
 
@@ -138,7 +175,8 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         ]
     groups: dict[tuple[str, int], list[FamilyPayload]] = {}
     present = set(rows.column_names)
-    plans: dict[str | None, tuple[pa.Array, list]] = {}  # families with the same ordering share one sort
+    positions, runs = group_plan(rows)
+    group_rows = [pa.array(positions[start:start + length]) for _, start, length in runs]
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
         given = [c for c in own if c in present]
@@ -148,12 +186,12 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         cols = [c for c in file_columns if c in present]
         file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
         ordering = family.ordering_field if family.ordering_field in present else None
-        if ordering not in plans:
-            plans[ordering] = dedupe_plan(rows, ordering)
-        indices, runs = plans[ordering]
-        family_rows = rows.select([RECORD_KEY, *cols]).take(indices)
-        for group, start, length in runs:
-            payload = FamilyPayload(family.name, family_rows.slice(start, length), len(given) < len(own), file_schema)
+        source = rows.select([RECORD_KEY, *cols])
+        options = parquet_options_for(source, fixed=META_PARQUET_OPTIONS)  # once per family, not per file
+        for (group, _, _), indices in zip(runs, group_rows):  # sort, de-duplication, gather: in the task
+            payload = FamilyPayload(family.name, None, len(given) < len(own), file_schema, source=source,
+                                    indices=indices, plan=f"plan:{ordering!r}", parquet_options=options,
+                                    sort_by=(ordering,))
             groups.setdefault(group, []).append(payload)
     tasks = []
     for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):

@@ -17,9 +17,6 @@ from pyhudi.errors import PathEscapeError, SchemaError
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
 
-ARRIVAL_COLUMN = "__pyhudi_arrival"
-"""Temporary column holding each row's arrival position (ties in ordering → later arrival wins)."""
-
 
 def to_arrow_table(data: Any) -> pa.Table:
     """Accept a pyarrow Table/RecordBatch/RecordBatchReader, an iterable of batches, or pandas."""
@@ -154,31 +151,18 @@ def check_partition_values(paths: Iterable[str], partition_fields: Sequence[str]
             )
 
 
-def with_arrival(data: pa.Table) -> pa.Table:
-    return data.append_column(ARRIVAL_COLUMN, pa.array(np.arange(data.num_rows, dtype=np.int64)))
-
-
-def latest_per_key(data: pa.Table, key_column: str, ordering: str | None) -> pa.Table:
-    """Sort by key and keep one row per key: the highest ``ordering`` value, ties → later arrival.
-
-    Without an ordering column the later arrival wins (commit-time semantics within a batch).
-    The result is sorted by key, which is the order every pyhudi data file is written in.
-    """
-    if ARRIVAL_COLUMN not in data.column_names:
-        data = with_arrival(data)
-    sort_keys = [(key_column, "ascending", "at_start")]
+def latest_sorted(rows: pa.Table, ordering: str | None) -> np.ndarray:
+    """Positions of ``rows`` (one file group) that keep the latest row per record key, in key
+    order. Latest = highest ``ordering`` value, ties → later arrival (the sort is stable)."""
+    sort_keys = [(META_FIELDS[2], "ascending", "at_start")]
     if ordering is not None:
         sort_keys.append((ordering, "ascending", "at_start"))  # a null ordering value loses
-    sort_keys.append((ARRIVAL_COLUMN, "ascending", "at_start"))
-    order = pc.sort_indices(data, sort_keys=sort_keys)
-    ordered = data.take(order)
-    keys = ordered.column(key_column)
-    n = ordered.num_rows
-    if n <= 1:
-        return ordered
-    keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-    last = np.ones(n, dtype=bool)
-    last[:-1] = np.asarray(pc.not_equal(keys.slice(0, n - 1), keys.slice(1)))
-    if last.all():
-        return ordered
-    return ordered.filter(pa.array(last))
+    order = np.asarray(pc.sort_indices(rows, sort_keys=sort_keys))
+    n = len(order)
+    if n > 1:
+        keys = rows.column(META_FIELDS[2]).take(order).combine_chunks()
+        keep = np.ones(n, dtype=bool)  # the last row of each key run wins
+        keep[:-1] = np.asarray(pc.not_equal(keys.slice(0, n - 1), keys.slice(1)))
+        if not keep.all():
+            order = order[keep]
+    return order

@@ -47,16 +47,23 @@ WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
 
 
 class Heartbeat:
-    """Touches ``.hoodie/.heartbeat/<instant>`` from a daemon thread while a write runs."""
+    """Touches ``.hoodie/.heartbeat/<instant>`` from a daemon thread while a write runs.
 
-    def __init__(self, storage: Storage, instant: str, interval_ms: int) -> None:
+    Only the LAZY policy reads heartbeats (several writers: a pending instant may be alive), so
+    as in Hudi a writer under another policy (``enabled=False``) keeps none.
+    """
+
+    def __init__(self, storage: Storage, instant: str, interval_ms: int, enabled: bool = True) -> None:
         self.storage = storage
         self.relpath = f"{HEARTBEAT_DIR}/{instant}"
         self.interval_s = max(interval_ms, 10) / 1000.0
+        self.enabled = enabled
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> "Heartbeat":
+        if not self.enabled:
+            return self
         self._beat()
         self._thread = threading.Thread(target=self._run, name=f"pyhudi-heartbeat-{self.relpath}", daemon=True)
         self._thread.start()
@@ -76,6 +83,8 @@ class Heartbeat:
                 pass  # a missed beat is tolerated; enough of them mark the writer failed
 
     def stop(self, delete: bool = True) -> None:
+        if not self.enabled:
+            return
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -150,12 +159,17 @@ def execute_rollback(storage: Storage, timeline: Timeline, rollback: Instant, pl
 
 
 def rollback_failed_writes(
-    storage: Storage, timeline: Timeline, policy: str, interval_ms: int, misses: int, exclude: str | None = None
+    storage: Storage, timeline: Timeline, policy: str, interval_ms: int, misses: int, exclude: str | None = None,
+    reload: bool = True,
 ) -> list[str]:
-    """Roll back pending write instants per ``policy``; returns the rolled-back instant times."""
+    """Roll back pending write instants per ``policy``; returns the rolled-back instant times.
+
+    ``reload=False`` when ``timeline`` was just listed (saves a listing per commit).
+    """
     if policy == "NEVER":
         return []
-    timeline.reload()
+    if reload:
+        timeline.reload()
     done = []
     for instant in timeline.pending():  # rollbacks interrupted after claiming their target
         if instant.action == Action.ROLLBACK and instant.is_inflight:
@@ -167,7 +181,8 @@ def rollback_failed_writes(
                         timeline.delete_pending(target)
                     execute_rollback(storage, timeline, instant, plan)
                     done.append(plan.instant_to_rollback.commit_time)
-    timeline.reload()
+    if done:
+        timeline.reload()
     for instant in timeline.pending():
         if instant.action not in WRITE_ACTIONS or instant.requested_time == exclude:
             continue

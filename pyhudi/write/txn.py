@@ -61,6 +61,9 @@ class WriteTxn:
     operation: str
     schema: pa.Schema
     options: dict[str, str] = field(default_factory=dict)
+    #: the declared families in effect (C3: ``Table.column_families``, read from the timeline,
+    #: which may be one ALTER ahead of ``hoodie.properties`` after a crash); None = the config's
+    declared_families: dict[str, ColumnFamily] | None = None
 
     def __post_init__(self) -> None:
         check_operation(self.operation)
@@ -82,7 +85,7 @@ class WriteTxn:
     @property
     def families(self) -> dict[str, ColumnFamily]:
         """The declared families, or the implicit default family holding every column."""
-        declared = self.config.column_families
+        declared = self.declared_families if self.declared_families is not None else self.config.column_families
         if declared:
             return declared
         family = default_family(self.schema.names, self.config.record_key_fields, self.config.ordering_field)
@@ -110,20 +113,25 @@ class WriteTxn:
         keys = prepare.record_keys(rows, key_fields)
         paths = prepare.partition_paths(rows, partition_fields, config.hive_style_partitioning)
         if config.num_buckets is not None:
-            buckets = pa.array(bucket_ids([rows.column(f) for f in config.bucket_hash_fields], config.num_buckets))
+            hash_fields = tuple(config.bucket_hash_fields)
+            # one key field: its record key is the string the bucket hash is defined on
+            columns = [keys] if hash_fields == tuple(key_fields) and len(key_fields) == 1 else [
+                rows.column(f) for f in hash_fields]
+            buckets = pa.array(bucket_ids(columns, config.num_buckets))
         else:
             buckets = pa.array(np.zeros(rows.num_rows, dtype=np.int64))
-        rows = prepare.with_arrival(rows).append_column(RECORD_KEY, keys)
+        rows = rows.append_column(RECORD_KEY, keys)
         return rows.append_column(PARTITION_COLUMN, paths).append_column(BUCKET_COLUMN, buckets)
 
-    def plan_tasks(self, prepared: pa.Table, write_token: str | None = None) -> list[FileGroupWriteTask]:
+    def plan_tasks(self, prepared: pa.Table, write_token: str | None = None,
+                   timeline: Timeline | None = None) -> list[FileGroupWriteTask]:
         """One task per file group the prepared rows touch.
 
         ``write_token`` names every file of the tasks (one task attempt writing several file
         groups); without it each file group gets ``<index>-1-0`` (a driver-planned write whose
-        tasks are file groups).
+        tasks are file groups). ``timeline``: a listing taken since the instant was begun.
         """
-        timeline = self.timeline()
+        timeline = timeline if timeline is not None else self.timeline()
         view = FileSystemView(self.storage, timeline, len(self.config.partition_fields))
         touched = set(prepared.column(PARTITION_COLUMN).unique().to_pylist()) if prepared.num_rows else set()
         existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}

@@ -1,0 +1,147 @@
+"""Parquet write settings for data files (log data blocks and base files), chosen per column.
+
+Parquet settings are part of the design (DESIGN §6): dictionaries and compression cost write
+time, and pay only on some data. :func:`parquet_options_for` decides per column from a small
+strided sample of the data; :func:`default_parquet_options` is the schema-only fallback.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.schema import META_FIELDS
+
+
+def default_parquet_options(schema: pa.Schema) -> dict[str, Any]:
+    """Parquet settings for data blocks: snappy, dictionary only for string/binary columns.
+
+    Measured here (pyarrow 26, 200k rows x 100 random float64, in-memory, best of 3): pyarrow's
+    defaults (dictionary everywhere + snappy) write in 0.94 s; without dictionaries, snappy 0.19 s
+    (160 MB), none 0.13 s (160 MB), lz4 0.14 s, zstd 0.28 s (150 MB). Dictionary pages on
+    high-cardinality floats cost 5x and save nothing; snappy is Hudi's usual codec, skips
+    incompressible pages cheaply and reads back fastest among the compressing codecs. String
+    meta columns keep dictionaries: the commit time, partition path and file id are constant per
+    block, and on unique keys the dictionary attempt costs nothing measurable (200k keys: 21 ms
+    either way). ``column_encoding={"c": "BYTE_STREAM_SPLIT"}`` shrank random doubles another
+    12% at the same speed but needs a recent Parquet reader, so it is opt-in.
+
+    ``_hoodie_record_key`` and ``_hoodie_commit_seqno`` are unique per row: a dictionary never
+    pays there and slows every read of them (50k keys: 1.2 ms plain vs 1.7 ms dictionary), and
+    the record key is read by every family reader, so they are written plain.
+    """
+    unique = {META_FIELDS[1], META_FIELDS[2]}
+    binary_like = [
+        f.name
+        for f in schema
+        if f.name not in unique
+        and (pa.types.is_string(f.type)
+             or pa.types.is_large_string(f.type)
+             or pa.types.is_binary(f.type)
+             or pa.types.is_large_binary(f.type)
+             or pa.types.is_dictionary(f.type))
+    ]
+    return {"compression": "snappy", "use_dictionary": binary_like}
+
+
+_SAMPLE_ROWS = 512
+_DICTIONARY_MAX_DISTINCT = 0.25
+"""A column gets a dictionary when a sample of it has at most this share of distinct values."""
+_COMPRESS_MIN_SAVING = 0.10
+"""A column is snappy-compressed when snappy saves at least this share of a sample's bytes."""
+
+
+def _dictionary_candidate(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_integer(t) or pa.types.is_floating(t)
+            or pa.types.is_decimal(t) or pa.types.is_temporal(t) or pa.types.is_fixed_size_binary(t))
+
+
+def _sample_bytes(sample: pa.Array) -> bytes | None:
+    """The value bytes of a sample of a flat column (None for nested types)."""
+    buffers = sample.buffers()
+    if len(buffers) == 2 and buffers[1] is not None:  # fixed width
+        width = sample.type.bit_width // 8
+        return buffers[1].to_pybytes()[sample.offset * width:(sample.offset + len(sample)) * width]
+    if len(buffers) == 3 and buffers[2] is not None:  # variable width: the character data
+        return buffers[2].to_pybytes()
+    return None
+
+
+def _distinct_counts(samples: pa.Table) -> dict[str, int]:
+    """Distinct non-null values per sample column; numeric columns of one dtype in one NumPy sort."""
+    counts: dict[str, int] = {}
+    by_dtype: dict[Any, list[tuple[str, np.ndarray]]] = {}
+    for name, column in zip(samples.column_names, samples.columns):
+        chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+        t = chunk.type
+        numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
+        if numeric and chunk.null_count == 0 and len(chunk):
+            values = chunk.to_numpy(zero_copy_only=False)
+            by_dtype.setdefault(values.dtype, []).append((name, values))
+        else:
+            counts[name] = len(pc.unique(chunk.drop_null()))
+    for columns in by_dtype.values():
+        matrix = np.sort(np.stack([values for _, values in columns]), axis=1)
+        distinct = 1 + np.count_nonzero(matrix[:, 1:] != matrix[:, :-1], axis=1)
+        counts.update((name, int(d)) for (name, _), d in zip(columns, distinct))
+    return counts
+
+
+def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] | None = None) -> dict[str, Any]:
+    """Parquet settings chosen per column from a strided sample of the data itself.
+
+    ``fixed`` maps columns whose nature is known (constant or unique meta columns) to
+    ``(use dictionary, codec)``; they are not sampled and are always part of the result, so
+    options computed once for a family (on its input rows) apply to every file written for it.
+
+    - dictionary encoding only where it pays: columns whose sample has few distinct values
+      (constant meta columns, categories, repeated numbers) — never unique keys or random doubles,
+      where building a dictionary that Parquet abandons costs up to 5x the write time;
+    - snappy (Hudi's usual codec) only where it pays: on columns whose sample snappy shrinks by
+      at least 10%; incompressible columns (random doubles) are stored uncompressed, which
+      writes ~35% faster and reads faster at the same size.
+
+    Only standard encodings (PLAIN, RLE_DICTIONARY) and per-column codecs, which every Parquet
+    reader (Java Hudi, hudi-rs) handles. Measured on 50k rows x (5 meta + id + 20 random doubles):
+    pyarrow defaults 20 ms, this 12.9 ms, same bytes.
+    """
+    n = table.num_rows
+    fixed = dict(fixed or {})
+    if n == 0 and not fixed:
+        return default_parquet_options(table.schema)
+    step = max(1, n // _SAMPLE_ROWS)
+    sampled = [f.name for f in table.schema if _dictionary_candidate(f.type) and f.name not in fixed]
+    samples = table.select(sampled).take(pa.array(np.arange(0, n, step, dtype=np.int64))).combine_chunks()
+    dictionary = [name for name, (use, _) in fixed.items() if use]
+    compression = {name: codec for name, (_, codec) in fixed.items()}
+    distinct = _distinct_counts(samples)
+    for field in table.schema:
+        name = field.name
+        if name in fixed:
+            continue
+        compression[name] = "snappy"
+        if pa.types.is_dictionary(field.type):
+            dictionary.append(name)
+            continue
+        if not _dictionary_candidate(field.type):
+            continue
+        sample = samples.column(name).chunk(0)
+        valid = len(sample) - sample.null_count
+        if valid == 0 or distinct[name] <= valid * _DICTIONARY_MAX_DISTINCT:
+            dictionary.append(name)
+            continue
+        raw = _sample_bytes(sample)
+        if raw and len(pa.compress(raw, codec="snappy", asbytes=True)) > len(raw) * (1 - _COMPRESS_MIN_SAVING):
+            compression[name] = "none"
+    return {"compression": compression, "use_dictionary": dictionary}
+
+
+def parquet_options_cover(options: Mapping[str, Any], schema: pa.Schema) -> bool:
+    """Whether ``options`` name the codec and dictionary use of every column of ``schema``."""
+    compression = options.get("compression")
+    return (isinstance(compression, Mapping) and "use_dictionary" in options
+            and all(name in compression for name in schema.names))

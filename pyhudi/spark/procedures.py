@@ -1,0 +1,106 @@
+"""``CALL <procedure>(args)``: table procedures, looked up by name in a registry.
+
+Hudi exposes table services to SQL as procedures (``CALL run_compaction(table => 't')``). pyhudi
+keeps a registry, :data:`PROCEDURES`, mapping a procedure name to a function; later table services
+(compaction, clustering, clean) register theirs with :func:`register_procedure`. A procedure
+receives the :class:`~pyhudi.spark.sql.SqlSession` and its arguments — positional ones in order,
+named ones (``name => value``) by name, as Python values — and returns a pyarrow Table, which the
+front end turns into the statement's DataFrame (None: no rows).
+
+Built in: ``show_timeline(table [, limit])`` — the instants of a pyhudi table, newest first.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+
+from pyhudi.spark.sql import DIALECT, SqlError, SqlSession, literal_value, parse_statement
+
+Procedure = Callable[..., "pa.Table | None"]
+PROCEDURES: dict[str, Procedure] = {}
+_NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\(")
+
+
+def register_procedure(name: str, function: Procedure) -> None:
+    """Make ``CALL <name>(...)`` run ``function(session, *args, **kwargs)`` (names are case-insensitive)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise SqlError(f"invalid procedure name {name!r}")
+    PROCEDURES[name.lower()] = function
+
+
+def call(session: SqlSession, text: str) -> Any:
+    """Run ``CALL`` text (what follows the keyword): ``name(arg, ..., key => value, ...)``."""
+    match = _NAME.match(text)
+    if match is None or not text.rstrip().endswith(")"):
+        raise SqlError(f"CALL {text.strip()!r}: expected CALL <procedure>(<arguments>)")
+    name = match.group(1).lower().rsplit(".", 1)[-1]  # system.show_timeline / pyhudi.show_timeline
+    function = PROCEDURES.get(name)
+    if function is None:
+        known = ", ".join(sorted(PROCEDURES)) or "none"
+        raise SqlError(f"unknown procedure {match.group(1)!r} (registered procedures: {known})")
+    args, kwargs = _arguments(text[match.end() - 1:].strip(), name)
+    try:
+        result = function(session, *args, **kwargs)
+    except TypeError as exc:
+        raise SqlError(f"CALL {name}: {exc}") from None
+    table = result if result is not None else pa.table({})
+    return session.backend.result(table)
+
+
+def _arguments(parenthesised: str, name: str) -> tuple[list[Any], dict[str, Any]]:
+    tree = parse_statement(f"SELECT __pyhudi_call{parenthesised}")
+    node = tree.expressions[0] if isinstance(tree, exp.Select) and tree.expressions else None
+    if not isinstance(node, exp.Anonymous):
+        raise SqlError(f"CALL {name}: cannot parse the arguments {parenthesised!r}")
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for arg in node.expressions:
+        if isinstance(arg, (exp.Kwarg, exp.PropertyEQ)):
+            key = arg.this.name.lower()
+            if key in kwargs:
+                raise SqlError(f"CALL {name}: argument {key!r} is given twice")
+            kwargs[key] = literal_value(arg.expression, f"argument {key!r} of {name}")
+        else:
+            if kwargs:
+                raise SqlError(f"CALL {name}: positional arguments must come before named ones")
+            args.append(literal_value(arg, f"argument {len(args) + 1} of {name}"))
+    return args, kwargs
+
+
+def table_argument(session: SqlSession, table: str) -> Any:
+    """The pyhudi Table a procedure's ``table`` argument names (a catalog name or a path)."""
+    import pyhudi
+
+    if not isinstance(table, str) or not table:
+        raise SqlError("procedure argument 'table' must be a table name or path")
+    if "/" in table or ":" in table:
+        return pyhudi.open_table(table)
+    ref = session.catalog.resolve(exp.to_table(table, dialect=DIALECT))
+    if ref.path is None:
+        raise SqlError(f"{table!r} is not a pyhudi table (create it with CREATE TABLE ... USING pyhudi)")
+    return pyhudi.open_table(ref.path)
+
+
+def show_timeline(session: SqlSession, table: str, limit: int | None = None) -> pa.Table:
+    """The table's instants, newest requested first: time, action, state, completion time."""
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise SqlError(f"show_timeline: limit must be a non-negative integer, got {limit!r}")
+    instants = list(reversed(table_argument(session, table).timeline))
+    if limit is not None:
+        instants = instants[:limit]
+    return pa.table({
+        "instant_time": pa.array([i.requested_time for i in instants], pa.string()),
+        "action": pa.array([str(i.action) for i in instants], pa.string()),
+        "state": pa.array([i.state.value for i in instants], pa.string()),
+        "completion_time": pa.array([i.completion_time for i in instants], pa.string()),
+    })
+
+
+register_procedure("show_timeline", show_timeline)
+
+__all__ = ["PROCEDURES", "call", "register_procedure", "show_timeline", "table_argument"]

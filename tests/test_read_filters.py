@@ -1,0 +1,166 @@
+"""Filters: exact after the merge; partition pruning and statistics skipping drop only what cannot match."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import pyhudi
+import pyhudi.write.handle as handle
+import pyhudi.write.plan as write_plan
+from pyhudi.logformat import parquet_options_for
+from pyhudi.read.filters import Filter
+from pyhudi.read.plan import plan_scan
+from pyhudi.read.pruning import excluded_key_ranges, partition_may_match, partition_values, stats_may_match
+
+SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False), ("a", pa.float64()), ("b", pa.string()),
+                    ("ts", pa.int64()), ("c", pa.int64()), ("d", pa.string())])
+FAMILIES = {"f1": "a,b;ts", "f2": "c", "f3": "d"}
+
+
+def ids(t: pa.Table) -> list[str]:
+    return sorted(t.column("id").to_pylist())
+
+
+def run_plan(plan) -> tuple[pa.Table, dict]:
+    """Run every task of a plan; also sum their metrics."""
+    parts, metrics = [], {}
+    for task in plan.tasks:
+        parts.append(task.run())
+        for k, v in task.metrics.items():
+            metrics[k] = metrics.get(k, 0) + v
+    return (pa.concat_tables(parts) if parts else plan.schema.empty_table()), metrics
+
+
+@pytest.fixture
+def small_row_groups(monkeypatch):
+    """pyhudi writes one row group per file at test sizes; two-row groups exercise skipping."""
+    def options(table, fixed=None):
+        return {**parquet_options_for(table, fixed), "row_group_size": 2}
+    monkeypatch.setattr(handle, "parquet_options_for", options)
+    monkeypatch.setattr(write_plan, "parquet_options_for", options)
+
+
+@pytest.fixture
+def fam(tmp_path):
+    return pyhudi.create_table(str(tmp_path / "f"), SCHEMA, "id", num_buckets=2, column_families=FAMILIES)
+
+
+ROWS = pa.table({"id": [f"k{i:02d}" for i in range(12)], "a": [float(i) for i in range(12)],
+                 "b": [f"b{i}" for i in range(12)], "ts": [1] * 12, "c": list(range(0, 120, 10)),
+                 "d": [f"dd{i}" if i % 3 else None for i in range(12)]})
+
+
+def test_filter_on_updated_column_returns_the_new_version_only(fam):
+    fam.bulk_insert(ROWS)
+    fam.upsert(pa.table({"id": ["k01", "k02"], "c": [5000, 20]}))  # k01 updated; k02 rewritten unchanged
+    assert ids(fam.read(filters=[("c", ">", 1000)])) == ["k01"]
+    assert ids(fam.read(filters=[("c", "=", 10)])) == []  # k01's old value is not resurrected
+    assert ids(fam.read(filters=[("c", "in", [10, 20, 30])])) == ["k02", "k03"]
+    assert fam.read(columns=["id", "c"], filters=[("c", ">=", 5000)]).to_pylist() == [{"id": "k01", "c": 5000}]
+
+
+def test_statistics_skip_file_groups_whose_final_values_cannot_match(fam):
+    fam.bulk_insert(ROWS)
+    table, metrics = run_plan(plan_scan(fam, filters=[("c", ">", 1000)]))
+    assert table.num_rows == 0 and metrics["skipped_by_statistics"] == 2  # base-only: both groups skipped
+    fam.upsert(pa.table({"id": ["k04"], "c": [4000]}))
+    table, metrics = run_plan(plan_scan(fam, filters=[("c", ">", 1000)]))
+    assert ids(table) == ["k04"]
+    assert metrics.get("skipped_by_statistics", 0) == 1  # the group with f2 logs is read, the other skipped
+
+
+def test_is_null_filters_are_not_pruned_by_statistics(fam):
+    fam.bulk_insert(ROWS.select(["id", "a", "b", "ts", "c"]))  # f3 never written: d is null everywhere
+    assert ids(fam.read(filters=[("d", "is null")])) == ids(ROWS)
+    assert fam.read(filters=[("d", "is not null")]).num_rows == 0
+    table, metrics = run_plan(plan_scan(fam, filters=[("d", "=", "x")]))
+    assert table.num_rows == 0 and metrics["skipped_by_statistics"] == 2
+
+
+def test_string_operators_and_null_semantics(fam):
+    fam.upsert(ROWS)
+    assert ids(fam.read(filters=[("d", "starts_with", "dd1")])) == ["k01", "k10", "k11"]
+    assert ids(fam.read(filters=[("d", "ends_with", "1")])) == ["k01", "k11"]
+    assert ids(fam.read(filters=[("b", "contains", "1")])) == ["k01", "k10", "k11"]
+    # nulls never satisfy != or not in
+    assert ids(fam.read(filters=[("d", "!=", "dd1")])) == ["k02", "k04", "k05", "k07", "k08", "k10", "k11"]
+    assert ids(fam.read(filters=[("d", "not in", ["dd1", "dd2"])])) == ["k04", "k05", "k07", "k08", "k10", "k11"]
+    assert ids(fam.read(filters=[("c", ">=", 30), ("c", "<", 60), ("a", "!=", 4.0)])) == ["k03", "k05"]
+
+
+def test_key_filter_skips_row_groups_in_every_input(fam, small_row_groups):
+    fam.bulk_insert(ROWS)
+    fam.upsert(pa.table({"id": ["k03", "k07"], "c": [33, 77]}))
+    table, metrics = run_plan(plan_scan(fam, filters=[("id", "=", "k07")]))
+    assert table.to_pylist() == [{"id": "k07", "a": 7.0, "b": "b7", "ts": 1, "c": 77, "d": "dd7"}]
+    assert metrics["row_groups_skipped"] >= metrics["row_groups"] - 4
+    table, metrics = run_plan(plan_scan(fam, filters=[("id", ">=", "k03"), ("id", "<", "k05")]))
+    assert table.sort_by("id").column("c").to_pylist() == [33, 40]
+    fam.delete(pa.table({"id": ["k07"]}))
+    assert fam.read(filters=[("id", "=", "k07")]).num_rows == 0
+
+
+def test_value_filter_on_final_base_skips_key_ranges_of_all_families(fam, small_row_groups):
+    fam.bulk_insert(ROWS)
+    full, _ = run_plan(plan_scan(fam, filters=[("c", "<", 20)]))
+    assert ids(full) == ["k00", "k01"]
+    _, baseline = run_plan(plan_scan(fam))
+    _, metrics = run_plan(plan_scan(fam, filters=[("c", "<", 20)]))
+    assert metrics["row_groups_skipped"] > 0 and baseline["row_groups_skipped"] == 0
+    # once f2 has a log, its base values are not final: nothing is skipped, the update is seen
+    fam.upsert(pa.table({"id": ["k09"], "c": [1]}))
+    table, metrics = run_plan(plan_scan(fam, filters=[("c", "<", 20)]))
+    assert ids(table) == ["k00", "k01", "k09"]
+
+
+def test_partition_pruning(tmp_path):
+    schema = pa.schema([pa.field("id", pa.string(), nullable=False), ("region", pa.string()), ("year", pa.int64()),
+                        ("v", pa.int64())])
+    for hive in (True, False):
+        t = pyhudi.create_table(str(tmp_path / f"p{hive}"), schema, "id", partition_fields=["region", "year"],
+                                num_buckets=1, options={"hoodie.datasource.write.hive_style_partitioning": hive})
+        t.upsert(pa.table({"id": ["a", "b", "c", "d"], "region": ["eu", "eu", "us", None],
+                           "year": [2023, 2024, 2024, 2024], "v": [1, 2, 3, 4]}))
+        plan = plan_scan(t, filters=[("region", "=", "eu")])
+        assert len(plan.tasks) == 3  # eu/2023, eu/2024 and the null-region partition (never pruned)
+        assert ids(plan.to_table()) == ["a", "b"]
+        plan = plan_scan(t, filters=[("year", ">=", 2024), ("region", "in", ["us", "eu"])])
+        assert len(plan.tasks) == 3 and ids(plan.to_table()) == ["b", "c"]
+        assert ids(t.read(filters=[("region", "is null")])) == ["d"]
+        assert ids(t.read(filters=[("region", "!=", "eu")])) == ["c"]
+
+
+def test_partition_values_from_paths():
+    assert partition_values("region=eu/year=2024", ["region", "year"], True) == {"region": "eu", "year": "2024"}
+    assert partition_values("eu/2024", ["region", "year"], False) == {"region": "eu", "year": "2024"}
+    assert partition_values("region=eu", ["region"], False) is None  # ambiguous: never prune
+    assert partition_values("__HIVE_DEFAULT_PARTITION__", ["region"], False) is None
+    assert partition_values("eu", ["region"], True) is None
+    schema = pa.schema([("year", pa.int64())])
+    assert not partition_may_match("2023", ["year"], False, [Filter("year", ">", 2023)], schema)
+    assert partition_may_match("2024", ["year"], False, [Filter("year", ">", 2023)], schema)
+    assert partition_may_match("x", ["year"], False, [Filter("year", ">", 2023)], schema)  # not an int: keep
+
+
+def test_statistics_verdicts(tmp_path):
+    pq.write_table(pa.table({"x": [1, 5, None], "s": ["apple", "banana", "cherry"], "f": [1.0, float("nan"), 2.0]}),
+                   tmp_path / "s.parquet")
+    meta = pq.ParquetFile(tmp_path / "s.parquet").metadata.row_group(0)
+    x, s, f = (meta.column(i).statistics for i in range(3))
+    i64, text, f64 = pa.int64(), pa.string(), pa.float64()
+    assert stats_may_match(x, 3, Filter("x", "=", 5), i64) and not stats_may_match(x, 3, Filter("x", "=", 6), i64)
+    assert not stats_may_match(x, 3, Filter("x", ">", 5), i64) and stats_may_match(x, 3, Filter("x", ">=", 5), i64)
+    assert not stats_may_match(x, 3, Filter("x", "<", 1), i64) and stats_may_match(x, 3, Filter("x", "in", [0, 3]), i64)
+    assert stats_may_match(x, 3, Filter("x", "is null"), i64)
+    assert stats_may_match(s, 3, Filter("s", "starts_with", "ban"), text)
+    assert not stats_may_match(s, 3, Filter("s", "starts_with", "d"), text)
+    assert stats_may_match(s, 3, Filter("s", "contains", "zzz"), text)  # cannot be judged: kept
+    assert stats_may_match(f, 3, Filter("f", "!=", 1.0), f64)  # NaN != 1.0 holds: never prune
+    pq.write_table(pa.table({"k": ["a", "b", "c", "d"], "v": [1, 1, 9, 9]}), tmp_path / "r.parquet", row_group_size=2)
+    meta = pq.ParquetFile(tmp_path / "r.parquet").metadata
+    schema = pa.schema([("k", pa.string()), ("v", pa.int64())])
+    assert excluded_key_ranges(meta, [Filter("v", ">", 5)], schema, "k") == [("a", "b")]
+    assert excluded_key_ranges(meta, [Filter("v", ">", 10)], schema, "k") is None
+    assert excluded_key_ranges(meta, [Filter("v", "is null")], schema, "k") == []
