@@ -83,7 +83,7 @@ class StandaloneCluster:
             return -1
         return int(state.get("aliveworkers", 0))
 
-    def start(self, timeout: float = 90) -> "StandaloneCluster":
+    def start(self, timeout: float = 90) -> StandaloneCluster:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                     "--port", str(self.port), "--webui-port", str(self.ui_port))
@@ -123,7 +123,7 @@ class StandaloneCluster:
                 process.wait(timeout=10)
         self.processes.clear()
 
-    def __enter__(self) -> "StandaloneCluster":
+    def __enter__(self) -> StandaloneCluster:  # noqa: PYI034
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -65,6 +65,16 @@ class HudiDataSource(DataSource):
         return begin(self._path(options), schema, options, overwrite)
 
 
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
 def register(spark: SparkSession) -> None:
-    """Register the ``pyhudi`` data source with ``spark`` (idempotent)."""
+    """Register the ``pyhudi`` data source with ``spark`` (idempotent).
+
+    Also turns on ``spark.sql.python.filterPushdown.enabled`` for the session: Spark refuses to
+    plan a Python reader that implements ``pushFilters`` while it is off, and pushed filters are
+    what prune partitions and skip files.
+    """
+    if spark.conf.get(PUSHDOWN_CONF, "false").lower() != "true":
+        spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(HudiDataSource)

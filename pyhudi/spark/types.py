@@ -7,7 +7,7 @@ converted to Arrow *exactly* (field names, types, nullability; timestamps as
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 from pyspark.errors import PySparkTypeError

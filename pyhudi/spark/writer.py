@@ -24,8 +24,9 @@ group's base file.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -179,7 +180,7 @@ def check_columns(table: Any, schema: pa.Schema, operation: str) -> None:
 
 
 # --------------------------------------------------------------------------- the data source writer
-def begin(path: str, schema: StructType, options: Mapping[str, str], overwrite: bool) -> "HudiDataSourceWriter":
+def begin(path: str, schema: StructType, options: Mapping[str, str], overwrite: bool) -> HudiDataSourceWriter:
     """Driver side of ``df.write.format("pyhudi")``: table, checks, begun instant."""
     from pyhudi.write.client import WriteClient
 
