@@ -83,7 +83,7 @@ class StandaloneCluster:
             return -1
         return int(state.get("aliveworkers", 0))
 
-    def start(self, timeout: float = 90) -> "StandaloneCluster":
+    def start(self, timeout: float = 90) -> StandaloneCluster:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                     "--port", str(self.port), "--webui-port", str(self.ui_port))
@@ -123,7 +123,7 @@ class StandaloneCluster:
                 process.wait(timeout=10)
         self.processes.clear()
 
-    def __enter__(self) -> "StandaloneCluster":
+    def __enter__(self) -> StandaloneCluster:  # noqa: PYI034
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -135,6 +135,11 @@ def run_job(master: str, workdir: str) -> dict:
     """Write, partially write and read a family table through the cluster; return what was read."""
     import pyarrow as pa
     from pyspark.sql import SparkSession
+
+    started = time.time()
+
+    def mark(what: str) -> None:  # phase timings on stderr (shown when the test fails)
+        print(f"[{time.time() - started:6.2f}s] {what}", file=sys.stderr, flush=True)
 
     import pyhudi
     import pyhudi.spark
@@ -159,23 +164,30 @@ def run_job(master: str, workdir: str) -> dict:
             if time.time() > deadline:
                 raise RuntimeError("the two executors never registered")
             time.sleep(0.2)
+        mark("session and executors ready")
         path = str(Path(workdir) / "table")
         options = {"hoodie.table.name": "cluster", "hoodie.datasource.write.recordkey.field": "id",
                    "hoodie.datasource.write.partitionpath.field": "p", "hoodie.index.type": "BUCKET",
                    "hoodie.bucket.index.num.buckets": "4", "hoodie.colFamily.fA": "a,b;ts",
                    "hoodie.colFamily.fC": "c"}
-        rows = [(i, i * 1.5, f"b{i}", 1, i * 10, "x" if i % 2 else "y") for i in range(40)]
-        df = spark.createDataFrame(rows, "id bigint NOT NULL, a double, b string, ts bigint, c bigint, p string")
+        # JVM-side sources: only the pyhudi tasks need Python workers on the executors
+        df = spark.range(40).selectExpr(
+            "id", "CAST(id AS DOUBLE) * 1.5 AS a", "concat('b', id) AS b", "CAST(1 AS BIGINT) AS ts", "id * 10 AS c",
+            "CASE WHEN id % 2 = 1 THEN 'x' ELSE 'y' END AS p")
         first = pyhudi.spark.write(df, path, operation="upsert", **options)
-        partial = spark.createDataFrame([(i, -i, "x" if i % 2 else "y") for i in range(0, 40, 5)] + [(100, 7, "y")],
-                                        "id bigint NOT NULL, c bigint, p string")
+        mark("first write")
+        partial = spark.range(0, 40, 5).selectExpr("id", "-id AS c", "CASE WHEN id % 2 = 1 THEN 'x' ELSE 'y' END AS p") \
+            .unionByName(spark.range(100, 101).selectExpr("id", "CAST(7 AS BIGINT) AS c", "'y' AS p"))
         second = pyhudi.spark.write(partial, path, operation="upsert")
+        mark("partial write")
         read = spark.read.format("pyhudi").load(path)
         got = sorted([r.asDict() for r in read.collect()], key=lambda r: r["id"])
         filtered = sorted(r["id"] for r in spark.read.format("pyhudi").load(path).filter("c < 0").collect())
+        mark("reads")
         engine = pyhudi.open_table(path)
         third = engine.upsert(pa.table({"id": pa.array([1, 2], pa.int64()), "b": ["E1", "E2"],
                                         "p": ["x", "y"]}), engine="spark")
+        mark("engine write")
         executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1  # minus the driver
         return {"instants": [first, second, third], "rows": got, "filtered": filtered,
                 "after_engine": sorted(engine.read(columns=["id", "b"]).to_pylist(), key=lambda r: r["id"])[:3],

@@ -18,7 +18,7 @@ from pyhudi.engine.spark import SparkEngine, _run_indexed, _TaskFailure
 from pyhudi.errors import ConfigError, SchemaError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from spark_helpers import commit_stats, data_files  # noqa: E402
+from spark_helpers import commit_stats, data_files
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), False),

@@ -35,11 +35,11 @@ from pyhudi.spark.filters import claim, to_condition
 from pyhudi.spark.reader import ReadSettings
 from pyhudi.spark.types import cast_batch
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), False),
-    ("a", pa.float64()), ("b", pa.string()), ("ts", pa.int64()),
-    ("c", pa.int64()), ("at", pa.timestamp("us", tz="UTC")),
+    ("a", pa.float64()), pa.field("b", pa.string(), False), ("ts", pa.int64()),  # b: NOT NULL, yet
+    ("c", pa.int64()), ("at", pa.timestamp("us", tz="UTC")),                       # null for id 20
     ("p", pa.string()),
 ])
 FAMILIES = {"fa": "a,b;ts", "fc": "c,at"}
@@ -276,3 +276,13 @@ def test_read_options_are_validated():
                                    "hoodie.datasource.read.begin.instanttime": "20240102030405000"})
     with pytest.raises(SchemaError, match="unsupported filter operator 'like'"):
         to_condition([("b", "like", "x")])
+
+
+def test_register_enables_python_filter_pushdown(spark):
+    # Spark refuses to plan a reader implementing pushFilters while the setting is off
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+    try:
+        pyhudi.spark.register(spark)
+        assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")

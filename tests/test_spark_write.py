@@ -19,7 +19,7 @@ from pyhudi.spark import options as opt
 from pyhudi.spark.writer import _table_settings, check_columns
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from spark_helpers import commit_stats, data_files, leftovers, timeline_states  # noqa: E402
+from spark_helpers import commit_stats, data_files, leftovers, timeline_states
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), False),
@@ -49,9 +49,12 @@ def rows_of(ids, tag: int, part=None) -> pa.Table:
     }, schema=SCHEMA)
 
 
+SPARK_TYPES = {"id": "bigint", "a": "double", "b": "string", "ts": "bigint", "c": "bigint", "p": "string"}
+
+
 def df_of(spark, table: pa.Table, ddl: str | None = None):
-    schema = ddl or ", ".join(f"{f.name} {dict(id='bigint', a='double', b='string', ts='bigint', c='bigint', p='string')[f.name]}"
-                              + (" NOT NULL" if f.name == "id" else "") for f in table.schema)
+    schema = ddl or ", ".join(f"{f.name} {SPARK_TYPES[f.name]}" + (" NOT NULL" if f.name == "id" else "")
+                              for f in table.schema)
     return spark.createDataFrame(table.to_pylist(), schema)
 
 

@@ -15,7 +15,8 @@ A lost executor (no exception in Python) is still retried by Spark (``spark.task
 from __future__ import annotations
 
 import pickle
-from typing import Any, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -42,7 +43,7 @@ def _picklable(error: Exception) -> Exception:
         return HudiError(f"task failed with {type(error).__name__}: {error}")
 
 
-def _run_indexed(item: tuple[int, Task[R]]) -> "R | _TaskFailure":
+def _run_indexed(item: tuple[int, Task[R]]) -> R | _TaskFailure:
     """Executor side: run one task (module level: pickled by reference, captures nothing)."""
     index, task = item
     try:
@@ -51,7 +52,7 @@ def _run_indexed(item: tuple[int, Task[R]]) -> "R | _TaskFailure":
         return _TaskFailure(index, _picklable(exc))
 
 
-def _spark_context(spark: "SparkSession | SparkContext | None") -> SparkContext:
+def _spark_context(spark: SparkSession | SparkContext | None) -> SparkContext:
     if isinstance(spark, SparkContext):
         return spark
     if isinstance(spark, SparkSession):
@@ -79,7 +80,7 @@ class SparkEngine:
 
     name = "spark"
 
-    def __init__(self, spark: "SparkSession | SparkContext | None" = None, job_description: str = "pyhudi") -> None:
+    def __init__(self, spark: SparkSession | SparkContext | None = None, job_description: str = "pyhudi") -> None:
         self.context = _spark_context(spark)
         self.job_description = job_description
 

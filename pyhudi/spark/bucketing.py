@@ -14,7 +14,7 @@ Two facts make this exact rather than approximate:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from pyspark.sql import Column, DataFrame

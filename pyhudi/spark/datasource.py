@@ -41,7 +41,7 @@ class HudiDataSource(DataSource):
         options = self._options()
         settings = ReadSettings.from_options(options)
         table = pyhudi.open_table(self._path(options))
-        schema = spark_schema(table_schema_at(table, settings.schema_instant))
+        schema = spark_schema(table_schema_at(table, settings.schema_instant), table.record_key_fields)
         if settings.columns is not None:
             schema = select(schema, settings.columns)
         return schema
@@ -54,7 +54,7 @@ class HudiDataSource(DataSource):
         settings = ReadSettings.from_options(options)
         path = self._path(options)
         table = pyhudi.open_table(path)
-        full = spark_schema(table_schema_at(table, settings.schema_instant))
+        full = spark_schema(table_schema_at(table, settings.schema_instant), table.record_key_fields)
         columns = project(full, schema)
         return HudiDataSourceReader(path, settings, columns, arrow_schema(schema))
 
@@ -65,6 +65,16 @@ class HudiDataSource(DataSource):
         return begin(self._path(options), schema, options, overwrite)
 
 
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
 def register(spark: SparkSession) -> None:
-    """Register the ``pyhudi`` data source with ``spark`` (idempotent)."""
+    """Register the ``pyhudi`` data source with ``spark`` (idempotent).
+
+    Also turns on ``spark.sql.python.filterPushdown.enabled`` for the session: Spark refuses to
+    plan a Python reader that implements ``pushFilters`` while it is off, and pushed filters are
+    what prune partitions and skip files.
+    """
+    if spark.conf.get(PUSHDOWN_CONF, "false").lower() != "true":
+        spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(HudiDataSource)

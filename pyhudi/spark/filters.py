@@ -16,7 +16,8 @@ re-evaluated by Spark, so only filters whose kernel translation has SQL's meanin
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F

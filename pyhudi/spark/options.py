@@ -12,10 +12,10 @@ or to the write client.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyhudi.config.keys import ConfigKey
-from pyhudi.errors import ConfigError
 
 PATH = "path"
 
@@ -100,7 +100,7 @@ def lowered(options: Mapping[str, Any]) -> dict[str, str]:
             continue
         k = str(key)
         lower = k.lower()
-        if lower.startswith("hoodie.colfamily.") or lower.startswith("hoodie.columnfamily."):
+        if lower.startswith(("hoodie.colfamily.", "hoodie.columnfamily.")):
             prefix = "hoodie.colFamily." if lower.startswith("hoodie.colfamily.") else "hoodie.columnFamily."
             k = prefix + k.split(".", 2)[2]
         else:

@@ -18,19 +18,19 @@ own relation), or disable ``spark.sql.python.filterPushdown.enabled`` for such q
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
 from pyhudi.errors import ConfigError
+from pyhudi.read.plan import normalize_time, plan_scan
 from pyhudi.spark import options as opt
 from pyhudi.spark.filters import claim, to_condition
 from pyhudi.spark.types import cast_batch
-
-from pyhudi.read.plan import normalize_time, plan_scan
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class ReadSettings:
     columns: tuple[str, ...] | None = None
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> "ReadSettings":
+    def from_options(cls, options: Mapping[str, str]) -> ReadSettings:
         query_type = opt.QUERY_TYPE.get(options)
         as_of = opt.AS_OF_INSTANT.get(options)
         begin = opt.BEGIN_INSTANT.get(options)

@@ -7,7 +7,7 @@ converted to Arrow *exactly* (field names, types, nullability; timestamps as
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 from pyspark.errors import PySparkTypeError
@@ -17,8 +17,15 @@ from pyspark.sql.types import StructField, StructType
 from pyhudi.errors import SchemaError
 
 
-def spark_schema(schema: pa.Schema) -> StructType:
-    """The Spark schema of a table schema (timestamps with a zone → TIMESTAMP, without → TIMESTAMP_NTZ)."""
+def spark_schema(schema: pa.Schema, non_null: Sequence[str] | None = None) -> StructType:
+    """The Spark schema of a table schema (timestamps with a zone → TIMESTAMP, without → TIMESTAMP_NTZ).
+
+    With ``non_null`` (the record key fields), only those columns may stay NOT NULL: a row that
+    lives in some column families only reads null for the other families' columns, whatever
+    they were declared as, and Spark trusts a NOT NULL declaration blindly.
+    """
+    if non_null is not None:
+        schema = pa.schema([f.with_nullable(f.nullable or f.name not in non_null) for f in schema])
     try:
         return from_arrow_schema(schema, prefer_timestamp_ntz=True)
     except (PySparkTypeError, TypeError) as exc:

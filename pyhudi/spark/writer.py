@@ -24,8 +24,9 @@ group's base file.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -149,8 +150,12 @@ def open_or_create(path: str, schema: pa.Schema, options: Mapping[str, str], ove
     try:
         table = pyhudi.open_table(path)
     except TableNotFoundError:
+        settings = _table_settings(options)
+        # Spark declares computed columns NOT NULL freely; only record keys are never null in a
+        # table (partial writes and families leave other columns null for some rows).
+        schema = pa.schema([f.with_nullable(f.nullable or f.name not in settings["record_key"]) for f in schema])
         try:
-            return pyhudi.create_table(path, schema, **_table_settings(options))
+            return pyhudi.create_table(path, schema, **settings)
         except TableExistsError:  # created concurrently: use it
             table = pyhudi.open_table(path)
     _check_matches_table(table, options)
@@ -175,7 +180,7 @@ def check_columns(table: Any, schema: pa.Schema, operation: str) -> None:
 
 
 # --------------------------------------------------------------------------- the data source writer
-def begin(path: str, schema: StructType, options: Mapping[str, str], overwrite: bool) -> "HudiDataSourceWriter":
+def begin(path: str, schema: StructType, options: Mapping[str, str], overwrite: bool) -> HudiDataSourceWriter:
     """Driver side of ``df.write.format("pyhudi")``: table, checks, begun instant."""
     from pyhudi.write.client import WriteClient
 
@@ -188,9 +193,13 @@ def begin(path: str, schema: StructType, options: Mapping[str, str], overwrite: 
     txn = client.begin(operation)
     # This Python worker may be reused or killed at any time after planning: its heartbeat thread
     # stops here (the file stays fresh); the tasks beat while they write; commit/abort remove it.
-    opened = client._open.pop(txn.instant, None)  # C2 has no public "detach" of the driver heartbeat
-    if opened is not None:
-        opened.heartbeat.stop(delete=False)
+    detach = getattr(client, "detach", None)  # WriteClient.detach (write branch); until it is merged:
+    if detach is not None:
+        detach(txn)
+    else:
+        opened = client._open.pop(txn.instant, None)
+        if opened is not None:
+            opened.heartbeat.stop(delete=False)
     grouped = options.get(GROUPED, "false") == "true"
     task_txn = txn
     if operation == "bulk_insert" and not grouped and table.num_buckets is not None:
