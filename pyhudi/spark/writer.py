@@ -193,13 +193,7 @@ def begin(path: str, schema: StructType, options: Mapping[str, str], overwrite: 
     txn = client.begin(operation)
     # This Python worker may be reused or killed at any time after planning: its heartbeat thread
     # stops here (the file stays fresh); the tasks beat while they write; commit/abort remove it.
-    detach = getattr(client, "detach", None)  # WriteClient.detach (write branch); until it is merged:
-    if detach is not None:
-        detach(txn)
-    else:
-        opened = client._open.pop(txn.instant, None)
-        if opened is not None:
-            opened.heartbeat.stop(delete=False)
+    client.detach(txn)
     grouped = options.get(GROUPED, "false") == "true"
     task_txn = txn
     if operation == "bulk_insert" and not grouped and table.num_buckets is not None:
