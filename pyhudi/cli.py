@@ -11,7 +11,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import pyarrow as pa
 from rich.console import Console
@@ -151,13 +151,10 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
     table.delete(pa.table({"user_id": ["dave"]}))
     console.print("[bold]3.[/bold] delete of dave → a delete block in every family of his file group")
     _print_timeline(console, table)
-    result = table.read().sort_by("user_id")
-    view = RichTable(title="snapshot read: families joined on the record key")
-    for name in result.column_names:
-        view.add_column(name)
-    for row in result.to_pylist():
-        view.add_row(*("" if v is None else str(v) for v in row.values()))
-    console.print(view)
+    _print_rows(console, "snapshot read: families joined on the record key",
+                table.read().sort_by("user_id").to_pylist())
+    if args.spark:
+        demo_spark(console, table.path)
     files = RichTable(title="file groups (per family log files)")
     files.add_column("bucket")
     files.add_column("log files (one per commit and family)", overflow="fold")
@@ -168,6 +165,56 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
         shutil.rmtree(base.parent)
         console.print("(demo table removed; pass --path DIR to keep it)")
     return 0
+
+
+def _print_rows(console: Console, title: str, rows: list[dict[str, Any]]) -> None:
+    view = RichTable(title=title)
+    for name in rows[0] if rows else ():
+        view.add_column(name)
+    for row in rows:
+        view.add_row(*("" if v is None else str(v) for v in row.values()))
+    console.print(view)
+
+
+def demo_spark(console: Console, path: str, spark: Any = None) -> None:
+    """The same table through Spark (local mode unless a session is given): a filtered read with
+    pushed filters, a partial write of one family from a DataFrame, and a pruned read."""
+    import pyhudi.spark
+
+    owned = spark is None
+    if owned:
+        spark = _local_spark()
+    try:
+        pyhudi.spark.register(spark)
+        busy = spark.read.format("pyhudi").load(path).where("clicks > 4").orderBy("user_id")
+        _print_rows(console, "4. Spark read, clicks > 4 pushed down to the merge",
+                    [r.asDict() for r in busy.select("user_id", "clicks", "orders", "country").collect()])
+        orders = spark.createDataFrame([("carol", 7, 99.5), ("grace", 1, 12.0)],
+                                       "user_id string, orders bigint, spend double")
+        instant = pyhudi.spark.write(orders, path, operation="upsert")
+        console.print(f"[bold]5.[/bold] Spark upsert of the orders family only (one task per bucket) → instant {instant}")
+        pruned = spark.read.format("pyhudi").schema("user_id string, orders bigint, spend double").load(path)
+        _print_rows(console, "6. Spark read of the orders family only (other families give only keys)",
+                    [r.asDict() for r in pruned.orderBy("user_id").collect()])
+    finally:
+        if owned:
+            spark.stop()
+
+
+def _local_spark() -> Any:
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master("local[2]").appName("pyhudi-demo")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.session.timeZone", "UTC").config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.driver.host", "127.0.0.1").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the end-to-end demo")
     demo.add_argument("--path", help="directory to create the demo table in (kept)")
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo table")
+    demo.add_argument("--no-spark", dest="spark", action="store_false",
+                      help="skip the Spark part (reads and a partial write through Spark local mode)")
     demo.set_defaults(func=cmd_demo)
     return parser
 
