@@ -29,9 +29,9 @@ import pyarrow.parquet as pq
 
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader
+from pyhudi.read.keys import RECORD_KEY, key_text
 from pyhudi.read.merge import Versions, columns_of, merge_versions, merge_window
 from pyhudi.read.sources import (
-    RECORD_KEY,
     LockstepInput,
     MemoryInput,
     ParquetInput,
@@ -165,12 +165,11 @@ def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bo
 
 
 def _pass_through(source: ParquetInput | LockstepInput, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
-    schema = pa.schema([pa.field("_key", pa.string()), *fields])
     for v in source.chunks(batch_size):
         if np.any(v.is_delete):  # soft-deleted rows
             v = _without_soft_deletes(v)
         if len(v.keys):
-            yield _project_versions(v, fields, schema)
+            yield _project_versions(v, fields, pa.schema([pa.field("_key", v.keys.type), *fields]))
 
 
 def _without_soft_deletes(v: Versions) -> Versions:
@@ -206,7 +205,7 @@ class _Cursor:
 
     @property
     def last_key(self) -> str:
-        return self.buffer.keys[-1].as_py()
+        return key_text(self.buffer.keys[-1])
 
     def take_through(self, bound: str) -> Versions | None:
         """The buffered rows with key <= ``bound``; refills when the buffer is used up."""
@@ -214,7 +213,7 @@ class _Cursor:
         if buffer is None:
             return None
         keys = buffer.keys
-        n = bisect.bisect_right(keys, bound, key=_as_py)
+        n = bisect.bisect_right(keys, bound, key=key_text)
         if n == 0:
             return None
         if n == len(keys):
@@ -222,10 +221,6 @@ class _Cursor:
             return buffer
         self.buffer = slice_versions(buffer, n, len(keys))
         return slice_versions(buffer, 0, n)
-
-
-def _as_py(scalar: pa.Scalar) -> str:
-    return scalar.as_py()
 
 
 def _sort_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:

@@ -25,12 +25,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.read.keys import sorted_keys
+
 
 @dataclass
 class Versions:
     """One batch of versions that share a block: same sequence base, same kind, same columns."""
 
-    keys: pa.Array  # string record keys
+    keys: pa.Array  # record keys: strings, or the integers they spell (pyhudi.read.keys)
     data: pa.Table | None  # columns this block carries (None for deletes)
     is_delete: bool | np.ndarray  # per batch, or per row (soft deletes: _hoodie_is_deleted)
     ordering: pa.Array | None = None  # ordering values (None: block has none)
@@ -220,7 +222,7 @@ def _union_positions(live: list[Versions]) -> tuple[pa.Array, list[np.ndarray]]:
     spine_keys = live[spine].keys
     others = [p.keys for i, p in enumerate(live) if i != spine]
     if others:
-        found = subset_positions(spine_keys, pa.chunked_array(others, pa.string()))
+        found = subset_positions(spine_keys, pa.chunked_array(others, spine_keys.type))
         if found is not None:
             positions, at = [], 0
             for i, size in enumerate(sizes):
@@ -230,9 +232,8 @@ def _union_positions(live: list[Versions]) -> tuple[pa.Array, list[np.ndarray]]:
                     positions.append(found[at : at + size])
                     at += size
             return spine_keys, positions
-    all_keys = pa.chunked_array([p.keys for p in live], pa.string())
-    union = pc.unique(all_keys)
-    union = union.take(pc.sort_indices(union))
+    all_keys = pa.chunked_array([p.keys for p in live], spine_keys.type)
+    union = sorted_keys(pc.unique(all_keys))
     index = np.asarray(pc.index_in(all_keys, value_set=union).combine_chunks(), dtype=np.int64)
     offsets = np.cumsum([0, *sizes])
     return union, [index[offsets[i] : offsets[i + 1]] for i in range(len(live))]
@@ -248,8 +249,8 @@ def merge_window(pieces: list[Versions | None], columns: list[pa.Field], event_t
     per distinct key (alive, highest ordering value so far, which piece supplies each column).
     A range only one input touches is passed through without copying.
     """
-    out_schema = pa.schema([pa.field("_key", pa.string()), *columns])
     live = [p for p in pieces if p is not None and len(p.keys)]
+    out_schema = pa.schema([pa.field("_key", live[0].keys.type if live else pa.string()), *columns])
     if not live:
         return out_schema.empty_table()
     if len(live) == 1 and not np.any(live[0].is_delete):

@@ -33,8 +33,8 @@ from pyhudi.errors import HudiError, ReadError, SchemaError
 from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
+from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
 from pyhudi.read.pruning import keygen_keeps_values, partition_may_match
-from pyhudi.read.sources import RECORD_KEY, KeySpec
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
 from pyhudi.schema import META_FIELDS
 from pyhudi.timeline.instant import format_instant_time
@@ -207,7 +207,9 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     settings = TaskSettings(
         table_schema=filter_schema,
         output=output,
-        keys=KeySpec(tuple(table.record_key_fields), config.populate_meta_fields),
+        keys=KeySpec(tuple(table.record_key_fields), config.populate_meta_fields,
+                     integer_key_column(table.record_key_fields, schema, config.get(tc.KEYGEN_TYPE),
+                                        config.get(tc.KEYGEN_CLASS))),
         visibility=view.visibility,
         filters=tuple(normalized),
         key_filters=tuple(f for f in normalized if f.column in key_columns),
@@ -218,9 +220,10 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     )
     groups = _pruned_groups(table, view, normalized, schema, timeline, incremental)
     tasks = []
+    has_families = bool(table.column_families)  # (a property that reads the timeline: ask once)
     for group in groups:
-        parts = [FamilyPart(scan, group.latest_slice(scan.family, bool(table.column_families), config.layout_version),
-                            own) for scan, own in scans]
+        parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, config.layout_version), own)
+                 for scan, own in scans]
         if all(p.file_slice.is_empty for p in parts):
             continue
         tasks.append(ReadTask(table.storage, group.partition_path, group.file_id, parts, settings))

@@ -235,6 +235,8 @@ def excluded_mask(keys: pa.Array, excluded: Sequence[KeyRange]) -> pa.Array | No
     """Boolean mask of the keys to keep (outside every excluded range), or None to keep all."""
     if not excluded or not len(keys):
         return None
+    if not pa.types.is_string(keys.type):  # integer keys compare by their spelling
+        keys = keys.cast(pa.string())
     drop = None
     for lo, hi in excluded:
         inside = pc.and_(pc.greater_equal(keys, lo), pc.less_equal(keys, hi))

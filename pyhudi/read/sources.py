@@ -24,43 +24,11 @@ import pyarrow.parquet as pq
 from pyhudi.errors import LogFormatError, ReadError
 from pyhudi.logformat import AvroDataBlock, DataBlock, DeleteBlock, ParquetDataBlock
 from pyhudi.read.filters import Filter, filter_expression
+from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_keys, key_text, order_indices, strictly_increasing
 from pyhudi.read.merge import Versions
 from pyhudi.read.pruning import KeyRange, excluded_mask, key_range_of, range_covered, row_group_may_match
-from pyhudi.schema import META_FIELDS
-from pyhudi.write.prepare import record_keys
 
-RECORD_KEY = META_FIELDS[2]
 SOFT_DELETE = "_hoodie_is_deleted"
-
-
-@dataclass(frozen=True)
-class KeySpec:
-    """How record keys are obtained: ``_hoodie_record_key``, or built from the key columns."""
-
-    fields: tuple[str, ...]
-    populate_meta: bool
-
-    def columns(self, available: Sequence[str]) -> list[str]:
-        if self.populate_meta and RECORD_KEY in available:
-            return [RECORD_KEY]
-        return [c for c in self.fields if c in available]
-
-    def keys(self, table: pa.Table) -> pa.Array:
-        if self.populate_meta and RECORD_KEY in table.column_names:
-            column = table.column(RECORD_KEY)
-        else:
-            column = record_keys(table, self.fields)
-        array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        return array if array.type == pa.string() else array.cast(pa.string())
-
-    def stats_column(self, available: Sequence[str], schema: pa.Schema) -> str | None:
-        """A file column whose statistics bound the record keys (string order), if any."""
-        if RECORD_KEY in available:
-            return RECORD_KEY
-        single = self.fields[0] if len(self.fields) == 1 else None
-        if single in available and single in schema.names and pa.types.is_string(schema.field(single).type):
-            return single
-        return None
 
 
 @dataclass
@@ -141,13 +109,6 @@ def take_versions(v: Versions, indices: pa.Array) -> Versions:
     )
 
 
-def strictly_increasing(keys: pa.Array) -> bool:
-    n = len(keys)
-    if n <= 1:
-        return True
-    return bool(pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py())
-
-
 @dataclass
 class ReadSpec:
     """What every input of one family reads: the output fields and how versions are built."""
@@ -187,7 +148,7 @@ class ParquetInput:
 
     def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema,
                  fingerprint: Callable[[], tuple | None] | None = None, sorted_cache: dict | None = None) -> None:
-        self.parquet, self.label, self.spec = parquet, label, spec
+        self.parquet, self.label, self.spec, self.schema = parquet, label, spec, schema
         self.fingerprint, self.sorted_cache = fingerprint, sorted_cache
         available = parquet.schema_arrow.names
         self.columns = spec.file_columns(available)
@@ -195,6 +156,29 @@ class ParquetInput:
         self.stats_key = spec.keys.stats_column(available, schema)
         self.row_groups = spec.prefilter.row_groups(parquet.metadata, self.stats_key)
         self.declared_sorted = self._declared_sorted()
+
+    def with_keys(self, keys: KeySpec) -> ParquetInput | None:
+        """This input reading its keys per ``keys`` (None: the file cannot supply them — the
+        integer key column is missing or may hold nulls in the row groups read)."""
+        if keys.integer is not None and not self._non_null_integer(keys.integer):
+            return None
+        spec = ReadSpec(self.spec.fields, self.spec.ordering_field, keys, self.spec.prefilter, self.spec.decode_threads)
+        return ParquetInput(self.parquet, self.label, spec, self.schema, self.fingerprint, self.sorted_cache)
+
+    def _non_null_integer(self, column: str) -> bool:
+        arrow = self.parquet.schema_arrow
+        if column not in arrow.names or not pa.types.is_integer(arrow.field(column).type) \
+                or arrow.field(column).type == pa.uint64():
+            return False
+        metadata = self.parquet.metadata
+        leaf = metadata.schema.names.index(column) if column in metadata.schema.names else -1
+        if leaf < 0:
+            return False
+        for i in self.row_groups:
+            stats = metadata.row_group(i).column(leaf).statistics
+            if stats is None or not stats.has_null_count or stats.null_count:
+                return False
+        return True
 
     def _declared_sorted(self) -> bool:
         """Whether every row group declares sorting on the record key (Parquet sorting_columns)."""
@@ -230,11 +214,11 @@ class ParquetInput:
             keys = self.spec.keys.keys(pa.Table.from_batches([batch]))
             if not len(keys):
                 continue
-            if last is not None and not keys[0].as_py() > last:
+            if last is not None and not key_text(keys[0]) > last:
                 return False
             if not strictly_increasing(keys):
                 return False
-            last = keys[-1].as_py()
+            last = key_text(keys[-1])
         return True
 
     def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
@@ -252,10 +236,10 @@ class ParquetInput:
     def _check_declared_order(self, keys: pa.Array, last: str | None) -> str | None:
         if not len(keys):
             return last
-        if (last is not None and not keys[0].as_py() > last) or not strictly_increasing(keys):
+        if (last is not None and not key_text(keys[0]) > last) or not strictly_increasing(keys):
             raise ReadError(f"{self.label} declares its rows sorted by {RECORD_KEY} but they are not "
                             "(a corrupt or foreign file); read it with strategy='hash'")
-        return keys[-1].as_py()
+        return key_text(keys[-1])
 
 
 class LockstepInput:
@@ -318,12 +302,24 @@ class MemoryInput:
     def __init__(self, versions: Versions, label: str) -> None:
         self.versions, self.label = versions, label
 
+    def with_keys(self, keys: KeySpec) -> MemoryInput | None:
+        """This block with integer keys (``keys.integer``), or None if a record's key does not
+        spell an integer. Deletes of such keys are dropped: no row has them."""
+        if keys.integer is None:
+            return self
+        v = self.versions
+        values, canonical = integer_keys(v.keys)
+        if not canonical.all() and (v.data is not None or not np.all(v.is_delete)):
+            return None
+        v = Versions(values, v.data, v.is_delete, v.ordering, v.default_delete)
+        return MemoryInput(filter_versions(v, canonical), self.label)
+
     def sorted_by_key(self, batch_size: int) -> bool:
         """Sort the block by key if its keys are distinct; False if a key repeats."""
         keys = self.versions.keys
         if strictly_increasing(keys):
             return True
-        order = pc.sort_indices(keys)
+        order = order_indices(keys)
         candidate = take_versions(self.versions, order)
         if not strictly_increasing(candidate.keys):
             return False

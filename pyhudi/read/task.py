@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.read.family_reader import FamilyScan, OpenedBase, read_family, slice_inputs
 from pyhudi.read.filters import Filter, filter_expression
+from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
@@ -106,6 +107,7 @@ class ReadTask:
             inputs = slice_inputs(self.storage, part.file_slice, spec, settings.table_schema, settings.visibility,
                                   files, base_only=settings.read_optimized, opened=opened, sorted_cache=sorted_cache)
             family_inputs.append(inputs)
+        family_inputs = self._integer_keys(family_inputs)
         redundant = self._redundant_families(family_inputs)
         self._count("families_skipped", sum(1 for trim in redundant.values() if trim == "all"))
         self._count("bases_skipped", sum(1 for trim in redundant.values() if trim == "base"))
@@ -129,6 +131,22 @@ class ReadTask:
             for batch in self._output(window, expression):
                 if batch.num_rows:
                     yield batch
+
+    def _integer_keys(self, family_inputs: list[list]) -> list[list]:
+        """The inputs reading integer keys instead of strings (:mod:`pyhudi.read.keys`), when the
+        table's key allows it and every input of every family can supply them; else unchanged
+        (families are joined by key, so they all read keys the same way)."""
+        keys = self.settings.keys
+        if keys.integer is None or self.settings.strategy != "auto":
+            return family_inputs
+        converted = []
+        for inputs in family_inputs:
+            mine = [source.with_keys(keys) for source in inputs]
+            if any(source is None for source in mine):
+                return family_inputs
+            converted.append(mine)
+        self._count("integer_keys", 1)
+        return converted
 
     def _count(self, name: str, n: int) -> None:
         self.metrics[name] = self.metrics.get(name, 0) + n
@@ -241,7 +259,7 @@ class ReadTask:
         names = window.column_names
         if RECORD_KEY in output.names and RECORD_KEY in names:  # tables without meta fields
             window = window.set_column(names.index(RECORD_KEY), RECORD_KEY,
-                                       pc.coalesce(window.column(RECORD_KEY), window.column(KEY)))
+                                       pc.coalesce(window.column(RECORD_KEY), text_keys(window.column(KEY))))
         if PARTITION_PATH in output.names and PARTITION_PATH in names:
             window = window.set_column(names.index(PARTITION_PATH), PARTITION_PATH,
                                        pc.fill_null(window.column(PARTITION_PATH), self.partition_path))
