@@ -1,5 +1,5 @@
-"""Integer record keys: reading the key column instead of ``_hoodie_record_key`` keeps the
-string order, the merge results and the rows of every read the same."""
+"""Integer record keys: reading the key column as key codes instead of ``_hoodie_record_key``
+keeps the string order, the merge results and the rows of every read the same."""
 
 from __future__ import annotations
 
@@ -14,45 +14,51 @@ from hypothesis import strategies as st
 import pyhudi
 from pyhudi.read.family_reader import FamilyScan, read_family
 from pyhudi.read.keys import (
+    MAX_INTEGER_KEY,
     KeySpec,
+    decode_keys,
+    encode_keys,
     in_range_mask,
     integer_key_column,
     integer_keys,
-    order_indices,
+    key_text,
     strictly_increasing,
+    text_keys,
 )
 from pyhudi.read.merge import Versions, merge_versions
 from pyhudi.read.sources import MemoryInput, slice_versions
 
-EXTREMES = [0, -1, 1, 9, 10, 11, 99, 100, 101, -9, -10, -100, 2**63 - 1, -(2**63), 10**18, 10**18 - 1, -(10**18)]
+EDGES = [0, 1, 9, 10, 11, 99, 100, 101, 19, 2, 10**16, 10**16 - 1, MAX_INTEGER_KEY - 1, 12345678901234567 % MAX_INTEGER_KEY]
 
 
-def test_integer_keys_sort_by_their_spelling():
+def test_key_codes_sort_like_the_spellings_and_decode_back():
     rng = np.random.default_rng(3)
-    values = np.unique(np.concatenate([rng.integers(-(10**18), 10**18, 500), rng.integers(-200, 200, 300),
-                                       np.array(EXTREMES, dtype=np.int64)]))
-    keys = pa.array(values, pa.int64())
+    values = np.unique(np.concatenate([rng.integers(0, MAX_INTEGER_KEY, 2000), rng.integers(0, 5000, 2000),
+                                       np.array(EDGES, dtype=np.int64)]))
+    codes = encode_keys(pa.array(values))
     by_spelling = sorted(values.tolist(), key=str)
-    assert keys.take(order_indices(keys)).to_pylist() == by_spelling
-    assert strictly_increasing(pa.array(by_spelling, pa.int64()))
-    assert not strictly_increasing(pa.array(sorted(values.tolist()), pa.int64()))  # numeric order is not it
-    assert strictly_increasing(pa.array([1, 10, 100, 11, 2], pa.int32()))
-    assert not strictly_increasing(pa.array([1, 10, 10], pa.int64()))  # not strictly
-    assert not strictly_increasing(pa.array([2, 10], pa.int64()))
-    assert strictly_increasing(pa.array([-1, -10, -2, 0], pa.int64()))
+    assert codes.take(pa.array(np.argsort(np.asarray(codes), kind="stable"))).to_pylist() == \
+        encode_keys(pa.array(by_spelling)).to_pylist()
+    assert decode_keys(codes).to_pylist() == values.tolist()
+    assert text_keys(codes).to_pylist() == [str(v) for v in values]
+    assert [key_text(codes[i]) for i in range(5)] == [str(v) for v in values[:5]]
+    assert strictly_increasing(encode_keys(pa.array(by_spelling, pa.int32() if max(by_spelling) < 2**31 else pa.int64())))
+    assert not strictly_increasing(encode_keys(pa.array([2, 10])))  # "10" < "2"
+    assert strictly_increasing(encode_keys(pa.array([1, 10, 100, 11, 2], pa.uint16())))
+    assert not strictly_increasing(encode_keys(pa.array([1, 10, 10])))
 
 
-def test_only_canonical_spellings_convert_to_integer_keys():
-    strings = pa.array(["12", "-7", "0", "-0", "007", "1e3", "x", None, "", "9223372036854775807",
-                        "9223372036854775808", "-9223372036854775808", " 5"])
-    values, canonical = integer_keys(strings)
-    assert canonical.tolist() == [True, True, True, False, False, False, False, False, False, True, False, True,
-                                  False]
-    assert [v for v, ok in zip(values.to_pylist(), canonical) if ok] == [12, -7, 0, 2**63 - 1, -(2**63)]
+def test_only_canonical_spellings_in_range_have_key_codes():
+    strings = pa.array(["12", "0", "-7", "-0", "007", "1e3", "x", None, "", "99999999999999999",
+                        "100000000000000000", " 5"])
+    codes, canonical = integer_keys(strings)
+    assert canonical.tolist() == [True, True, False, False, False, False, False, False, False, True, False, False]
+    assert decode_keys(codes.filter(pa.array(canonical))).to_pylist() == [12, 0, MAX_INTEGER_KEY - 1]
 
 
 def test_integer_key_column_needs_one_integer_field_and_a_simple_key_generator():
     schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("u", pa.uint64()), ("i", pa.int32())])
+    assert integer_key_column(["u"], schema, "SIMPLE", None) == "u"  # files prove the values fit
     assert integer_key_column(["id"], schema, "SIMPLE", None) == "id"
     assert integer_key_column(["i"], schema, "NON_PARTITION", None) == "i"
     assert integer_key_column(["id"], schema, None, "org.apache.hudi.keygen.NonpartitionedKeyGenerator") == "id"
@@ -61,27 +67,26 @@ def test_integer_key_column_needs_one_integer_field_and_a_simple_key_generator()
     assert integer_key_column(["id"], schema, None, "org.apache.hudi.keygen.ComplexKeyGenerator") is None
     assert integer_key_column(["id"], schema, "TIMESTAMP", None) is None
     assert integer_key_column(["s"], schema, "SIMPLE", None) is None
-    assert integer_key_column(["u"], schema, "SIMPLE", None) is None
     assert integer_key_column(["id", "i"], schema, "COMPLEX", None) is None
 
 
 def test_delete_blocks_drop_keys_no_integer_row_can_have():
-    deletes = MemoryInput(Versions(pa.array(["5", "007", "x", "-3"]), None, True, None,
-                                   pa.array([True, True, True, True])), "d")
+    deletes = MemoryInput(Versions(pa.array(["5", "007", "x", "30", "-3"]), None, True, None,
+                                   pa.array([True, True, True, True, True])), "d")
     converted = deletes.with_keys(KeySpec(("id",), True, "id"))
-    assert converted.versions.keys.to_pylist() == [5, -3]
+    assert text_keys(converted.versions.keys).to_pylist() == ["5", "30"]
     assert converted.versions.default_delete.to_pylist() == [True, True]
     data = MemoryInput(Versions(pa.array(["5", "id:6"]), pa.table({"a": [1, 2]}), False), "a")
     assert data.with_keys(KeySpec(("id",), True, "id")) is None  # a record whose key is no integer
 
 
 def test_range_masks_compare_integer_keys_by_spelling():
-    keys = pa.array([1, 10, 100, 2, 25, 3], pa.int64())
+    keys = encode_keys(pa.array([1, 10, 100, 2, 25, 3], pa.int64()))
     assert in_range_mask(keys, "10", "25").to_pylist() == [False, True, True, True, True, False]
     assert in_range_mask(keys, None, "2", high_inclusive=False).to_pylist() == [True, True, True, False, False, False]
 
 
-POOL = [-205, -21, -3, 0, 1, 7, 10, 12, 100, 123, 1000, 2**40, -(2**62)]
+POOL = [0, 1, 7, 10, 12, 100, 123, 1000, 2**40, 99, 9, 19, 2]
 FIELDS = [pa.field("a", pa.int64()), pa.field("ts", pa.int64())]
 
 
@@ -94,13 +99,13 @@ def integer_blocks(draw):
         kind = draw(st.sampled_from(["full", "full", "partial", "delete"]))
         if kind == "delete":
             ordering = pa.array(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), pa.int64())
-            out.append(Versions(pa.array(keys, pa.int64()), None, True, ordering,
+            out.append(Versions(encode_keys(pa.array(keys, pa.int64())), None, True, ordering,
                                 pa.array([v == 0 for v in ordering.to_pylist()])))
             continue
         ts = pa.array(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), pa.int64())
         a = pa.array(draw(st.lists(st.integers(0, 99), min_size=n, max_size=n)), pa.int64())
         data = pa.table({"a": a, "ts": ts}) if kind == "full" else pa.table({"a": a})
-        out.append(Versions(pa.array(keys, pa.int64()), data, False, ts if kind == "full" else None))
+        out.append(Versions(encode_keys(pa.array(keys, pa.int64())), data, False, ts if kind == "full" else None))
     return out
 
 
@@ -116,7 +121,7 @@ class _Batches(MemoryInput):
 
 
 def _as_strings(v: Versions) -> Versions:
-    return Versions(v.keys.cast(pa.string()), v.data, v.is_delete, v.ordering, v.default_delete)
+    return Versions(text_keys(v.keys), v.data, v.is_delete, v.ordering, v.default_delete)
 
 
 @settings(max_examples=120, deadline=None)
@@ -126,7 +131,7 @@ def test_sort_merge_on_integer_keys_equals_hash_merge_on_strings(pieces, event_t
     expected = merge_versions([_as_strings(p) for p in pieces], FIELDS, event_time, pa.int64())
     streamed = list(read_family([_Batches(p, size) for p in pieces], scan, size, need_sorted=True))
     got = pa.concat_tables(streamed) if streamed else None
-    rows = [] if got is None else [dict(r, _key=str(r["_key"])) for r in got.to_pylist()]
+    rows = [] if got is None else [dict(r, _key=key_text(pa.scalar(r["_key"]))) for r in got.to_pylist()]
     assert rows == expected.to_pylist()
 
 
@@ -151,7 +156,7 @@ def test_integer_key_table_reads_the_same_as_string_keys(tmp_path, seed):
     rng = random.Random(seed)
     t = pyhudi.create_table(str(tmp_path / "i"), INT_SCHEMA, "id", num_buckets=2,
                             column_families={"f1": "a;ts", "f2": "c", "f3": "d"})
-    pool = [-1000, -25, -3, 0, 1, 2, 9, 10, 11, 19, 100, 101, 999, 1000, 12345, 2**50]
+    pool = [0, 1, 2, 9, 10, 11, 19, 100, 101, 999, 1000, 12345, 2**50]
     expected: dict[int, dict] = {}
     groups = [["a", "ts"], ["a"], ["c"], ["d"], ["a", "ts", "c", "d"]]
     for step in range(6):
@@ -192,10 +197,22 @@ def test_integer_key_table_reads_the_same_as_string_keys(tmp_path, seed):
 def test_batches_of_one_file_group_keep_the_string_order(tmp_path):
     t = pyhudi.create_table(str(tmp_path / "o"), INT_SCHEMA, "id", num_buckets=1,
                             column_families={"f1": "a;ts", "f2": "c,d"})
-    ids = [5, 40, 300, 2000, -7, 1]
+    ids = [5, 40, 300, 2000, 7, 1]
     t.bulk_insert(pa.table({"id": pa.array(ids, pa.int64()), "a": [1.0] * 6, "ts": [1] * 6, "c": list(range(6)),
                             "d": ["x"] * 6}))
     t.upsert(pa.table({"id": pa.array([41, 3], pa.int64()), "a": [2.0, 3.0], "ts": [2, 2]}))
     got = t.read(columns=["id", "a", "c"])
     assert got.column("id").to_pylist() == sorted([*ids, 41, 3], key=str)
     assert got.to_pylist()[got.column("id").to_pylist().index(41)] == {"id": 41, "a": 2.0, "c": None}
+
+
+def test_keys_without_codes_are_read_as_strings(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "n"), INT_SCHEMA, "id", num_buckets=1,
+                            column_families={"f1": "a;ts", "f2": "c,d"})
+    t.bulk_insert(pa.table({"id": pa.array([-5, 3, 10], pa.int64()), "a": [1.0, 2.0, 3.0], "ts": [1, 1, 1],
+                            "c": [1, 2, 3], "d": ["x", "y", "z"]}))
+    t.upsert(pa.table({"id": pa.array([-5, 4], pa.int64()), "c": [50, 40]}))
+    assert "integer_keys" not in _task_metrics(t)  # -5 has no key code
+    assert t.read(columns=["id", "a", "c"]).to_pylist() == [
+        {"id": -5, "a": 1.0, "c": 50}, {"id": 10, "a": 3.0, "c": 3}, {"id": 3, "a": 2.0, "c": 2},
+        {"id": 4, "a": None, "c": 40}]

@@ -1,17 +1,23 @@
-"""Record keys as the read path holds them: strings, or the integers they spell.
+"""Record keys as the read path holds them: strings, or integer codes in string order.
 
 Hudi orders and compares record keys as strings (``_hoodie_record_key``), and pyhudi writes
 every base file and data block sorted by that string. When a table's record key is one integer
 column written by a simple key generator, every record key is the decimal spelling of that
 column's value (``str(id)``). Reading the integer column instead of the strings is then the
-same data for less work: an int64 column decodes faster than a string column and hashes
-faster in joins. The order stays the string order — the inputs are sorted that way — so every
-comparison of integer keys here compares their spellings (:func:`order_indices`,
-:func:`strictly_increasing`, :func:`key_text`), never their values.
+same data for less work: an int64 column decodes faster than a string column, and joins become
+binary searches instead of hash lookups.
 
-A read task switches to integer keys only when every input can supply them
-(:mod:`pyhudi.read.task`); delete blocks, which carry only strings, are converted by
-:func:`integer_keys`, which proves each string is the canonical spelling of its integer.
+The inputs are sorted by the *spelling*, though (``"10" < "9"``), so integer keys are held as
+*key codes*: an int64 per key whose numeric order is the order of the spellings. For a key
+``k`` with ``d`` digits (``0 <= k < 10**17``), ``code = k * 10**(17 - d) * 32 + d`` — the digits
+left-aligned, then the length, so a spelling that is a prefix of another (``1``, ``10``) sorts
+first. Codes are exact and invertible (:func:`decode_keys`), and sort, compare and search as
+plain integers. Keys outside that range (negative, or 18+ digits) are read as strings.
+
+A read task switches to codes only when every input can supply them (:mod:`pyhudi.read.task`):
+Parquet files prove it by the key column's statistics (no nulls, values in range); blocks read
+whole (Avro data, deletes) carry string keys, converted by :func:`integer_keys`, which proves
+each string is the canonical spelling of its integer.
 """
 
 from __future__ import annotations
@@ -33,8 +39,10 @@ SIMPLE_KEYGENS = frozenset({"", "SIMPLE", "NON_PARTITION", "NONPARTITIONED"})
 _SIMPLE_KEYGEN_CLASSES = frozenset({"SimpleKeyGenerator", "SimpleAvroKeyGenerator", "NonpartitionedKeyGenerator",
                                     "NonpartitionedAvroKeyGenerator"})
 
-_POWERS = np.array([10**k for k in range(1, 20)], dtype=np.uint64)  # 10 .. 10^19
-_SCALE = np.array([10 ** max(0, 19 - d) for d in range(21)], dtype=np.uint64)  # by digit count
+MAX_INTEGER_KEY = 10**17
+"""Integer keys from 0 up to (not including) this have key codes."""
+_POWERS = np.array([10**k for k in range(1, 18)], dtype=np.int64)  # 10 .. 10^17
+_SCALE = np.array([10 ** max(0, 17 - d) for d in range(19)], dtype=np.int64)  # by digit count
 
 
 @dataclass(frozen=True)
@@ -55,9 +63,7 @@ class KeySpec:
 
     def keys(self, table: pa.Table) -> pa.Array:
         if self.integer is not None:
-            column = table.column(self.integer)
-            array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-            return array if array.type == pa.int64() else array.cast(pa.int64())
+            return encode_keys(table.column(self.integer))
         if self.populate_meta and RECORD_KEY in table.column_names:
             column = table.column(RECORD_KEY)
         else:
@@ -74,19 +80,12 @@ class KeySpec:
             return single
         return None
 
-    def as_strings(self) -> KeySpec:
-        return KeySpec(self.fields, self.populate_meta)
-
-
 def integer_key_column(fields: Sequence[str], schema: pa.Schema, keygen_type: str | None,
                        keygen_class: str | None) -> str | None:
     """The key column whose values spell every record key, if the table has one: a single
-    signed (or narrow unsigned) integer key field and a simple key generator."""
-    if len(fields) != 1 or fields[0] not in schema.names:
+    integer key field and a simple key generator."""
+    if len(fields) != 1 or fields[0] not in schema.names or not pa.types.is_integer(schema.field(fields[0]).type):
         return None
-    type_ = schema.field(fields[0]).type
-    if not pa.types.is_integer(type_) or type_ == pa.uint64():
-        return None  # uint64 values may not fit int64
     if keygen_type is not None:
         simple = keygen_type.upper() in SIMPLE_KEYGENS
     else:
@@ -94,29 +93,50 @@ def integer_key_column(fields: Sequence[str], schema: pa.Schema, keygen_type: st
     return fields[0] if simple else None
 
 
-# ----------------------------------------------------------------------------- string order
+# ----------------------------------------------------------------------------- key codes
+def encode_keys(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Key codes of integer keys in ``[0, MAX_INTEGER_KEY)`` (see the module docstring)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if values.type != pa.int64():
+        values = values.cast(pa.int64())
+    k = np.asarray(values, dtype=np.int64)
+    digits = np.ones(len(k), dtype=np.int64)
+    if len(k):
+        for power in _POWERS[: int(np.searchsorted(_POWERS, k.max(), side="right"))]:
+            digits += k >= power  # as many passes as the longest key has digits, minus one
+    codes = _SCALE[digits]
+    codes *= k
+    codes <<= 5
+    codes += digits
+    return pa.array(codes)
+
+
+def decode_keys(codes: pa.Array) -> pa.Array:
+    """The integer keys of key codes."""
+    c = np.asarray(codes, dtype=np.int64)
+    return pa.array((c >> 5) // _SCALE[c & 31])
+
+
 def key_text(scalar: pa.Scalar) -> str:
     """A key as the string it stands for (the bound of a merge window)."""
     value = scalar.as_py()
-    return value if isinstance(value, str) else str(value)
+    if isinstance(value, str):
+        return value
+    return str((value >> 5) // 10 ** (17 - (value & 31)))
 
 
-def _text_order_key(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For int64 ``values``: (sign group, digits left-aligned to 19 places, digit count), whose
-    lexicographic order is the order of the values' decimal spellings. ``-`` sorts before every
-    digit; a spelling that is a prefix of another (``1``, ``10``) sorts first."""
-    negative = values < 0
-    magnitude = np.where(negative, -(values + 1), values).view(np.uint64) + negative  # |int64 min| fits
-    digits = np.searchsorted(_POWERS, magnitude, side="right") + 1
-    return ~negative, magnitude * _SCALE[digits], digits
+def text_keys(keys: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The keys as strings (key codes decoded)."""
+    if pa.types.is_string(keys.type):
+        return keys
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    return decode_keys(keys).cast(pa.string())
 
 
 def order_indices(keys: pa.Array) -> pa.Array:
-    """Indices that sort ``keys`` by their string spelling."""
-    if pa.types.is_integer(keys.type):
-        values = np.asarray(keys.cast(pa.int64()), dtype=np.int64)
-        group, scaled, digits = _text_order_key(values)
-        return pa.array(np.lexsort((digits, scaled, group)))
+    """Indices that sort ``keys`` (strings, or key codes: both in string order)."""
     return pc.sort_indices(keys)
 
 
@@ -125,47 +145,26 @@ def sorted_keys(keys: pa.Array) -> pa.Array:
 
 
 def strictly_increasing(keys: pa.Array) -> bool:
-    """Whether the keys' spellings strictly increase."""
     n = len(keys)
     if n <= 1:
         return True
-    if not pa.types.is_integer(keys.type):
-        return bool(pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py())
-    group, scaled, digits = _text_order_key(np.asarray(keys, dtype=np.int64))
-    a, b = slice(0, n - 1), slice(1, n)
-    same_group, same_scaled = group[a] == group[b], scaled[a] == scaled[b]
-    less = (group[a] < group[b]) | (same_group & ((scaled[a] < scaled[b]) | (same_scaled & (digits[a] < digits[b]))))
-    return bool(less.all())
-
-
-def text_keys(keys: pa.Array) -> pa.Array:
-    """The keys as strings."""
-    return keys if pa.types.is_string(keys.type) else keys.cast(pa.string())
+    if pa.types.is_int64(keys.type):
+        c = np.asarray(keys, dtype=np.int64)
+        return bool((c[1:] > c[:-1]).all())
+    return bool(pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py())
 
 
 def integer_keys(keys: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """String keys → (int64 keys, mask of the strings that are the canonical spelling of their
-    integer). Keys outside the mask (``"007"``, ``"x"``, nulls) spell no integer key; their int64
-    value is 0."""
+    """String keys → (key codes, mask of the strings that are the canonical spelling of an
+    integer in ``[0, MAX_INTEGER_KEY)``). Keys outside the mask (``"007"``, ``"-1"``, ``"x"``,
+    nulls) have no code; their code is that of 0."""
     keys = text_keys(keys)
     if not len(keys):
         return pa.array([], pa.int64()), np.zeros(0, dtype=bool)
-    digits_only = pc.fill_null(pc.match_substring_regex(keys, r"^-?(0|[1-9][0-9]{0,18})$"), False)
+    digits_only = pc.fill_null(pc.match_substring_regex(keys, r"^(0|[1-9][0-9]{0,16})$"), False)
     valid = np.asarray(digits_only, dtype=bool)
     candidates = pc.if_else(pa.array(valid), keys, "0")
-    try:
-        values = candidates.cast(pa.int64())
-    except pa.ArrowInvalid:  # 19 digits beyond int64: check one by one (rare)
-        values = pa.array([_to_int64(k) for k in candidates.to_pylist()], pa.int64())
-        valid &= np.asarray(values.is_valid())
-        values = values.fill_null(0)
-    valid &= np.asarray(pc.equal(values.cast(pa.string()), candidates), dtype=bool)  # "-0" spells 0 as "0"
-    return values, valid
-
-
-def _to_int64(text: str) -> int | None:
-    value = int(text)
-    return value if -(1 << 63) <= value < (1 << 63) else None
+    return encode_keys(candidates.cast(pa.int64())), valid
 
 
 def in_range_mask(keys: pa.Array, low: str | None, high: str | None, high_inclusive: bool = True) -> pa.Array:

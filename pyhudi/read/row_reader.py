@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.read.keys import key_text, sorted_keys
-from pyhudi.read.merge import subset_positions
+from pyhudi.read.keys import key_text, sorted_keys, text_keys
+from pyhudi.read.window import subset_positions
 from pyhudi.schema import META_FIELDS
 
 KEY = "_key"
@@ -182,4 +182,4 @@ def _with_string_keys(table: pa.Table) -> pa.Table:
     column = table.column(KEY)
     if pa.types.is_string(column.type):
         return table
-    return table.set_column(table.column_names.index(KEY), KEY, column.cast(pa.string()))
+    return table.set_column(table.column_names.index(KEY), KEY, text_keys(column))

@@ -12,8 +12,9 @@ Two kinds of input:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 
 import numpy as np
@@ -24,7 +25,15 @@ import pyarrow.parquet as pq
 from pyhudi.errors import LogFormatError, ReadError
 from pyhudi.logformat import AvroDataBlock, DataBlock, DeleteBlock, ParquetDataBlock
 from pyhudi.read.filters import Filter, filter_expression
-from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_keys, key_text, order_indices, strictly_increasing
+from pyhudi.read.keys import (
+    MAX_INTEGER_KEY,
+    RECORD_KEY,
+    KeySpec,
+    integer_keys,
+    key_text,
+    order_indices,
+    strictly_increasing,
+)
 from pyhudi.read.merge import Versions
 from pyhudi.read.pruning import KeyRange, excluded_mask, key_range_of, range_covered, row_group_may_match
 
@@ -150,7 +159,10 @@ class ParquetInput:
                  fingerprint: Callable[[], tuple | None] | None = None, sorted_cache: dict | None = None) -> None:
         self.parquet, self.label, self.spec, self.schema = parquet, label, spec, schema
         self.fingerprint, self.sorted_cache = fingerprint, sorted_cache
-        available = parquet.schema_arrow.names
+        self.arrow_schema = parquet.schema_arrow  # (a property that converts the schema on every call)
+        self.leaves = parquet.metadata.schema.names
+        available = self.arrow_schema.names
+        self.soft_deletes = SOFT_DELETE in available
         self.columns = spec.file_columns(available)
         self.key_columns = spec.keys.columns(available)
         self.stats_key = spec.keys.stats_column(available, schema)
@@ -159,24 +171,28 @@ class ParquetInput:
 
     def with_keys(self, keys: KeySpec) -> ParquetInput | None:
         """This input reading its keys per ``keys`` (None: the file cannot supply them — the
-        integer key column is missing or may hold nulls in the row groups read)."""
-        if keys.integer is not None and not self._non_null_integer(keys.integer):
+        integer key column is missing, or its statistics do not prove every value has a code)."""
+        if keys.integer is not None and not self._integer_keys_fit(keys.integer):
             return None
-        spec = ReadSpec(self.spec.fields, self.spec.ordering_field, keys, self.spec.prefilter, self.spec.decode_threads)
-        return ParquetInput(self.parquet, self.label, spec, self.schema, self.fingerprint, self.sorted_cache)
+        clone = copy.copy(self)
+        clone.spec = replace(self.spec, keys=keys)
+        clone.columns = clone.spec.file_columns(self.arrow_schema.names)
+        clone.key_columns = keys.columns(self.arrow_schema.names)
+        return clone
 
-    def _non_null_integer(self, column: str) -> bool:
-        arrow = self.parquet.schema_arrow
-        if column not in arrow.names or not pa.types.is_integer(arrow.field(column).type) \
-                or arrow.field(column).type == pa.uint64():
+    def _integer_keys_fit(self, column: str) -> bool:
+        arrow = self.arrow_schema
+        if column not in arrow.names or not pa.types.is_integer(arrow.field(column).type):
             return False
         metadata = self.parquet.metadata
-        leaf = metadata.schema.names.index(column) if column in metadata.schema.names else -1
+        leaf = self.leaves.index(column) if column in self.leaves else -1
         if leaf < 0:
             return False
         for i in self.row_groups:
             stats = metadata.row_group(i).column(leaf).statistics
-            if stats is None or not stats.has_null_count or stats.null_count:
+            if stats is None or not stats.has_null_count or stats.null_count or not stats.has_min_max:
+                return False
+            if not (isinstance(stats.min, int) and 0 <= stats.min and stats.max < MAX_INTEGER_KEY):
                 return False
         return True
 
@@ -185,7 +201,7 @@ class ParquetInput:
         if self.stats_key != RECORD_KEY:
             return False
         metadata = self.parquet.metadata
-        leaf = metadata.schema.names.index(RECORD_KEY) if RECORD_KEY in metadata.schema.names else -1
+        leaf = self.leaves.index(RECORD_KEY) if RECORD_KEY in self.leaves else -1
         for i in self.row_groups:
             declared = metadata.row_group(i).sorting_columns
             if not declared or declared[0].column_index != leaf or declared[0].descending:
@@ -228,10 +244,10 @@ class ParquetInput:
         last = None
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
                                                columns=self.columns, use_threads=self.spec.decode_threads):
-            table = pa.Table.from_batches([batch])
-            if verify and self.declared_sorted:
-                last = self._check_declared_order(self.spec.keys.keys(table), last)
-            yield self.spec.versions(table)
+            v = self.spec.versions(pa.Table.from_batches([batch]))
+            if verify and self.declared_sorted:  # (the rows read must be sorted; others never merge)
+                last = self._check_declared_order(v.keys, last)
+            yield v
 
     def _check_declared_order(self, keys: pa.Array, last: str | None) -> str | None:
         if not len(keys):
@@ -288,10 +304,11 @@ class LockstepInput:
             if any(b is None or b.num_rows != batches[0].num_rows for b in batches):
                 raise ReadError(f"{self.label}: base files with equal key columns returned unequal batches")
             fields = [f for b in batches for f in b.schema]
-            table = pa.Table.from_arrays([c for b in batches for c in b.columns], schema=pa.schema(fields))
+            v = self.spec.versions(pa.Table.from_arrays([c for b in batches for c in b.columns],
+                                                        schema=pa.schema(fields)))
             if verify and self.lead.declared_sorted:
-                last = self.lead._check_declared_order(self.spec.keys.keys(table), last)
-            yield self.spec.versions(table)
+                last = self.lead._check_declared_order(v.keys, last)
+            yield v
 
 
 class MemoryInput:
@@ -303,8 +320,8 @@ class MemoryInput:
         self.versions, self.label = versions, label
 
     def with_keys(self, keys: KeySpec) -> MemoryInput | None:
-        """This block with integer keys (``keys.integer``), or None if a record's key does not
-        spell an integer. Deletes of such keys are dropped: no row has them."""
+        """This block with key codes (``keys.integer``), or None if a record's key has no code.
+        Deletes of such keys are dropped: no row read with key codes has them."""
         if keys.integer is None:
             return self
         v = self.versions
