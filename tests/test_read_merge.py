@@ -132,6 +132,22 @@ def test_update_window_copies_only_the_columns_logs_change():
     assert out.column("b").chunk(0).buffers()[2].address == base_data.column("b").chunk(0).buffers()[2].address
 
 
+def test_owned_base_is_patched_in_place_and_only_in_its_window():
+    """A batch decoded for this read is patched in place; the rows of the batch past the window
+    (a slice of the same buffer) and inputs not owned are never written."""
+    data = pa.table({"a": pa.array(range(6), pa.int64())})
+    batch = Versions(pa.array(KEYS[:6]), data, False, owned=True)
+    window, rest = slice_versions(batch, 0, 3), slice_versions(batch, 3, 6)
+    update = Versions(pa.array(["k01"]), pa.table({"a": pa.array([100], pa.int64())}), False)
+    out = merge_window([window, update], [FIELDS[0]], False)
+    assert out.column("a").to_pylist() == [0, 100, 2]
+    assert out.column("a").chunk(0).buffers()[1].address == data.column("a").chunk(0).buffers()[1].address
+    assert rest.data.column("a").to_pylist() == [3, 4, 5]
+    shared = Versions(pa.array(KEYS[:3]), pa.table({"a": pa.array([0, 1, 2], pa.int64())}), False)
+    merge_window([shared, update], [FIELDS[0]], False)
+    assert shared.data.column("a").to_pylist() == [0, 1, 2]
+
+
 @pytest.mark.parametrize("values, type_", [([1, 2, 3, 4], pa.int32()), ([1.5, 2.5, None, 4.5], pa.float64()),
                                            ([1, 2, 3, 4], pa.timestamp("us")), (["a", "b", "c", "d"], pa.string()),
                                            ([True, False, True, False], pa.bool_())])

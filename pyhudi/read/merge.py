@@ -37,6 +37,7 @@ class Versions:
     is_delete: bool | np.ndarray  # per batch, or per row (soft deletes: _hoodie_is_deleted)
     ordering: pa.Array | None = None  # ordering values (None: block has none)
     default_delete: pa.Array | None = None  # bool per delete: default ordering value
+    owned: bool = False  # data buffers decoded for this read alone: a merge may patch them in place
 
 
 def cast_ordering(values: pa.Array, target: pa.DataType) -> pa.Array:

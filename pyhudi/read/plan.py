@@ -64,14 +64,15 @@ class ScanPlan:
     def to_table(self, max_workers: int | None = None) -> pa.Table:
         """Every task's rows in one table; tasks run on a thread pool (Arrow releases the GIL)."""
         workers = min(len(self.tasks), max_workers or os.cpu_count() or 1)
-        if workers <= 1:
-            return pa.Table.from_batches(list(self.batches()), schema=self.schema)
         if not len(self.schema):  # counts: tables without columns keep their row counts
             return pa.Table.from_batches(list(self.batches()), schema=self.schema)
-        # the tasks are the parallelism; Parquet decoding on more threads would only contend
-        tasks = [replace(t, settings=replace(t.settings, decode_threads=False), metrics={}) for t in self.tasks]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(ReadTask.run, tasks))
+        if workers <= 1:
+            parts = [task.run() for task in self.tasks]
+        else:
+            # the tasks are the parallelism; Parquet decoding on more threads would only contend
+            tasks = [replace(t, settings=replace(t.settings, decode_threads=False), metrics={}) for t in self.tasks]
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                parts = list(pool.map(ReadTask.run, tasks))
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
 
@@ -220,7 +221,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     )
     groups = _pruned_groups(table, view, normalized, schema, timeline, incremental)
     tasks = []
-    has_families = bool(table.column_families)  # (a property that reads the timeline: ask once)
+    has_families = bool(config.column_families)  # declared families (a plain table never gets any)
     for group in groups:
         parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, config.layout_version), own)
                  for scan, own in scans]

@@ -92,6 +92,7 @@ def filter_versions(v: Versions, mask: pa.Array | np.ndarray) -> Versions:
         is_delete,
         v.ordering.filter(arrow_mask) if v.ordering is not None else None,
         v.default_delete.filter(arrow_mask) if v.default_delete is not None else None,
+        v.owned,
     )
 
 
@@ -104,6 +105,7 @@ def slice_versions(v: Versions, start: int, stop: int) -> Versions:
         is_delete,
         v.ordering.slice(start, n) if v.ordering is not None else None,
         v.default_delete.slice(start, n) if v.default_delete is not None else None,
+        v.owned,  # (a slice shares buffers with the rest of the batch, but never rows)
     )
 
 
@@ -134,7 +136,9 @@ class ReadSpec:
         extra = [*self.keys.columns(available), self.ordering_field, SOFT_DELETE, *self.prefilter.columns]
         return list(dict.fromkeys([*wanted, *[c for c in extra if c and c in available]]))
 
-    def versions(self, table: pa.Table, prefilter: bool = True) -> Versions:
+    def versions(self, table: pa.Table, prefilter: bool = True, owned: bool = False) -> Versions:
+        """The versions of ``table``'s rows (``owned``: its buffers were decoded for this read
+        alone, see :class:`~pyhudi.read.merge.Versions`)."""
         if prefilter:
             table = self.prefilter.apply(table)
         keys = self.keys.keys(table)
@@ -145,7 +149,8 @@ class ReadSpec:
         deleted: bool | np.ndarray = False
         if SOFT_DELETE in names:  # Hudi's soft-delete marker column
             deleted = np.asarray(table.column(SOFT_DELETE).fill_null(False), dtype=bool)
-        v = Versions(keys, table.select([f.name for f in self.fields if f.name in names]), deleted, ordering)
+        v = Versions(keys, table.select([f.name for f in self.fields if f.name in names]), deleted, ordering,
+                     owned=owned)
         mask = excluded_mask(keys, self.prefilter.excluded) if prefilter else None
         return filter_versions(v, mask) if mask is not None else v
 
@@ -244,7 +249,7 @@ class ParquetInput:
         last = None
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
                                                columns=self.columns, use_threads=self.spec.decode_threads):
-            v = self.spec.versions(pa.Table.from_batches([batch]))
+            v = self.spec.versions(pa.Table.from_batches([batch]), owned=True)
             if verify and self.declared_sorted:  # (the rows read must be sorted; others never merge)
                 last = self._check_declared_order(v.keys, last)
             yield v
@@ -299,13 +304,14 @@ class LockstepInput:
         streams += [m.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=cols,
                                            use_threads=threads)
                     for m, cols in zip(self.followers, self.follower_columns)]
-        last = None
+        last = schema = None
         for batches in zip_longest(*streams):
             if any(b is None or b.num_rows != batches[0].num_rows for b in batches):
                 raise ReadError(f"{self.label}: base files with equal key columns returned unequal batches")
-            fields = [f for b in batches for f in b.schema]
-            v = self.spec.versions(pa.Table.from_arrays([c for b in batches for c in b.columns],
-                                                        schema=pa.schema(fields)))
+            if schema is None:
+                schema = pa.schema([f for b in batches for f in b.schema])
+            v = self.spec.versions(pa.Table.from_arrays([c for b in batches for c in b.columns], schema=schema),
+                                   owned=True)
             if verify and self.lead.declared_sorted:
                 last = self.lead._check_declared_order(v.keys, last)
             yield v

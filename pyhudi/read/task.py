@@ -84,13 +84,19 @@ class ReadTask:
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         with ExitStack() as files:
-            yield from self._batches(files)
+            for table in self._tables(files):
+                yield from table.combine_chunks().to_batches(max_chunksize=self.settings.batch_size)
 
     def run(self) -> pa.Table:
-        return pa.Table.from_batches(list(self.batches()), schema=self.settings.output)
+        output = self.settings.output
+        if not len(output):  # a count: batches keep the row counts of column-less tables
+            return pa.Table.from_batches(list(self.batches()), schema=output)
+        with ExitStack() as files:
+            tables = list(self._tables(files))
+        return pa.concat_tables(tables) if tables else output.empty_table()
 
     # ------------------------------------------------------------------ body
-    def _batches(self, files: ExitStack) -> Iterator[pa.RecordBatch]:
+    def _tables(self, files: ExitStack) -> Iterator[pa.Table]:
         settings = self.settings
         self.metrics.clear()
         opened = self._open_bases(files)
@@ -136,9 +142,9 @@ class ReadTask:
         incremental = pa.array(settings.incremental, pa.string()) if settings.incremental is not None else None
         expression = filter_expression(settings.filters, settings.table_schema) if settings.filters else None
         for window in join_streams(streams, incremental):
-            for batch in self._output(window, expression):
-                if batch.num_rows:
-                    yield batch
+            table = self._output(window, expression)
+            if table is not None and table.num_rows:
+                yield table
 
     def _integer_keys(self, family_inputs: list[list]) -> list[list]:
         """The inputs reading integer keys instead of strings (:mod:`pyhudi.read.keys`), when the
@@ -273,7 +279,8 @@ class ReadTask:
             excluded.extend(ranges)
         return excluded
 
-    def _output(self, window: pa.Table, expression) -> list[pa.RecordBatch]:
+    def _output(self, window: pa.Table, expression) -> pa.Table | None:
+        """A joined window as output rows: filtered, projected and cast to ``settings.output``."""
         output = self.settings.output
         names = window.column_names
         if RECORD_KEY in output.names and RECORD_KEY in names:  # tables without meta fields
@@ -289,7 +296,7 @@ class ReadTask:
                     window = window.append_column(field, pa.nulls(window.num_rows, field.type))
             window = window.filter(expression)
             if not window.num_rows:
-                return []
+                return None
         present = columns_of(window)
         arrays = []
         for f in output:
@@ -299,10 +306,8 @@ class ReadTask:
             else:
                 arrays.append(pa.nulls(window.num_rows, f.type))
         if not arrays:  # no columns asked for (a count): rows without columns
-            table = window.select([])
-        else:
-            table = pa.Table.from_arrays(arrays, schema=output)
-        return table.combine_chunks().to_batches(max_chunksize=self.settings.batch_size)
+            return window.select([])
+        return pa.Table.from_arrays(arrays, schema=output)
 
 
 def _removes_rows(source: ParquetInput | MemoryInput) -> bool:

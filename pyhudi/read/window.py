@@ -239,7 +239,7 @@ def _merge_into_spine(live: list[Versions], spine: int, positions: list, columns
         present = tuple(field.name in a for a in available)
         if present not in plans:
             plans[present] = _patch_plan(present, applied, live, spine, touched, alive)
-        column = _patched_column(field, plans[present], available, spine, n)
+        column = _patched_column(field, plans[present], available, spine, n, base.owned)
         arrays.append(column if keep is None else column.filter(keep))
     return pa.Table.from_arrays(arrays, schema=out_schema)
 
@@ -267,10 +267,12 @@ def _patch_plan(present: tuple[bool, ...], applied: list, live: list[Versions], 
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     missing = src < 0
     index = np.where(missing, 0, offsets[np.maximum(src, 0)] + rows)
+    if not missing.any() and len(index) == int(sizes.sum()) and (index == np.arange(len(index))).all():
+        return touched[changed], None  # every row of the other pieces, in order: no gather
     return touched[changed], pa.array(index, mask=missing if missing.any() else None)
 
 
-def _patched_column(field: pa.Field, plan: tuple | None, available: list[dict], spine: int, n: int):
+def _patched_column(field: pa.Field, plan: tuple | None, available: list[dict], spine: int, n: int, owned: bool):
     column = available[spine].get(field.name)
     base = _cast(column, field.type) if column is not None else pa.nulls(n, field.type)
     if plan is None:
@@ -281,7 +283,8 @@ def _patched_column(field: pa.Field, plan: tuple | None, available: list[dict], 
     if not parts:  # only the spine has the column, and its rows were deleted: nulls
         return scatter(base, at, pa.nulls(len(at), field.type))
     values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
-    return scatter(base, at, values.take(index))
+    values = values.take(index) if index is not None else values
+    return scatter(base, at, values, in_place=owned and column is not None and column.type == field.type)
 
 
 # --------------------------------------------------------------------------- general windows
@@ -330,23 +333,29 @@ def _take_plan(present: tuple[bool, ...], applied: list, sizes: list[int], n_uni
 
 
 # --------------------------------------------------------------------------- columns
-def scatter(base: pa.Array | pa.ChunkedArray, at: np.ndarray, values: pa.Array) -> pa.Array:
-    """``base`` with the rows ``at`` (increasing) replaced by ``values``, in a new array.
+def scatter(base: pa.Array | pa.ChunkedArray, at: np.ndarray, values: pa.Array, in_place: bool = False) -> pa.Array:
+    """``base`` with the rows ``at`` (increasing) replaced by ``values``.
 
-    Fixed-width columns without nulls are copied and patched through NumPy in a buffer of
-    Arrow's memory pool (which reuses freed memory, unlike fresh NumPy arrays that fault in new
-    pages); anything else goes through ``replace_with_mask``.
+    Fixed-width columns without nulls are patched through NumPy: in place when ``in_place``
+    (the caller owns ``base``'s buffer: decoded for this read, no other reader of these rows),
+    else in a copy in Arrow's memory pool (which reuses freed memory, unlike fresh NumPy arrays
+    that fault in new pages). Anything else goes through ``replace_with_mask`` (a new array).
     """
     base = _contiguous(base)
     n = len(base)
     width = _byte_width(base.type)
     if width and not base.null_count and not values.null_count:
         dtype = np.dtype(f"u{width}")
+        source = base.buffers()[1]
+        values = _contiguous(values)
+        replacement = np.frombuffer(values.buffers()[1], dtype=dtype, count=len(values), offset=values.offset * width)
+        if in_place and source.is_mutable:
+            np.frombuffer(source, dtype=dtype, count=n, offset=base.offset * width)[at] = replacement
+            return base
         buffer = pa.allocate_buffer(n * width)
         out = np.frombuffer(buffer, dtype=dtype)
-        out[:] = np.frombuffer(base.buffers()[1], dtype=dtype, count=n, offset=base.offset * width)
-        values = _contiguous(values)
-        out[at] = np.frombuffer(values.buffers()[1], dtype=dtype, count=len(values), offset=values.offset * width)
+        out[:] = np.frombuffer(source, dtype=dtype, count=n, offset=base.offset * width)
+        out[at] = replacement
         return pa.Array.from_buffers(base.type, n, [None, buffer])
     mask = np.zeros(n, dtype=bool)
     mask[at] = True
