@@ -82,8 +82,11 @@ def test_delete_blocks_drop_keys_no_integer_row_can_have():
 
 def test_range_masks_compare_integer_keys_by_spelling():
     keys = encode_keys(pa.array([1, 10, 100, 2, 25, 3], pa.int64()))
-    assert in_range_mask(keys, "10", "25").to_pylist() == [False, True, True, True, True, False]
-    assert in_range_mask(keys, None, "2", high_inclusive=False).to_pylist() == [True, True, True, False, False, False]
+    assert in_range_mask(keys, "10", "25", high_inclusive=True).to_pylist() == [False, True, True, True, True, False]
+    assert in_range_mask(keys, None, "2").to_pylist() == [True, True, True, False, False, False]
+    assert in_range_mask(keys, "100", None).to_pylist() == [False, False, True, True, True, True]
+    # bounds that spell no integer compare as text
+    assert in_range_mask(keys, "10a", "3").to_pylist() == [False, False, False, True, True, False]
 
 
 POOL = [0, 1, 7, 10, 12, 100, 123, 1000, 2**40, 99, 9, 19, 2]

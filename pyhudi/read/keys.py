@@ -167,8 +167,22 @@ def integer_keys(keys: pa.Array) -> tuple[pa.Array, np.ndarray]:
     return encode_keys(candidates.cast(pa.int64())), valid
 
 
-def in_range_mask(keys: pa.Array, low: str | None, high: str | None, high_inclusive: bool = True) -> pa.Array:
-    """Keys whose spelling lies in ``[low, high]`` (``[low, high)``; None: unbounded)."""
+def in_range_mask(keys: pa.Array, low: str | None, high: str | None, high_inclusive: bool = False) -> pa.Array:
+    """Keys whose spelling lies in ``[low, high)`` (``[low, high]``; None: unbounded). Key codes
+    compare as codes when the bounds have codes (every key of a table read with codes does)."""
+    if pa.types.is_int64(keys.type):
+        bounds = [b for b in (low, high) if b is not None]
+        codes, canonical = integer_keys(pa.array(bounds, pa.string()))
+        if canonical.all():
+            c = np.asarray(keys, dtype=np.int64)
+            mask = np.ones(len(c), dtype=bool)
+            at = iter(np.asarray(codes, dtype=np.int64))
+            if low is not None:
+                mask &= c >= next(at)
+            if high is not None:
+                upper = next(at)
+                mask &= (c <= upper) if high_inclusive else (c < upper)
+            return pa.array(mask)
     text = text_keys(keys)
     mask = None
     if low is not None:

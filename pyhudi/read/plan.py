@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -35,6 +35,7 @@ from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
 from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
 from pyhudi.read.pruning import keygen_keeps_values, partition_may_match
+from pyhudi.read.split import key_splits, split_rows
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
 from pyhudi.schema import META_FIELDS
 from pyhudi.timeline.instant import format_instant_time
@@ -165,8 +166,14 @@ def _touched_file_groups(timeline: Any, instants: Sequence[str]) -> set[tuple[st
 
 def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
               as_of: Any = None, query_type: str = "snapshot", begin: Any = None, end: Any = None,
-              with_meta: bool = False, *, batch_size: int | None = None, strategy: str = "auto") -> ScanPlan:
-    """Plan a scan of ``table`` (see the module docstring for the query types)."""
+              with_meta: bool = False, *, batch_size: int | None = None, strategy: str = "auto",
+              max_rows_per_task: int | None = None, options: Mapping[str, Any] | None = None) -> ScanPlan:
+    """Plan a scan of ``table`` (see the module docstring for the query types).
+
+    ``max_rows_per_task`` (or ``hoodie.pyhudi.read.split.rows`` in ``options``) splits file groups
+    with more base-file rows into several tasks by key range (:mod:`pyhudi.read.split`).
+    """
+    max_rows = split_rows(max_rows_per_task, options)
     if query_type not in QUERY_TYPES:
         raise ReadError(f"unknown query type {query_type!r}: expected one of {', '.join(QUERY_TYPES)}")
     if strategy not in STRATEGIES:
@@ -227,8 +234,21 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
                  for scan, own in scans]
         if all(p.file_slice.is_empty for p in parts):
             continue
-        tasks.append(ReadTask(table.storage, group.partition_path, group.file_id, parts, settings))
+        task = ReadTask(table.storage, group.partition_path, group.file_id, parts, settings)
+        tasks.extend(_split(task, max_rows) if max_rows else [task])
     return ScanPlan(output, pinned, tasks, query_type)
+
+
+def _split(task: ReadTask, max_rows: int) -> list[ReadTask]:
+    """The task, or one task per key range when its file group's base file is larger."""
+    base = next((p.file_slice.base_file for p in task.families if p.file_slice.base_file is not None), None)
+    if base is None:
+        return [task]
+    settings = task.settings
+    ranges = key_splits(task.storage, base.relpath, settings.keys, settings.table_schema, max_rows)
+    if len(ranges) == 1:
+        return [task]
+    return [replace(task, key_range=bounds, metrics={}) for bounds in ranges]
 
 
 def _pruned_groups(table: Any, view: FileSystemView, filters: list[Filter], schema: pa.Schema, timeline: Any,

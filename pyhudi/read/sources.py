@@ -29,6 +29,7 @@ from pyhudi.read.keys import (
     MAX_INTEGER_KEY,
     RECORD_KEY,
     KeySpec,
+    in_range_mask,
     integer_keys,
     key_text,
     order_indices,
@@ -45,28 +46,40 @@ class Prefilter:
     """Drops versions that cannot belong to a matching row (see :mod:`pyhudi.read.pruning`).
 
     ``key_filters`` are filters on record key columns (equal in every version of a row);
-    ``excluded`` are record-key ranges proven empty of matches.
+    ``excluded`` are record-key ranges proven empty of matches; ``key_range`` is the half-open
+    range ``[low, high)`` of the task's split of the file group (:mod:`pyhudi.read.split`).
     """
 
     schema: pa.Schema
     key_filters: list[Filter] = field(default_factory=list)
     excluded: list[KeyRange] = field(default_factory=list)
+    key_range: tuple[str | None, str | None] | None = None
 
     @property
     def columns(self) -> list[str]:
         return list(dict.fromkeys(f.column for f in self.key_filters))
 
     def row_groups(self, metadata: pq.FileMetaData, key_column: str | None) -> list[int]:
-        if not self.key_filters and not self.excluded:
+        if not self.key_filters and not self.excluded and self.key_range is None:
             return list(range(metadata.num_row_groups))
         kept = []
         for i in range(metadata.num_row_groups):
             if not row_group_may_match(metadata, i, self.key_filters, self.schema):
                 continue
-            if self.excluded and key_column and range_covered(key_range_of(metadata, i, key_column), self.excluded):
+            keys = key_range_of(metadata, i, key_column) if key_column else None
+            if self.excluded and range_covered(keys, self.excluded):
+                continue
+            if self.key_range is not None and keys is not None and not _overlaps(keys, self.key_range):
                 continue
             kept.append(i)
         return kept
+
+    def range_mask(self, keys: pa.Array) -> np.ndarray | None:
+        """Which keys lie in ``key_range`` (None: all of them)."""
+        if self.key_range is None or not len(keys):
+            return None
+        mask = np.asarray(in_range_mask(keys, *self.key_range), dtype=bool)
+        return None if mask.all() else mask
 
     def apply(self, table: pa.Table) -> pa.Table:
         """The rows whose key columns satisfy the key filters (columns absent: all rows)."""
@@ -77,6 +90,12 @@ class Prefilter:
             return table.filter(filter_expression(usable, self.schema))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return table  # a file stores the column with another type: keep every row (sound)
+
+
+def _overlaps(keys: KeyRange, bounds: tuple[str | None, str | None]) -> bool:
+    """Whether the inclusive range ``keys`` meets the half-open ``bounds``."""
+    low, high = bounds
+    return (high is None or keys[0] < high) and (low is None or keys[1] >= low)
 
 
 def filter_versions(v: Versions, mask: pa.Array | np.ndarray) -> Versions:
@@ -151,7 +170,12 @@ class ReadSpec:
             deleted = np.asarray(table.column(SOFT_DELETE).fill_null(False), dtype=bool)
         v = Versions(keys, table.select([f.name for f in self.fields if f.name in names]), deleted, ordering,
                      owned=owned)
-        mask = excluded_mask(keys, self.prefilter.excluded) if prefilter else None
+        if not prefilter:
+            return v
+        mask = excluded_mask(keys, self.prefilter.excluded)
+        in_range = self.prefilter.range_mask(keys)
+        if in_range is not None:
+            mask = in_range if mask is None else np.asarray(mask, dtype=bool) & in_range
         return filter_versions(v, mask) if mask is not None else v
 
 
@@ -363,7 +387,9 @@ def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schem
         if spec.ordering_field and not pc.all(default).as_py():
             ordering = deletes.column("ordering_value").combine_chunks()
         keys = deletes.column("record_key").combine_chunks()
-        return MemoryInput(Versions(keys, None, True, ordering, default), label)
+        v = Versions(keys, None, True, ordering, default)
+        in_range = spec.prefilter.range_mask(keys)
+        return MemoryInput(filter_versions(v, in_range) if in_range is not None else v, label)
     if isinstance(block, ParquetDataBlock):
         return ParquetInput(block.parquet_file(), label, spec, schema)
     if isinstance(block, AvroDataBlock):

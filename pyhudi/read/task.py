@@ -78,9 +78,13 @@ class ReadTask:
     settings: TaskSettings
     metrics: dict = field(default_factory=dict, compare=False)
     """Counters of the last run (strategies, row groups read / skipped, skipped by statistics)."""
+    key_range: tuple[str | None, str | None] | None = None
+    """The split of the file group this task reads: record keys in ``[low, high)`` (None: all)."""
 
     def __repr__(self) -> str:
-        return f"ReadTask({self.partition_path!r}, {self.file_id!r}, families={[f.scan.family for f in self.families]})"
+        split = f", keys={list(self.key_range)}" if self.key_range is not None else ""
+        return (f"ReadTask({self.partition_path!r}, {self.file_id!r}, "
+                f"families={[f.scan.family for f in self.families]}{split})")
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         with ExitStack() as files:
@@ -104,7 +108,7 @@ class ReadTask:
         if excluded is None:
             self.metrics["skipped_by_statistics"] = 1
             return  # statistics prove that no row of this file group matches
-        prefilter = Prefilter(settings.table_schema, list(settings.key_filters), excluded)
+        prefilter = Prefilter(settings.table_schema, list(settings.key_filters), excluded, self.key_range)
         sorted_cache: dict = {}
 
         def inputs_of(part: FamilyPart) -> list:
