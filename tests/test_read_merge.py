@@ -14,20 +14,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyhudi.read.family_reader import FamilyScan, read_family
-from pyhudi.read.merge import Versions, merge_versions, merge_window
+from pyhudi.read.merge import Versions, merge_versions
 from pyhudi.read.sources import MemoryInput, slice_versions
+from pyhudi.read.window import merge_window, scatter
 
 FIELDS = [pa.field("a", pa.int64()), pa.field("b", pa.string()), pa.field("ts", pa.int64())]
 KEYS = [f"k{i:02d}" for i in range(12)]
 
 
 @st.composite
-def blocks(draw):
+def blocks(draw, full_base: bool = False):
+    """Blocks of versions; ``full_base``: the first holds every key (a base file and its
+    updates: the windows merge into the base, see pyhudi.read.window)."""
     out = []
-    for _ in range(draw(st.integers(1, 5))):
-        keys = sorted(draw(st.sets(st.sampled_from(KEYS), min_size=1, max_size=8)))
+    for b in range(draw(st.integers(1, 5))):
+        if full_base and b == 0:
+            keys = KEYS
+            kind = draw(st.sampled_from(["full", "soft"]))
+        else:
+            keys = sorted(draw(st.sets(st.sampled_from(KEYS), min_size=1, max_size=8)))
+            kind = draw(st.sampled_from(["full", "full", "partial", "delete", "soft"]))
         n = len(keys)
-        kind = draw(st.sampled_from(["full", "full", "partial", "delete", "soft"]))
         if kind == "delete":
             with_ordering = draw(st.booleans())
             ordering = pa.array(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))) if with_ordering else None
@@ -55,6 +62,13 @@ def _rows(table: pa.Table) -> list[dict]:
 @settings(max_examples=150, deadline=None)
 @given(blocks(), st.booleans())
 def test_merge_window_equals_hash_merge(pieces, event_time):
+    expected = merge_versions(pieces, FIELDS, event_time, pa.int64())
+    assert _rows(merge_window(pieces, FIELDS, event_time, pa.int64())) == _rows(expected)
+
+
+@settings(max_examples=150, deadline=None)
+@given(blocks(full_base=True), st.booleans())
+def test_updates_merged_into_a_base_equal_hash_merge(pieces, event_time):
     expected = merge_versions(pieces, FIELDS, event_time, pa.int64())
     assert _rows(merge_window(pieces, FIELDS, event_time, pa.int64())) == _rows(expected)
 
@@ -104,6 +118,47 @@ def test_window_update_takes_new_values_and_keeps_untouched_rows():
     out = merge_window([base, update, delete], FIELDS, True, pa.int64())
     # k2: partial update wins (6 >= 5); k3: stale (4 < 5) loses; k1: deleted
     assert out.to_pylist() == [{"_key": "k2", "a": 2, "b": "Y", "ts": 6}, {"_key": "k3", "a": 3, "b": "z", "ts": 5}]
+
+
+def test_update_window_copies_only_the_columns_logs_change():
+    n = 6
+    base_data = pa.table({"a": pa.array(range(n), pa.int64()), "b": [f"v{i}" for i in range(n)],
+                          "ts": pa.array([1] * n, pa.int64())})
+    base = Versions(pa.array(KEYS[:n]), base_data, False, base_data.column("ts").combine_chunks())
+    first = Versions(pa.array(["k01", "k04"]), pa.table({"a": pa.array([10, 40], pa.int64())}), False)
+    second = Versions(pa.array(["k04", "k05"]), pa.table({"a": pa.array([41, None], pa.int64())}), False)
+    out = merge_window([base, first, second], FIELDS, False, pa.int64())
+    assert out.column("a").to_pylist() == [0, 10, 2, 3, 41, None]  # k04 updated twice: the later wins
+    assert out.column("b").chunk(0).buffers()[2].address == base_data.column("b").chunk(0).buffers()[2].address
+
+
+def test_owned_base_is_patched_in_place_and_only_in_its_window():
+    """A batch decoded for this read is patched in place; the rows of the batch past the window
+    (a slice of the same buffer) and inputs not owned are never written."""
+    data = pa.table({"a": pa.array(range(6), pa.int64())})
+    batch = Versions(pa.array(KEYS[:6]), data, False, owned=True)
+    window, rest = slice_versions(batch, 0, 3), slice_versions(batch, 3, 6)
+    update = Versions(pa.array(["k01"]), pa.table({"a": pa.array([100], pa.int64())}), False)
+    out = merge_window([window, update], [FIELDS[0]], False)
+    assert out.column("a").to_pylist() == [0, 100, 2]
+    assert out.column("a").chunk(0).buffers()[1].address == data.column("a").chunk(0).buffers()[1].address
+    assert rest.data.column("a").to_pylist() == [3, 4, 5]
+    shared = Versions(pa.array(KEYS[:3]), pa.table({"a": pa.array([0, 1, 2], pa.int64())}), False)
+    merge_window([shared, update], [FIELDS[0]], False)
+    assert shared.data.column("a").to_pylist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("values, type_", [([1, 2, 3, 4], pa.int32()), ([1.5, 2.5, None, 4.5], pa.float64()),
+                                           ([1, 2, 3, 4], pa.timestamp("us")), (["a", "b", "c", "d"], pa.string()),
+                                           ([True, False, True, False], pa.bool_())])
+def test_scatter_replaces_rows_of_every_type(values, type_):
+    base = pa.array(values, type_)
+    typed = base.to_pylist()
+    got = scatter(base.slice(1), np.array([0, 2]), pa.array([values[0], None], type_))
+    assert got.to_pylist() == [typed[0], typed[2], None]
+    got = scatter(base.slice(1), np.array([1]), pa.array([values[0]], type_))
+    assert got.to_pylist() == [typed[1], typed[0], typed[3]]
+    assert base.to_pylist() == typed  # the input is not modified
 
 
 def test_unsorted_block_with_repeated_keys_falls_back_to_hash_merge():

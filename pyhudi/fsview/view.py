@@ -19,8 +19,8 @@ Rules (table version 8, RFC-66 completion-time slicing; DESIGN §4 for families)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from pyhudi.errors import FileNameError
 from pyhudi.storage.fs import FileInfo, Storage
@@ -122,9 +122,9 @@ class Visibility:
         if instant is None:
             return None
         done = self.completions.get(instant)
-        if done is None and self.archived_before is not None and instant < self.archived_before:
-            if self.as_of is None or instant <= self.as_of:
-                return instant
+        archived = done is None and self.archived_before is not None and instant < self.archived_before
+        if archived and (self.as_of is None or instant <= self.as_of):
+            return instant  # archived instants completed (only completed instants are archived)
         return done
 
     def is_visible(self, instant: str | None) -> bool:

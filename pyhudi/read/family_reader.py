@@ -9,7 +9,7 @@ and blocks rolled back by a command block are skipped). The reader picks a strat
   range ends at the smallest "last key" among the inputs' current batches, so every version of a
   key in the range is in memory and nothing past it is. Memory is bounded by the batch size
   times the number of inputs, whatever the file group's size. Ranges that only one input touches
-  pass through without a copy (:func:`pyhudi.read.merge.merge_window`);
+  pass through without a copy (:func:`pyhudi.read.window.merge_window`);
 - **pass-through** when the slice is a single Parquet input and no sorted output is needed;
 - **hash merge** otherwise (Apache Hudi's unsorted base files, Avro blocks with repeated keys):
   every version is read and merged at once by :func:`pyhudi.read.merge.merge_versions` — correct,
@@ -29,9 +29,10 @@ import pyarrow.parquet as pq
 
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader
-from pyhudi.read.merge import Versions, columns_of, merge_versions, merge_window
+from pyhudi.read.keys import RECORD_KEY, key_text
+from pyhudi.read.merge import Versions, columns_of, merge_versions
 from pyhudi.read.sources import (
-    RECORD_KEY,
+    SOFT_DELETE,
     LockstepInput,
     MemoryInput,
     ParquetInput,
@@ -40,6 +41,7 @@ from pyhudi.read.sources import (
     filter_versions,
     slice_versions,
 )
+from pyhudi.read.window import merge_window
 from pyhudi.storage.fs import Storage
 
 LOCAL_BUFFER, REMOTE_BUFFER = 64 << 10, 8 << 20
@@ -75,6 +77,11 @@ class OpenedBase:
         self.parquet = pq.ParquetFile(self.source, buffer_size=buffer, pre_buffer=False)
         self._fingerprint: KeyFingerprint | None | bool = False
 
+    @property
+    def soft_deletes(self) -> bool:
+        """Whether the file has Hudi's soft-delete column (its rows may be deleted)."""
+        return SOFT_DELETE in self.parquet.metadata.schema.names
+
     def key_fingerprint(self) -> KeyFingerprint | None:
         if self._fingerprint is False:
             self._fingerprint = self._compute_fingerprint()
@@ -86,31 +93,49 @@ class OpenedBase:
         if RECORD_KEY not in names:
             return None
         leaf = names.index(RECORD_KEY)
-        layout, chunks = [], []
+        layout, extents = [], []
         for i in range(metadata.num_row_groups):
             chunk = metadata.row_group(i).column(leaf)
             start = chunk.data_page_offset
             if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None:
                 start = min(start, chunk.dictionary_page_offset)
             layout.append((metadata.row_group(i).num_rows, chunk.compression, chunk.total_compressed_size))
-            chunks.append(self.source.read_at(chunk.total_compressed_size, start))
-        return KeyFingerprint(tuple(layout), tuple(chunks))
+            extents.append((start, chunk.total_compressed_size))
+        return KeyFingerprint(tuple(layout), self._reader(extents))
+
+    def _reader(self, extents: list[tuple[int, int]]):
+        def read() -> tuple[pa.Buffer, ...]:
+            chunks = []
+            for start, size in extents:
+                self.source.seek(start)
+                chunks.append(self.source.read_buffer(size))
+            return tuple(chunks)
+        return read
 
 
 class KeyFingerprint:
-    """Row-group layout plus raw key column chunks; equal means the same keys in the same order."""
+    """Row-group layout plus raw key column chunks; equal means the same keys in the same order.
 
-    __slots__ = ("chunks", "layout")
+    The chunks are read only when two layouts are equal (the first comparison that needs them).
+    """
 
-    def __init__(self, layout: tuple, chunks: tuple) -> None:
-        self.layout, self.chunks = layout, chunks
+    __slots__ = ("_chunks", "_read", "layout")
+
+    def __init__(self, layout: tuple, read) -> None:
+        self.layout, self._read, self._chunks = layout, read, None
+
+    @property
+    def chunks(self) -> tuple[pa.Buffer, ...]:
+        if self._chunks is None:
+            self._chunks = self._read()
+        return self._chunks
 
     def __hash__(self) -> int:
         return hash(self.layout)
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, KeyFingerprint) and self.layout == other.layout
-                and all(a == b for a, b in zip(self.chunks, other.chunks)))
+                and all(a.equals(b) for a, b in zip(self.chunks, other.chunks)))
 
 
 def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: pa.Schema,
@@ -165,12 +190,11 @@ def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bo
 
 
 def _pass_through(source: ParquetInput | LockstepInput, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
-    schema = pa.schema([pa.field("_key", pa.string()), *fields])
     for v in source.chunks(batch_size):
         if np.any(v.is_delete):  # soft-deleted rows
             v = _without_soft_deletes(v)
         if len(v.keys):
-            yield _project_versions(v, fields, schema)
+            yield _project_versions(v, fields, pa.schema([pa.field("_key", v.keys.type), *fields]))
 
 
 def _without_soft_deletes(v: Versions) -> Versions:
@@ -206,7 +230,7 @@ class _Cursor:
 
     @property
     def last_key(self) -> str:
-        return self.buffer.keys[-1].as_py()
+        return key_text(self.buffer.keys[-1])
 
     def take_through(self, bound: str) -> Versions | None:
         """The buffered rows with key <= ``bound``; refills when the buffer is used up."""
@@ -214,7 +238,7 @@ class _Cursor:
         if buffer is None:
             return None
         keys = buffer.keys
-        n = bisect.bisect_right(keys, bound, key=_as_py)
+        n = bisect.bisect_right(keys, bound, key=key_text)
         if n == 0:
             return None
         if n == len(keys):
@@ -222,10 +246,6 @@ class _Cursor:
             return buffer
         self.buffer = slice_versions(buffer, n, len(keys))
         return slice_versions(buffer, 0, n)
-
-
-def _as_py(scalar: pa.Scalar) -> str:
-    return scalar.as_py()
 
 
 def _sort_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -33,8 +33,9 @@ from pyhudi.errors import HudiError, ReadError, SchemaError
 from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
+from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
 from pyhudi.read.pruning import keygen_keeps_values, partition_may_match
-from pyhudi.read.sources import RECORD_KEY, KeySpec
+from pyhudi.read.split import key_splits, split_rows
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
 from pyhudi.schema import META_FIELDS
 from pyhudi.timeline.instant import format_instant_time
@@ -64,14 +65,15 @@ class ScanPlan:
     def to_table(self, max_workers: int | None = None) -> pa.Table:
         """Every task's rows in one table; tasks run on a thread pool (Arrow releases the GIL)."""
         workers = min(len(self.tasks), max_workers or os.cpu_count() or 1)
-        if workers <= 1:
-            return pa.Table.from_batches(list(self.batches()), schema=self.schema)
         if not len(self.schema):  # counts: tables without columns keep their row counts
             return pa.Table.from_batches(list(self.batches()), schema=self.schema)
-        # the tasks are the parallelism; Parquet decoding on more threads would only contend
-        tasks = [replace(t, settings=replace(t.settings, decode_threads=False), metrics={}) for t in self.tasks]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(ReadTask.run, tasks))
+        if workers <= 1:
+            parts = [task.run() for task in self.tasks]
+        else:
+            # the tasks are the parallelism; Parquet decoding on more threads would only contend
+            tasks = [replace(t, settings=replace(t.settings, decode_threads=False), metrics={}) for t in self.tasks]
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                parts = list(pool.map(ReadTask.run, tasks))
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
 
@@ -164,8 +166,14 @@ def _touched_file_groups(timeline: Any, instants: Sequence[str]) -> set[tuple[st
 
 def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
               as_of: Any = None, query_type: str = "snapshot", begin: Any = None, end: Any = None,
-              with_meta: bool = False, *, batch_size: int | None = None, strategy: str = "auto") -> ScanPlan:
-    """Plan a scan of ``table`` (see the module docstring for the query types)."""
+              with_meta: bool = False, *, batch_size: int | None = None, strategy: str = "auto",
+              max_rows_per_task: int | None = None, options: Mapping[str, Any] | None = None) -> ScanPlan:
+    """Plan a scan of ``table`` (see the module docstring for the query types).
+
+    ``max_rows_per_task`` (or ``hoodie.pyhudi.read.split.rows`` in ``options``) splits file groups
+    with more base-file rows into several tasks by key range (:mod:`pyhudi.read.split`).
+    """
+    max_rows = split_rows(max_rows_per_task, options)
     if query_type not in QUERY_TYPES:
         raise ReadError(f"unknown query type {query_type!r}: expected one of {', '.join(QUERY_TYPES)}")
     if strategy not in STRATEGIES:
@@ -207,7 +215,9 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     settings = TaskSettings(
         table_schema=filter_schema,
         output=output,
-        keys=KeySpec(tuple(table.record_key_fields), config.populate_meta_fields),
+        keys=KeySpec(tuple(table.record_key_fields), config.populate_meta_fields,
+                     integer_key_column(table.record_key_fields, schema, config.get(tc.KEYGEN_TYPE),
+                                        config.get(tc.KEYGEN_CLASS))),
         visibility=view.visibility,
         filters=tuple(normalized),
         key_filters=tuple(f for f in normalized if f.column in key_columns),
@@ -218,13 +228,27 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     )
     groups = _pruned_groups(table, view, normalized, schema, timeline, incremental)
     tasks = []
+    has_families = bool(config.column_families)  # declared families (a plain table never gets any)
     for group in groups:
-        parts = [FamilyPart(scan, group.latest_slice(scan.family, bool(table.column_families), config.layout_version),
-                            own) for scan, own in scans]
+        parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, config.layout_version), own)
+                 for scan, own in scans]
         if all(p.file_slice.is_empty for p in parts):
             continue
-        tasks.append(ReadTask(table.storage, group.partition_path, group.file_id, parts, settings))
+        task = ReadTask(table.storage, group.partition_path, group.file_id, parts, settings)
+        tasks.extend(_split(task, max_rows) if max_rows else [task])
     return ScanPlan(output, pinned, tasks, query_type)
+
+
+def _split(task: ReadTask, max_rows: int) -> list[ReadTask]:
+    """The task, or one task per key range when its file group's base file is larger."""
+    base = next((p.file_slice.base_file for p in task.families if p.file_slice.base_file is not None), None)
+    if base is None:
+        return [task]
+    settings = task.settings
+    ranges = key_splits(task.storage, base.relpath, settings.keys, settings.table_schema, max_rows)
+    if len(ranges) == 1:
+        return [task]
+    return [replace(task, key_range=bounds, metrics={}) for bounds in ranges]
 
 
 def _pruned_groups(table: Any, view: FileSystemView, filters: list[Filter], schema: pa.Schema, timeline: Any,

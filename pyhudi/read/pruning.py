@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.read.filters import NULL_REJECTING, Filter, typed_scalar
+from pyhudi.read.keys import text_keys
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
 
 KeyRange = tuple[str, str]
@@ -235,6 +236,7 @@ def excluded_mask(keys: pa.Array, excluded: Sequence[KeyRange]) -> pa.Array | No
     """Boolean mask of the keys to keep (outside every excluded range), or None to keep all."""
     if not excluded or not len(keys):
         return None
+    keys = text_keys(keys)  # key codes compare as their spelling
     drop = None
     for lo, hi in excluded:
         inside = pc.and_(pc.greater_equal(keys, lo), pc.less_equal(keys, hi))

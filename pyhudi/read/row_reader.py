@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.read.merge import subset_positions
+from pyhudi.read.keys import key_text, sorted_keys, text_keys
+from pyhudi.read.window import subset_positions
 from pyhudi.schema import META_FIELDS
 
 KEY = "_key"
@@ -41,12 +42,12 @@ class _TableCursor:
 
     @property
     def last_key(self) -> str:
-        return self.keys[-1].as_py()
+        return key_text(self.keys[-1])
 
     def take_through(self, bound: str) -> pa.Table | None:
         if self.buffer is None:
             return None
-        n = bisect.bisect_right(self.keys, bound, key=_as_py)
+        n = bisect.bisect_right(self.keys, bound, key=key_text)
         if n == 0:
             return None
         buffer = self.buffer
@@ -94,6 +95,8 @@ def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = No
     live = [p for p in pieces if p is not None and p.num_rows]
     if not live:
         return pa.table({KEY: pa.array([], pa.string())})
+    if len({p.schema.field(KEY).type for p in live}) > 1:  # a hash-merged family has string keys
+        live = [_with_string_keys(p) for p in live]
     if len(live) == 1 or _aligned(live):
         keys = live[0].column(KEY)
         parts = [(p, None) for p in live]
@@ -129,7 +132,7 @@ def _union(live: list[pa.Table]) -> tuple:
     spine_keys = live[spine].column(KEY)
     others = [p for i, p in enumerate(live) if i != spine]
     found = subset_positions(spine_keys, pa.chunked_array([c for p in others for c in p.column(KEY).chunks],
-                                                          pa.string()))
+                                                          spine_keys.type))
     if found is not None:
         parts, at = [], 0
         for i, p in enumerate(live):
@@ -141,9 +144,8 @@ def _union(live: list[pa.Table]) -> tuple:
             at += p.num_rows
             parts.append((p, pa.array(index, mask=index < 0)))
         return spine_keys, parts
-    all_keys = pa.chunked_array([c for p in live for c in p.column(KEY).chunks], pa.string())
-    keys = pc.unique(all_keys)
-    keys = keys.take(pc.sort_indices(keys))
+    all_keys = pa.chunked_array([c for p in live for c in p.column(KEY).chunks], spine_keys.type)
+    keys = sorted_keys(pc.unique(all_keys))
     return keys, [(p, pc.index_in(keys, value_set=p.column(KEY))) for p in live]
 
 
@@ -176,5 +178,8 @@ def combine_meta(meta: dict[str, list]) -> dict[str, pa.ChunkedArray | pa.Array]
     return out
 
 
-def _as_py(scalar: pa.Scalar):
-    return scalar.as_py()
+def _with_string_keys(table: pa.Table) -> pa.Table:
+    column = table.column(KEY)
+    if pa.types.is_string(column.type):
+        return table
+    return table.set_column(table.column_names.index(KEY), KEY, text_keys(column))

@@ -12,8 +12,9 @@ Two kinds of input:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 
 import numpy as np
@@ -24,43 +25,20 @@ import pyarrow.parquet as pq
 from pyhudi.errors import LogFormatError, ReadError
 from pyhudi.logformat import AvroDataBlock, DataBlock, DeleteBlock, ParquetDataBlock
 from pyhudi.read.filters import Filter, filter_expression
+from pyhudi.read.keys import (
+    MAX_INTEGER_KEY,
+    RECORD_KEY,
+    KeySpec,
+    in_range_mask,
+    integer_keys,
+    key_text,
+    order_indices,
+    strictly_increasing,
+)
 from pyhudi.read.merge import Versions
 from pyhudi.read.pruning import KeyRange, excluded_mask, key_range_of, range_covered, row_group_may_match
-from pyhudi.schema import META_FIELDS
-from pyhudi.write.prepare import record_keys
 
-RECORD_KEY = META_FIELDS[2]
 SOFT_DELETE = "_hoodie_is_deleted"
-
-
-@dataclass(frozen=True)
-class KeySpec:
-    """How record keys are obtained: ``_hoodie_record_key``, or built from the key columns."""
-
-    fields: tuple[str, ...]
-    populate_meta: bool
-
-    def columns(self, available: Sequence[str]) -> list[str]:
-        if self.populate_meta and RECORD_KEY in available:
-            return [RECORD_KEY]
-        return [c for c in self.fields if c in available]
-
-    def keys(self, table: pa.Table) -> pa.Array:
-        if self.populate_meta and RECORD_KEY in table.column_names:
-            column = table.column(RECORD_KEY)
-        else:
-            column = record_keys(table, self.fields)
-        array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        return array if array.type == pa.string() else array.cast(pa.string())
-
-    def stats_column(self, available: Sequence[str], schema: pa.Schema) -> str | None:
-        """A file column whose statistics bound the record keys (string order), if any."""
-        if RECORD_KEY in available:
-            return RECORD_KEY
-        single = self.fields[0] if len(self.fields) == 1 else None
-        if single in available and single in schema.names and pa.types.is_string(schema.field(single).type):
-            return single
-        return None
 
 
 @dataclass
@@ -68,28 +46,40 @@ class Prefilter:
     """Drops versions that cannot belong to a matching row (see :mod:`pyhudi.read.pruning`).
 
     ``key_filters`` are filters on record key columns (equal in every version of a row);
-    ``excluded`` are record-key ranges proven empty of matches.
+    ``excluded`` are record-key ranges proven empty of matches; ``key_range`` is the half-open
+    range ``[low, high)`` of the task's split of the file group (:mod:`pyhudi.read.split`).
     """
 
     schema: pa.Schema
     key_filters: list[Filter] = field(default_factory=list)
     excluded: list[KeyRange] = field(default_factory=list)
+    key_range: tuple[str | None, str | None] | None = None
 
     @property
     def columns(self) -> list[str]:
         return list(dict.fromkeys(f.column for f in self.key_filters))
 
     def row_groups(self, metadata: pq.FileMetaData, key_column: str | None) -> list[int]:
-        if not self.key_filters and not self.excluded:
+        if not self.key_filters and not self.excluded and self.key_range is None:
             return list(range(metadata.num_row_groups))
         kept = []
         for i in range(metadata.num_row_groups):
             if not row_group_may_match(metadata, i, self.key_filters, self.schema):
                 continue
-            if self.excluded and key_column and range_covered(key_range_of(metadata, i, key_column), self.excluded):
+            keys = key_range_of(metadata, i, key_column) if key_column else None
+            if self.excluded and range_covered(keys, self.excluded):
+                continue
+            if self.key_range is not None and keys is not None and not _overlaps(keys, self.key_range):
                 continue
             kept.append(i)
         return kept
+
+    def range_mask(self, keys: pa.Array) -> np.ndarray | None:
+        """Which keys lie in ``key_range`` (None: all of them)."""
+        if self.key_range is None or not len(keys):
+            return None
+        mask = np.asarray(in_range_mask(keys, *self.key_range), dtype=bool)
+        return None if mask.all() else mask
 
     def apply(self, table: pa.Table) -> pa.Table:
         """The rows whose key columns satisfy the key filters (columns absent: all rows)."""
@@ -100,6 +90,12 @@ class Prefilter:
             return table.filter(filter_expression(usable, self.schema))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return table  # a file stores the column with another type: keep every row (sound)
+
+
+def _overlaps(keys: KeyRange, bounds: tuple[str | None, str | None]) -> bool:
+    """Whether the inclusive range ``keys`` meets the half-open ``bounds``."""
+    low, high = bounds
+    return (high is None or keys[0] < high) and (low is None or keys[1] >= low)
 
 
 def filter_versions(v: Versions, mask: pa.Array | np.ndarray) -> Versions:
@@ -115,6 +111,7 @@ def filter_versions(v: Versions, mask: pa.Array | np.ndarray) -> Versions:
         is_delete,
         v.ordering.filter(arrow_mask) if v.ordering is not None else None,
         v.default_delete.filter(arrow_mask) if v.default_delete is not None else None,
+        v.owned,
     )
 
 
@@ -127,6 +124,7 @@ def slice_versions(v: Versions, start: int, stop: int) -> Versions:
         is_delete,
         v.ordering.slice(start, n) if v.ordering is not None else None,
         v.default_delete.slice(start, n) if v.default_delete is not None else None,
+        v.owned,  # (a slice shares buffers with the rest of the batch, but never rows)
     )
 
 
@@ -139,13 +137,6 @@ def take_versions(v: Versions, indices: pa.Array) -> Versions:
         v.ordering.take(indices) if v.ordering is not None else None,
         v.default_delete.take(indices) if v.default_delete is not None else None,
     )
-
-
-def strictly_increasing(keys: pa.Array) -> bool:
-    n = len(keys)
-    if n <= 1:
-        return True
-    return bool(pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py())
 
 
 @dataclass
@@ -164,7 +155,9 @@ class ReadSpec:
         extra = [*self.keys.columns(available), self.ordering_field, SOFT_DELETE, *self.prefilter.columns]
         return list(dict.fromkeys([*wanted, *[c for c in extra if c and c in available]]))
 
-    def versions(self, table: pa.Table, prefilter: bool = True) -> Versions:
+    def versions(self, table: pa.Table, prefilter: bool = True, owned: bool = False) -> Versions:
+        """The versions of ``table``'s rows (``owned``: its buffers were decoded for this read
+        alone, see :class:`~pyhudi.read.merge.Versions`)."""
         if prefilter:
             table = self.prefilter.apply(table)
         keys = self.keys.keys(table)
@@ -175,8 +168,14 @@ class ReadSpec:
         deleted: bool | np.ndarray = False
         if SOFT_DELETE in names:  # Hudi's soft-delete marker column
             deleted = np.asarray(table.column(SOFT_DELETE).fill_null(False), dtype=bool)
-        v = Versions(keys, table.select([f.name for f in self.fields if f.name in names]), deleted, ordering)
-        mask = excluded_mask(keys, self.prefilter.excluded) if prefilter else None
+        v = Versions(keys, table.select([f.name for f in self.fields if f.name in names]), deleted, ordering,
+                     owned=owned)
+        if not prefilter:
+            return v
+        mask = excluded_mask(keys, self.prefilter.excluded)
+        in_range = self.prefilter.range_mask(keys)
+        if in_range is not None:
+            mask = in_range if mask is None else np.asarray(mask, dtype=bool) & in_range
         return filter_versions(v, mask) if mask is not None else v
 
 
@@ -187,21 +186,51 @@ class ParquetInput:
 
     def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema,
                  fingerprint: Callable[[], tuple | None] | None = None, sorted_cache: dict | None = None) -> None:
-        self.parquet, self.label, self.spec = parquet, label, spec
+        self.parquet, self.label, self.spec, self.schema = parquet, label, spec, schema
         self.fingerprint, self.sorted_cache = fingerprint, sorted_cache
-        available = parquet.schema_arrow.names
+        self.arrow_schema = parquet.schema_arrow  # (a property that converts the schema on every call)
+        self.leaves = parquet.metadata.schema.names
+        available = self.arrow_schema.names
+        self.soft_deletes = SOFT_DELETE in available
         self.columns = spec.file_columns(available)
         self.key_columns = spec.keys.columns(available)
         self.stats_key = spec.keys.stats_column(available, schema)
         self.row_groups = spec.prefilter.row_groups(parquet.metadata, self.stats_key)
         self.declared_sorted = self._declared_sorted()
 
+    def with_keys(self, keys: KeySpec) -> ParquetInput | None:
+        """This input reading its keys per ``keys`` (None: the file cannot supply them — the
+        integer key column is missing, or its statistics do not prove every value has a code)."""
+        if keys.integer is not None and not self._integer_keys_fit(keys.integer):
+            return None
+        clone = copy.copy(self)
+        clone.spec = replace(self.spec, keys=keys)
+        clone.columns = clone.spec.file_columns(self.arrow_schema.names)
+        clone.key_columns = keys.columns(self.arrow_schema.names)
+        return clone
+
+    def _integer_keys_fit(self, column: str) -> bool:
+        arrow = self.arrow_schema
+        if column not in arrow.names or not pa.types.is_integer(arrow.field(column).type):
+            return False
+        metadata = self.parquet.metadata
+        leaf = self.leaves.index(column) if column in self.leaves else -1
+        if leaf < 0:
+            return False
+        for i in self.row_groups:
+            stats = metadata.row_group(i).column(leaf).statistics
+            if stats is None or not stats.has_null_count or stats.null_count or not stats.has_min_max:
+                return False
+            if not (isinstance(stats.min, int) and 0 <= stats.min and stats.max < MAX_INTEGER_KEY):
+                return False
+        return True
+
     def _declared_sorted(self) -> bool:
         """Whether every row group declares sorting on the record key (Parquet sorting_columns)."""
         if self.stats_key != RECORD_KEY:
             return False
         metadata = self.parquet.metadata
-        leaf = metadata.schema.names.index(RECORD_KEY) if RECORD_KEY in metadata.schema.names else -1
+        leaf = self.leaves.index(RECORD_KEY) if RECORD_KEY in self.leaves else -1
         for i in self.row_groups:
             declared = metadata.row_group(i).sorting_columns
             if not declared or declared[0].column_index != leaf or declared[0].descending:
@@ -230,11 +259,11 @@ class ParquetInput:
             keys = self.spec.keys.keys(pa.Table.from_batches([batch]))
             if not len(keys):
                 continue
-            if last is not None and not keys[0].as_py() > last:
+            if last is not None and not key_text(keys[0]) > last:
                 return False
             if not strictly_increasing(keys):
                 return False
-            last = keys[-1].as_py()
+            last = key_text(keys[-1])
         return True
 
     def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
@@ -244,18 +273,18 @@ class ParquetInput:
         last = None
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
                                                columns=self.columns, use_threads=self.spec.decode_threads):
-            table = pa.Table.from_batches([batch])
-            if verify and self.declared_sorted:
-                last = self._check_declared_order(self.spec.keys.keys(table), last)
-            yield self.spec.versions(table)
+            v = self.spec.versions(pa.Table.from_batches([batch]), owned=True)
+            if verify and self.declared_sorted:  # (the rows read must be sorted; others never merge)
+                last = self._check_declared_order(v.keys, last)
+            yield v
 
     def _check_declared_order(self, keys: pa.Array, last: str | None) -> str | None:
         if not len(keys):
             return last
-        if (last is not None and not keys[0].as_py() > last) or not strictly_increasing(keys):
+        if (last is not None and not key_text(keys[0]) > last) or not strictly_increasing(keys):
             raise ReadError(f"{self.label} declares its rows sorted by {RECORD_KEY} but they are not "
                             "(a corrupt or foreign file); read it with strategy='hash'")
-        return keys[-1].as_py()
+        return key_text(keys[-1])
 
 
 class LockstepInput:
@@ -299,15 +328,17 @@ class LockstepInput:
         streams += [m.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=cols,
                                            use_threads=threads)
                     for m, cols in zip(self.followers, self.follower_columns)]
-        last = None
+        last = schema = None
         for batches in zip_longest(*streams):
             if any(b is None or b.num_rows != batches[0].num_rows for b in batches):
                 raise ReadError(f"{self.label}: base files with equal key columns returned unequal batches")
-            fields = [f for b in batches for f in b.schema]
-            table = pa.Table.from_arrays([c for b in batches for c in b.columns], schema=pa.schema(fields))
+            if schema is None:
+                schema = pa.schema([f for b in batches for f in b.schema])
+            v = self.spec.versions(pa.Table.from_arrays([c for b in batches for c in b.columns], schema=schema),
+                                   owned=True)
             if verify and self.lead.declared_sorted:
-                last = self.lead._check_declared_order(self.spec.keys.keys(table), last)
-            yield self.spec.versions(table)
+                last = self.lead._check_declared_order(v.keys, last)
+            yield v
 
 
 class MemoryInput:
@@ -318,12 +349,24 @@ class MemoryInput:
     def __init__(self, versions: Versions, label: str) -> None:
         self.versions, self.label = versions, label
 
+    def with_keys(self, keys: KeySpec) -> MemoryInput | None:
+        """This block with key codes (``keys.integer``), or None if a record's key has no code.
+        Deletes of such keys are dropped: no row read with key codes has them."""
+        if keys.integer is None:
+            return self
+        v = self.versions
+        values, canonical = integer_keys(v.keys)
+        if not canonical.all() and (v.data is not None or not np.all(v.is_delete)):
+            return None
+        v = Versions(values, v.data, v.is_delete, v.ordering, v.default_delete)
+        return MemoryInput(filter_versions(v, canonical), self.label)
+
     def sorted_by_key(self, batch_size: int) -> bool:
         """Sort the block by key if its keys are distinct; False if a key repeats."""
         keys = self.versions.keys
         if strictly_increasing(keys):
             return True
-        order = pc.sort_indices(keys)
+        order = order_indices(keys)
         candidate = take_versions(self.versions, order)
         if not strictly_increasing(candidate.keys):
             return False
@@ -344,7 +387,9 @@ def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schem
         if spec.ordering_field and not pc.all(default).as_py():
             ordering = deletes.column("ordering_value").combine_chunks()
         keys = deletes.column("record_key").combine_chunks()
-        return MemoryInput(Versions(keys, None, True, ordering, default), label)
+        v = Versions(keys, None, True, ordering, default)
+        in_range = spec.prefilter.range_mask(keys)
+        return MemoryInput(filter_versions(v, in_range) if in_range is not None else v, label)
     if isinstance(block, ParquetDataBlock):
         return ParquetInput(block.parquet_file(), label, spec, schema)
     if isinstance(block, AvroDataBlock):

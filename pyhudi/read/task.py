@@ -21,10 +21,11 @@ import pyarrow.compute as pc
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.read.family_reader import FamilyScan, OpenedBase, read_family, slice_inputs
 from pyhudi.read.filters import Filter, filter_expression
+from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
-from pyhudi.read.sources import SOFT_DELETE, KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
+from pyhudi.read.sources import KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
 from pyhudi.storage.fs import Storage
 
 DEFAULT_BATCH_SIZE = 16384
@@ -77,19 +78,29 @@ class ReadTask:
     settings: TaskSettings
     metrics: dict = field(default_factory=dict, compare=False)
     """Counters of the last run (strategies, row groups read / skipped, skipped by statistics)."""
+    key_range: tuple[str | None, str | None] | None = None
+    """The split of the file group this task reads: record keys in ``[low, high)`` (None: all)."""
 
     def __repr__(self) -> str:
-        return f"ReadTask({self.partition_path!r}, {self.file_id!r}, families={[f.scan.family for f in self.families]})"
+        split = f", keys={list(self.key_range)}" if self.key_range is not None else ""
+        return (f"ReadTask({self.partition_path!r}, {self.file_id!r}, "
+                f"families={[f.scan.family for f in self.families]}{split})")
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         with ExitStack() as files:
-            yield from self._batches(files)
+            for table in self._tables(files):
+                yield from table.combine_chunks().to_batches(max_chunksize=self.settings.batch_size)
 
     def run(self) -> pa.Table:
-        return pa.Table.from_batches(list(self.batches()), schema=self.settings.output)
+        output = self.settings.output
+        if not len(output):  # a count: batches keep the row counts of column-less tables
+            return pa.Table.from_batches(list(self.batches()), schema=output)
+        with ExitStack() as files:
+            tables = list(self._tables(files))
+        return pa.concat_tables(tables) if tables else output.empty_table()
 
     # ------------------------------------------------------------------ body
-    def _batches(self, files: ExitStack) -> Iterator[pa.RecordBatch]:
+    def _tables(self, files: ExitStack) -> Iterator[pa.Table]:
         settings = self.settings
         self.metrics.clear()
         opened = self._open_bases(files)
@@ -97,23 +108,32 @@ class ReadTask:
         if excluded is None:
             self.metrics["skipped_by_statistics"] = 1
             return  # statistics prove that no row of this file group matches
-        prefilter = Prefilter(settings.table_schema, list(settings.key_filters), excluded)
+        prefilter = Prefilter(settings.table_schema, list(settings.key_filters), excluded, self.key_range)
         sorted_cache: dict = {}
-        family_inputs = []
-        for part in self.families:
+
+        def inputs_of(part: FamilyPart) -> list:
             spec = ReadSpec(list(part.scan.fields), part.scan.ordering_field, settings.keys, prefilter,
                             settings.decode_threads)
-            inputs = slice_inputs(self.storage, part.file_slice, spec, settings.table_schema, settings.visibility,
-                                  files, base_only=settings.read_optimized, opened=opened, sorted_cache=sorted_cache)
-            family_inputs.append(inputs)
-        redundant = self._redundant_families(family_inputs)
+            return slice_inputs(self.storage, part.file_slice, spec, settings.table_schema, settings.visibility,
+                                files, base_only=settings.read_optimized, opened=opened, sorted_cache=sorted_cache)
+
+        # key-only families with a base file alone are opened (footer, key fingerprint) but their
+        # inputs are built only if that base may add rows (see _redundant_families)
+        deferred = [self._key_only(part) and not part.file_slice.log_files and part.file_slice.base_file is not None
+                    for part in self.families]
+        family_inputs = [None if later else inputs_of(part) for part, later in zip(self.families, deferred)]
+        redundant = self._redundant_families(family_inputs, opened)
         self._count("families_skipped", sum(1 for trim in redundant.values() if trim == "all"))
         self._count("bases_skipped", sum(1 for trim in redundant.values() if trim == "base"))
-        kept = []
+        kept_parts, kept_inputs = [], []
         for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
             trim = redundant.get(i)
-            if trim != "all":
-                kept.append((part.scan, inputs[1:] if trim == "base" else inputs))
+            if trim == "all":
+                continue
+            inputs = inputs if inputs is not None else inputs_of(part)
+            kept_parts.append(part)
+            kept_inputs.append(inputs[1:] if trim == "base" else inputs)
+        kept = list(zip([p.scan for p in kept_parts], self._integer_keys(kept_inputs)))
         for _, inputs in kept:
             for source in inputs:
                 if isinstance(source, ParquetInput):
@@ -126,9 +146,25 @@ class ReadTask:
         incremental = pa.array(settings.incremental, pa.string()) if settings.incremental is not None else None
         expression = filter_expression(settings.filters, settings.table_schema) if settings.filters else None
         for window in join_streams(streams, incremental):
-            for batch in self._output(window, expression):
-                if batch.num_rows:
-                    yield batch
+            table = self._output(window, expression)
+            if table is not None and table.num_rows:
+                yield table
+
+    def _integer_keys(self, family_inputs: list[list]) -> list[list]:
+        """The inputs reading integer keys instead of strings (:mod:`pyhudi.read.keys`), when the
+        table's key allows it and every input of every family can supply them; else unchanged
+        (families are joined by key, so they all read keys the same way)."""
+        keys = self.settings.keys
+        if keys.integer is None or self.settings.strategy != "auto":
+            return family_inputs
+        converted = []
+        for inputs in family_inputs:
+            mine = [source.with_keys(keys) for source in inputs]
+            if any(source is None for source in mine):
+                return family_inputs
+            converted.append(mine)
+        self._count("integer_keys", 1)
+        return converted
 
     def _count(self, name: str, n: int) -> None:
         self.metrics[name] = self.metrics.get(name, 0) + n
@@ -180,35 +216,46 @@ class ReadTask:
             out.append((scan, [combined, *lead_inputs[1:]]))
         return out
 
-    def _redundant_families(self, family_inputs: list[list]) -> dict[int, str]:
+    @staticmethod
+    def _key_only(part: FamilyPart) -> bool:
+        """Whether a family is read only for its keys (row existence, DESIGN §4)."""
+        return not any(f.name in part.own_columns or f.name.startswith("_hoodie_") for f in part.scan.fields)
+
+    def _redundant_families(self, family_inputs: list[list | None], opened: dict[str, OpenedBase]) -> dict[int, str]:
         """Key-only families (read for row existence, DESIGN §4) whose base file adds no row.
 
         A family read only for its keys needs no base file when that base is byte-identical in
         its key column (equal fingerprint) to the base of another family read in this task whose
         inputs never remove a row (no delete blocks, no soft deletes): every one of those keys is
         alive there. Its log blocks are still merged (they may add keys). Returns family index →
-        ``"all"`` (nothing left to read) or ``"base"`` (read only its log blocks).
+        ``"all"`` (nothing left to read) or ``"base"`` (read only its log blocks). A None in
+        ``family_inputs`` is a key-only family whose inputs are its base file alone, not built yet.
         """
         if len(self.families) < 2 or self.settings.strategy != "auto":
             return {}
         anchors: list = []
         candidates = []
         for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
-            key_only = not any(f.name in part.own_columns or f.name.startswith("_hoodie_") for f in part.scan.fields)
+            if inputs is None:
+                base = opened[part.file_slice.base_file.relpath]
+                candidates.append((i, base.key_fingerprint, True, base.soft_deletes))
+                continue
             base = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) and inputs[0].fingerprint else None
-            if key_only and base is not None:  # (only base inputs carry a fingerprint)
-                candidates.append((i, base, len(inputs) == 1))
-            elif base is not None and not any(_removes_rows(source) for source in inputs):
-                anchors.append(base)
+            if base is None:  # (only base inputs carry a fingerprint)
+                continue
+            if self._key_only(part):
+                candidates.append((i, base.fingerprint, len(inputs) == 1, _removes_rows(base)))
+            elif not any(_removes_rows(source) for source in inputs):
+                anchors.append(base.fingerprint)
         if not candidates:
             return {}
-        known = {a.fingerprint() for a in anchors} - {None}
+        known = {fingerprint() for fingerprint in anchors} - {None}
         redundant: dict[int, str] = {}
-        for i, base, alone in candidates:
-            fingerprint = base.fingerprint()
+        for i, fingerprint_of, alone, removes in candidates:
+            fingerprint = fingerprint_of()
             if fingerprint is not None and fingerprint in known:
                 redundant[i] = "all" if alone else "base"
-            elif fingerprint is not None and alone and not _removes_rows(base):
+            elif fingerprint is not None and alone and not removes:
                 known.add(fingerprint)  # kept whole: it may anchor the next key-only family
         return redundant
 
@@ -229,19 +276,20 @@ class ReadTask:
             if base is None or not (part.base_is_final or settings.read_optimized):
                 continue
             parquet = opened[base.relpath].parquet
-            key_column = settings.keys.stats_column(parquet.schema_arrow.names, settings.table_schema)
+            key_column = settings.keys.stats_column(parquet.metadata.schema.names, settings.table_schema)
             ranges = excluded_key_ranges(parquet.metadata, own, settings.table_schema, key_column or "")
             if ranges is None:
                 return None
             excluded.extend(ranges)
         return excluded
 
-    def _output(self, window: pa.Table, expression) -> list[pa.RecordBatch]:
+    def _output(self, window: pa.Table, expression) -> pa.Table | None:
+        """A joined window as output rows: filtered, projected and cast to ``settings.output``."""
         output = self.settings.output
         names = window.column_names
         if RECORD_KEY in output.names and RECORD_KEY in names:  # tables without meta fields
             window = window.set_column(names.index(RECORD_KEY), RECORD_KEY,
-                                       pc.coalesce(window.column(RECORD_KEY), window.column(KEY)))
+                                       pc.coalesce(window.column(RECORD_KEY), text_keys(window.column(KEY))))
         if PARTITION_PATH in output.names and PARTITION_PATH in names:
             window = window.set_column(names.index(PARTITION_PATH), PARTITION_PATH,
                                        pc.fill_null(window.column(PARTITION_PATH), self.partition_path))
@@ -252,7 +300,7 @@ class ReadTask:
                     window = window.append_column(field, pa.nulls(window.num_rows, field.type))
             window = window.filter(expression)
             if not window.num_rows:
-                return []
+                return None
         present = columns_of(window)
         arrays = []
         for f in output:
@@ -262,14 +310,12 @@ class ReadTask:
             else:
                 arrays.append(pa.nulls(window.num_rows, f.type))
         if not arrays:  # no columns asked for (a count): rows without columns
-            table = window.select([])
-        else:
-            table = pa.Table.from_arrays(arrays, schema=output)
-        return table.combine_chunks().to_batches(max_chunksize=self.settings.batch_size)
+            return window.select([])
+        return pa.Table.from_arrays(arrays, schema=output)
 
 
 def _removes_rows(source: ParquetInput | MemoryInput) -> bool:
     """Whether an input can delete rows: delete blocks and soft-deleted records."""
     if isinstance(source, MemoryInput):
         return bool(np.any(source.versions.is_delete))
-    return SOFT_DELETE in source.parquet.schema_arrow.names
+    return source.soft_deletes
