@@ -22,7 +22,7 @@ def test_demo_spark_part_reads_filters_and_writes_one_family(tmp_path, capsys, s
     from rich.console import Console
 
     import pyhudi
-    from pyhudi.cli import demo_spark
+    from pyhudi.spark.demo import demo_spark
 
     assert main(["demo", "--path", str(tmp_path), "--no-spark"]) == 0
     capsys.readouterr()
