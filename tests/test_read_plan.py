@@ -105,3 +105,20 @@ def test_reading_no_columns_counts_rows(table):
     assert table.read(columns=[], filters=[("c", ">", 15)]).num_rows == 2
     batches = list(table.scan(columns=[]))
     assert sum(b.num_rows for b in batches) == 3 and all(b.num_columns == 0 for b in batches)
+
+
+@pytest.mark.parametrize("collect", [True, False])
+def test_a_missing_base_file_is_a_storage_error_naming_it(tmp_path, collect):
+    """Collected reads memory-map local base files, streaming scans read them: both name a
+    missing file."""
+    import os
+
+    from pyhudi.errors import StorageError
+
+    table = pyhudi.create_table(str(tmp_path / "m"), SCHEMA, "id", num_buckets=1, column_families=FAMILIES)
+    table.bulk_insert(pa.table({"id": ["k1", "k2"], "c": [1, 2]}))
+    plan = plan_scan(table, columns=["id", "c"])
+    base = next(p.file_slice.base_file for p in plan.tasks[0].families if p.file_slice.base_file is not None)
+    os.remove(table.storage.full_path(base.relpath))
+    with pytest.raises(StorageError, match=f"cannot open .*{base.name.name}"):
+        plan.to_table() if collect else list(plan.batches())

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pyhudi.errors import StorageError
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader
 from pyhudi.read.keys import RECORD_KEY, key_text
@@ -70,11 +71,15 @@ class OpenedBase:
     written by one commit). Equal fingerprints prove equal keys without decoding them.
     """
 
-    def __init__(self, storage: Storage, relpath: str, files: ExitStack) -> None:
+    def __init__(self, storage: Storage, relpath: str, files: ExitStack, memory_map: bool = False) -> None:
         self.relpath = relpath
-        self.source = files.enter_context(storage.open_input(relpath))
-        buffer = LOCAL_BUFFER if storage.is_local else REMOTE_BUFFER
-        self.parquet = pq.ParquetFile(self.source, buffer_size=buffer, pre_buffer=False)
+        if memory_map and storage.is_local:
+            self.source = files.enter_context(_memory_map(storage, relpath))
+            self.parquet = pq.ParquetFile(self.source, pre_buffer=False)
+        else:
+            self.source = files.enter_context(storage.open_input(relpath))
+            buffer = LOCAL_BUFFER if storage.is_local else REMOTE_BUFFER
+            self.parquet = pq.ParquetFile(self.source, buffer_size=buffer, pre_buffer=False)
         self._fingerprint: KeyFingerprint | None | bool = False
 
     @property
@@ -111,6 +116,18 @@ class OpenedBase:
                 chunks.append(self.source.read_buffer(size))
             return tuple(chunks)
         return read
+
+
+def _memory_map(storage: Storage, relpath: str) -> pa.MemoryMappedFile:
+    """A local file mapped read-only: Parquet pages are read without a copy. Only for reads
+    that keep their whole result anyway (the mapped pages a scan touches stay in its resident
+    memory until the file is closed, which would make a streaming scan's memory grow with the
+    file group)."""
+    path = storage.full_path(relpath)
+    try:
+        return pa.memory_map(path)
+    except OSError as exc:
+        raise StorageError(f"cannot open {path}: {exc}") from exc
 
 
 class KeyFingerprint:

@@ -67,11 +67,13 @@ class ScanPlan:
         workers = min(len(self.tasks), max_workers or os.cpu_count() or 1)
         if not len(self.schema):  # counts: tables without columns keep their row counts
             return pa.Table.from_batches(list(self.batches()), schema=self.schema)
+        # the whole result is kept: base files may be memory-mapped; with several workers the
+        # tasks are the parallelism (Parquet decoding on more threads would only contend)
+        tasks = [replace(t, settings=replace(t.settings, memory_map=True, decode_threads=workers <= 1), metrics={})
+                 for t in self.tasks]
         if workers <= 1:
-            parts = [task.run() for task in self.tasks]
+            parts = [task.run() for task in tasks]
         else:
-            # the tasks are the parallelism; Parquet decoding on more threads would only contend
-            tasks = [replace(t, settings=replace(t.settings, decode_threads=False), metrics={}) for t in self.tasks]
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 parts = list(pool.map(ReadTask.run, tasks))
         return pa.concat_tables(parts) if parts else self.schema.empty_table()

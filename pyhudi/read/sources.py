@@ -83,7 +83,10 @@ class Prefilter:
 
     def apply(self, table: pa.Table) -> pa.Table:
         """The rows whose key columns satisfy the key filters (columns absent: all rows)."""
-        usable = [f for f in self.key_filters if f.column in table.column_names]
+        if not self.key_filters:
+            return table
+        names = set(table.column_names)  # (a list built on every access: wide tables pay per call)
+        usable = [f for f in self.key_filters if f.column in names]
         if not usable:
             return table
         try:
@@ -161,7 +164,7 @@ class ReadSpec:
         if prefilter:
             table = self.prefilter.apply(table)
         keys = self.keys.keys(table)
-        names = table.column_names
+        names = set(table.column_names)
         ordering = None
         if self.ordering_field and self.ordering_field in names:
             ordering = table.column(self.ordering_field).combine_chunks()

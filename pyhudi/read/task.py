@@ -51,6 +51,7 @@ class TaskSettings:
     batch_size: int = DEFAULT_BATCH_SIZE
     strategy: str = "auto"
     decode_threads: bool = True  # Parquet decoding on Arrow's thread pool (off when tasks run in parallel)
+    memory_map: bool = False  # map local base files (collected reads only: see family_reader._memory_map)
 
 
 @dataclass
@@ -174,7 +175,7 @@ class ReadTask:
         for part in self.families:
             base = part.file_slice.base_file
             if base is not None and base.relpath not in opened:
-                opened[base.relpath] = OpenedBase(self.storage, base.relpath, files)
+                opened[base.relpath] = OpenedBase(self.storage, base.relpath, files, self.settings.memory_map)
         return opened
 
     def _lockstep(self, kept: list[tuple[FamilyScan, list]]) -> list[tuple[FamilyScan, list]]:
@@ -301,6 +302,14 @@ class ReadTask:
             window = window.filter(expression)
             if not window.num_rows:
                 return None
+        positions = {name: i for i, name in enumerate(window.column_names)}
+        at = [positions.get(name) for name in output.names]
+        if at and None not in at:
+            selected = window.select(at)
+            if selected.schema.equals(output, check_metadata=False):
+                return selected
+            if all(a.type == b.type for a, b in zip(selected.schema, output)):  # (nullability differs)
+                return pa.Table.from_arrays(selected.columns, schema=output)
         present = columns_of(window)
         arrays = []
         for f in output:
