@@ -106,16 +106,7 @@ class OpenedBase:
                 start = min(start, chunk.dictionary_page_offset)
             layout.append((metadata.row_group(i).num_rows, chunk.compression, chunk.total_compressed_size))
             extents.append((start, chunk.total_compressed_size))
-        return KeyFingerprint(tuple(layout), self._reader(extents))
-
-    def _reader(self, extents: list[tuple[int, int]]):
-        def read() -> tuple[pa.Buffer, ...]:
-            chunks = []
-            for start, size in extents:
-                self.source.seek(start)
-                chunks.append(self.source.read_buffer(size))
-            return tuple(chunks)
-        return read
+        return KeyFingerprint(tuple(layout), self.source, tuple(extents))
 
 
 def _memory_map(storage: Storage, relpath: str) -> pa.MemoryMappedFile:
@@ -131,28 +122,37 @@ def _memory_map(storage: Storage, relpath: str) -> pa.MemoryMappedFile:
 
 
 class KeyFingerprint:
-    """Row-group layout plus raw key column chunks; equal means the same keys in the same order.
+    """Row-group layout plus the extents of the raw key column chunks; equal means the same keys
+    in the same order.
 
-    The chunks are read only when two layouts are equal (the first comparison that needs them).
+    The chunks are compared only when two layouts are equal, piece by piece (memory stays
+    bounded whatever the size of the file group's key column).
     """
 
-    __slots__ = ("_chunks", "_read", "layout")
+    __slots__ = ("extents", "layout", "source")
 
-    def __init__(self, layout: tuple, read) -> None:
-        self.layout, self._read, self._chunks = layout, read, None
+    PIECE = 1 << 20
 
-    @property
-    def chunks(self) -> tuple[pa.Buffer, ...]:
-        if self._chunks is None:
-            self._chunks = self._read()
-        return self._chunks
+    def __init__(self, layout: tuple, source: pa.NativeFile, extents: tuple[tuple[int, int], ...]) -> None:
+        self.layout, self.source, self.extents = layout, source, extents
 
     def __hash__(self) -> int:
         return hash(self.layout)
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, KeyFingerprint) and self.layout == other.layout
-                and all(a.equals(b) for a, b in zip(self.chunks, other.chunks)))
+        if not isinstance(other, KeyFingerprint) or self.layout != other.layout:
+            return False
+        for (start, size), (other_start, _) in zip(self.extents, other.extents):
+            for at in range(0, size, self.PIECE):
+                n = min(self.PIECE, size - at)
+                if not _read(self.source, start + at, n).equals(_read(other.source, other_start + at, n)):
+                    return False
+        return True
+
+
+def _read(source: pa.NativeFile, offset: int, size: int) -> pa.Buffer:
+    source.seek(offset)
+    return source.read_buffer(size)
 
 
 def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: pa.Schema,

@@ -2,9 +2,10 @@
 
 ``plan_scan`` runs on the driver: it pins the snapshot (the resolved ``as_of``, or the latest
 completion time), builds the file-system view as of that snapshot, prunes partitions by the
-filters, and makes one :class:`~pyhudi.read.task.ReadTask` per file group. Tasks are plain
-picklable values, so the same plan runs in process or on Spark executors, and a plan replayed
-later reads the same data (as long as the cleaner has not removed its files).
+filters, and makes one :class:`~pyhudi.read.task.ReadTask` per file group — or, with
+``max_rows_per_task``, one per key range of a large file group (:mod:`pyhudi.read.split`).
+Tasks are plain picklable values, so the same plan runs in process or on Spark executors, and a
+plan replayed later reads the same data (as long as the cleaner has not removed its files).
 
 Query types (Hudi's names):
 

@@ -5,7 +5,10 @@ schemas, filters, the visible instants), so the local engine and Spark executors
 code. Running it streams record batches of exactly ``settings.output`` schema: family readers
 (:mod:`pyhudi.read.family_reader`) → row join (:mod:`pyhudi.read.row_reader`) → exact filters →
 projection. Before reading data, the task opens the base files' footers to skip what statistics
-prove cannot match (:mod:`pyhudi.read.pruning`).
+prove cannot match (:mod:`pyhudi.read.pruning`), and the base files of families read only for
+their keys whose keys another family already proves (equal key fingerprints). A task may cover
+one key range of its file group (``key_range``, :mod:`pyhudi.read.split`). Integer record keys
+are read as key codes when every input allows it (:mod:`pyhudi.read.keys`).
 """
 
 from __future__ import annotations
