@@ -286,3 +286,19 @@ def test_register_enables_python_filter_pushdown(spark):
         assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
     finally:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+
+
+def test_large_file_groups_split_into_several_partitions(tmp_path):
+    """``hoodie.pyhudi.read.split.rows`` splits a file group by key range: more partitions, same rows."""
+    t = pyhudi.create_table(str(tmp_path / "split"), SCHEMA, "id", num_buckets=1, partition_fields=["p"],
+                            column_families=FAMILIES)
+    t.bulk_insert(full_rows(range(40)), options={"hoodie.parquet.block.size": 64})  # tiny row groups
+    t.upsert(pa.table({"id": pa.array([3, 17, 55], pa.int64()), "c": [1, 2, 3], "p": ["x", "x", "y"]}))
+    t.delete(pa.table({"id": pa.array([8, 9], pa.int64()), "p": ["y", "x"]}))
+    source = HudiDataSource({"path": t.path, "hoodie.pyhudi.read.split.rows": "5"})
+    reader = source.reader(source.schema())
+    parts = reader.partitions()
+    assert len(t.file_groups()) == 2 and len(parts) > 4
+    got = [r for p in parts for b in reader.read(p) for r in b.to_pylist()]
+    assert sorted(r["id"] for r in got) == sorted(set(range(40)) - {8, 9} | {55})
+    assert rows(pa.Table.from_pylist(got, schema=reader.target)) == rows(t.read().cast(reader.target))

@@ -28,6 +28,7 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
 from pyhudi.errors import ConfigError
 from pyhudi.read.plan import normalize_time, plan_scan
+from pyhudi.read.split import SPLIT_ROWS
 from pyhudi.spark import options as opt
 from pyhudi.spark.filters import claim, to_condition
 from pyhudi.spark.types import cast_batch
@@ -42,6 +43,7 @@ class ReadSettings:
     begin: str | None = None
     end: str | None = None
     columns: tuple[str, ...] | None = None
+    split_rows: str | None = None  # hoodie.pyhudi.read.split.rows: large file groups → several partitions
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ReadSettings:
@@ -65,7 +67,7 @@ class ReadSettings:
         columns = opt.COLUMNS.get(options)
         if columns is not None and not columns:
             raise ConfigError(f"option {opt.COLUMNS.key!r} names no column")
-        return cls(query_type, as_of, begin, end, columns)
+        return cls(query_type, as_of, begin, end, columns, options.get(SPLIT_ROWS.key))
 
     @property
     def schema_instant(self) -> str | None:
@@ -120,7 +122,8 @@ class HudiDataSourceReader(DataSourceReader):
         table = pyhudi.open_table(self.path)
         s = self.settings
         plan = plan_scan(table, columns=self.columns, filters=self.filters or None, as_of=s.as_of,
-                         query_type=s.query_type, begin=s.begin, end=s.end)
+                         query_type=s.query_type, begin=s.begin, end=s.end,
+                         options={SPLIT_ROWS.key: s.split_rows} if s.split_rows else None)
         self.instant = plan.instant
         if not plan.tasks:
             return [HudiInputPartition(0, None)]  # Spark turns an empty list into one default partition
