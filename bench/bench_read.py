@@ -34,25 +34,17 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from scenario_w import COLS, FAMILIES, PER, families, make_data
 
 import pyhudi
 
 ROWS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 200_000
-COLS, FAMILIES, BUCKETS = 100, 5, 4
-PER = COLS // FAMILIES
+BUCKETS = 4
 REPEAT = 7
 
 
-def make_data(rows: int, seed: int = 7) -> pa.Table:
-    rng = np.random.default_rng(seed)
-    columns = {"id": pa.array(np.arange(rows, dtype=np.int64))}
-    for c in range(COLS):
-        columns[f"c{c}"] = pa.array(rng.random(rows))
-    return pa.table(columns)
 
 
-def schema_of(table: pa.Table) -> pa.Schema:
-    return pa.schema([pa.field("id", pa.int64(), nullable=False), *list(table.schema)[1:]])
 
 
 def best_of(fn, repeat: int = REPEAT) -> float:
@@ -73,8 +65,7 @@ def interleaved(fns: list, repeat: int = REPEAT) -> list[float]:
 def build_scenario_w(path: str, rows: int) -> pa.Table:
     """Families table after bulk insert + one-family update; returns the expected rows."""
     data = make_data(rows)
-    families = {f"f{f}": ",".join(f"c{c}" for c in range(f * PER, (f + 1) * PER)) for f in range(FAMILIES)}
-    table = pyhudi.create_table(path, schema_of(data), "id", num_buckets=BUCKETS, column_families=families)
+    table = pyhudi.create_table(path, data.schema, "id", num_buckets=BUCKETS, column_families=families())
     table.bulk_insert(data)
     rng = np.random.default_rng(11)
     updated = np.sort(rng.choice(rows, rows // 10, replace=False))
@@ -87,7 +78,7 @@ def build_scenario_w(path: str, rows: int) -> pa.Table:
 
 
 def build_plain(path: str, data: pa.Table) -> None:
-    table = pyhudi.create_table(path, schema_of(data), "id", num_buckets=BUCKETS)
+    table = pyhudi.create_table(path, data.schema, "id", num_buckets=BUCKETS)
     table.bulk_insert(data)
     table.upsert(data.slice(0, data.num_rows // 10))
 

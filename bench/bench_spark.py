@@ -25,27 +25,17 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from scenario_w import COLS, FAMILIES, families, make_data
 
 ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
 REPEAT = int(sys.argv[2]) if len(sys.argv) > 2 else 2
-COLS, FAMILIES, BUCKETS = 100, 5, 8
+BUCKETS = 8
 
 
-def make_data(rows: int, seed: int = 7) -> pa.Table:
-    rng = np.random.default_rng(seed)
-    columns = {"id": pa.array(np.arange(rows, dtype=np.int64))}
-    for c in range(COLS):
-        columns[f"c{c}"] = pa.array(rng.random(rows))
-    return pa.table(columns, schema=pa.schema([pa.field("id", pa.int64(), False),
-                                               *[pa.field(f"c{c}", pa.float64()) for c in range(COLS)]]))
 
 
-def families() -> dict[str, str]:
-    per = COLS // FAMILIES
-    return {f"f{f}": ",".join(f"c{c}" for c in range(f * per, (f + 1) * per)) for f in range(FAMILIES)}
 
 
 def timed(fn, repeat: int = 1) -> float:

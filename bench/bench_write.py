@@ -17,27 +17,19 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from scenario_w import COLS, FAMILIES, PER, families, make_data
 
 import pyhudi
 
 ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
 REPEAT = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-COLS, FAMILIES, BUCKETS = 100, 5, 4
+BUCKETS = 4
 
 
-def make_data(rows: int, seed: int = 7) -> pa.Table:
-    rng = np.random.default_rng(seed)
-    columns = {"id": pa.array(np.arange(rows, dtype=np.int64))}
-    for c in range(COLS):
-        columns[f"c{c}"] = pa.array(rng.random(rows))
-    return pa.table(columns)
 
 
-def schema_of(table: pa.Table) -> pa.Schema:
-    return pa.schema([pa.field("id", pa.int64(), nullable=False), *list(table.schema)[1:]])
 
 
 def timed(fn) -> float:
@@ -48,24 +40,23 @@ def timed(fn) -> float:
 
 def run_once(data: pa.Table, root: str, run: int) -> dict[str, float]:
     """One round of every measurement, on fresh tables."""
-    schema = schema_of(data)
-    per = COLS // FAMILIES
-    families = {f"f{f}": ",".join(f"c{c}" for c in range(f * per, (f + 1) * per)) for f in range(FAMILIES)}
+    schema = data.schema
+    spec = families()
     raw = min(
         timed(lambda: pq.write_table(data, f"{root}/raw_default_{run}.parquet")),
         timed(lambda: pq.write_table(data, f"{root}/raw_nodict_{run}.parquet", use_dictionary=False)),
     )
-    fam = pyhudi.create_table(f"{root}/families_{run}", schema, "id", num_buckets=BUCKETS, column_families=families)
+    fam = pyhudi.create_table(f"{root}/families_{run}", schema, "id", num_buckets=BUCKETS, column_families=spec)
     plain = pyhudi.create_table(f"{root}/plain_{run}", schema, "id", num_buckets=BUCKETS)
     t_fam = timed(lambda: fam.insert(data))
     t_plain = timed(lambda: plain.insert(data))
     n_upd = len(data) // 10
-    one_family = data.select(["id", *[f"c{c}" for c in range(per)]]).slice(0, n_upd)
+    one_family = data.select(["id", *[f"c{c}" for c in range(PER)]]).slice(0, n_upd)
     t_one = timed(lambda: fam.upsert(one_family))
     bytes_one = fam.last_write.bytes_written
     t_full = timed(lambda: plain.upsert(data.slice(0, n_upd)))
     return {"raw": raw, "fam": t_fam, "plain": t_plain, "one": t_one, "full": t_full,
-            "bytes_one": bytes_one, "payload": n_upd * per * 8}
+            "bytes_one": bytes_one, "payload": n_upd * PER * 8}
 
 
 def main() -> int:
