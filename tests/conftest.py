@@ -47,16 +47,19 @@ def unzip_fixture(tmp_path):
 def spark():
     """ONE local Spark session for the whole test run (each Spark action costs ~1 s: keep them few).
 
-    local[2], UI off, 2 shuffle partitions, Python data source filter pushdown on.
+    local[2], UI off, 2 shuffle partitions, Python data source filter pushdown on, and the settings
+    pyhudi recommends (``pyhudi.spark.conf.configure``).
     """
     import os
     import sys
 
     from pyspark.sql import SparkSession
 
+    from pyhudi.spark.conf import configure
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this venv (pyarrow, pyhudi)
     session = (
-        SparkSession.builder.master("local[2]")
+        configure(SparkSession.builder).master("local[2]")  # pyhudi's recommended settings
         .appName("pyhudi-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

@@ -39,8 +39,10 @@ def demo_spark(console: Console, path: str, spark: Any = None) -> None:
 def _local_spark() -> Any:
     from pyspark.sql import SparkSession
 
+    from pyhudi.spark.conf import configure
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[2]").appName("pyhudi-demo")
+    spark = (configure(SparkSession.builder).master("local[2]").appName("pyhudi-demo")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.session.timeZone", "UTC").config("spark.driver.bindAddress", "127.0.0.1")

@@ -263,6 +263,7 @@ def write(df: DataFrame, path: str, operation: str = "upsert", mode: str = "appe
     """
     import pyhudi
     from pyhudi.spark.bucketing import route_by_bucket
+    from pyhudi.spark.conf import write_settings
     from pyhudi.spark.datasource import FORMAT, register
 
     if mode not in ("append", "overwrite"):
@@ -276,7 +277,8 @@ def write(df: DataFrame, path: str, operation: str = "upsert", mode: str = "appe
     if table.num_buckets is not None:
         df, _ = route_by_bucket(df, table.config.bucket_hash_fields, table.num_buckets, table.partition_fields)
         text[GROUPED] = "true"
-    df.write.format(FORMAT).mode(mode).options(**text).save(path)
+    with write_settings(df.sparkSession):  # batch limits without a per-row size check
+        df.write.format(FORMAT).mode(mode).options(**text).save(path)
     after = _last_instant(pyhudi.open_table(path))
     return after if after != before else None
 
