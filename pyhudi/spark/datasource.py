@@ -61,8 +61,20 @@ class HudiDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool):
         from pyhudi.spark.writer import begin
 
-        options = self._options()
-        return begin(self._path(options), schema, options, overwrite)
+        path = self._path(self._options())
+        options = opt.lowered(self.options, _family_names(path))  # family option keys as the table spells them
+        return begin(path, schema, options, overwrite)
+
+
+def _family_names(path: str) -> list[str]:
+    """The column family names of the table at ``path`` (none when there is no table yet)."""
+    import pyhudi
+    from pyhudi.errors import TableNotFoundError
+
+    try:
+        return list(pyhudi.open_table(path).column_families)
+    except TableNotFoundError:
+        return []
 
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
