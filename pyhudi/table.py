@@ -383,7 +383,6 @@ class Table:
     def _partition_path(self, partition: str | Mapping[str, Any]) -> str:
         """A partition path as given, or the path of ``{field: value}`` (every partition field)."""
         from pyhudi.storage.naming import partition_path
-
         from pyhudi.write.prepare import check_partition_values
 
         if not self.partition_fields:

@@ -69,10 +69,10 @@ class FakeBackend:
     def rename(self, df: Any, names: Sequence[str]) -> Any:
         return df.rename_columns(list(names))
 
-    def write(self, df: Any, path: str, operation: str) -> str | None:
+    def write(self, df: Any, path: str, operation: str, options: Mapping[str, str] | None = None) -> str | None:
         self.writes.append((path, operation, df.num_rows))
         table = pyhudi.open_table(path)
-        return getattr(table, operation)(df)
+        return getattr(table, operation)(df, options=options)
 
     def to_arrow(self, df: Any) -> pa.Table:
         return df

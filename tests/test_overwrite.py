@@ -13,10 +13,10 @@ import pyarrow as pa
 import pytest
 
 import pyhudi
-import pyhudi.write.handle as handle
 from pyhudi.errors import CommitConflictError, ConfigError, PathEscapeError
 from pyhudi.index.bucket import bucket_ids
 from pyhudi.timeline.metadata import ReplaceCommitMetadata, RequestedReplaceMetadata
+from pyhudi.write import handle
 from pyhudi.write.client import WriteClient
 from pyhudi.write.overwrite import overwrite_bucket_file_id
 

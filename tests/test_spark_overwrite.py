@@ -19,7 +19,7 @@ from pyhudi.spark import options as opt
 from pyhudi.write.overwrite import overwrite_bucket_file_id
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from spark_helpers import data_files, timeline_states  # noqa: E402
+from spark_helpers import data_files, timeline_states
 
 DDL = "id bigint NOT NULL, a double, b string, ts bigint, c bigint, p string"
 OPTIONS = {

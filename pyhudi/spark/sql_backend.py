@@ -38,7 +38,7 @@ class SqlBackend(Protocol):
 
     def rename(self, df: Any, names: Sequence[str]) -> Any: ...
 
-    def write(self, df: Any, path: str, operation: str) -> str | None: ...
+    def write(self, df: Any, path: str, operation: str, options: Mapping[str, str] | None = None) -> str | None: ...
 
     def to_arrow(self, df: Any) -> pa.Table: ...
 
@@ -86,10 +86,10 @@ class SparkBackend:
     def rename(self, df: Any, names: Sequence[str]) -> Any:
         return df.toDF(*names)
 
-    def write(self, df: Any, path: str, operation: str) -> str | None:
+    def write(self, df: Any, path: str, operation: str, options: Mapping[str, str] | None = None) -> str | None:
         from pyhudi.spark import write
 
-        return write(df, path, operation=operation)
+        return write(df, path, operation=operation, **dict(options or {}))
 
     def to_arrow(self, df: Any) -> pa.Table:
         return df.toArrow()

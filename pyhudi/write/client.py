@@ -34,6 +34,7 @@ from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.handle import KIND_MERGE, WriteStatus
 from pyhudi.write.markers import delete_markers, list_markers
+from pyhudi.write.overwrite import ReplacePlan, is_overwrite, requested_content
 from pyhudi.write.rollback import (
     FAILED_WRITES_POLICY,
     HEARTBEAT_DIR,
@@ -43,7 +44,6 @@ from pyhudi.write.rollback import (
     rollback_failed_writes,
     rollback_instant,
 )
-from pyhudi.write.overwrite import ReplacePlan, is_overwrite, requested_content
 from pyhudi.write.txn import OPERATIONS, WriteTxn, check_operation
 
 __all__ = ["OPERATIONS", "WriteClient", "WriteResult", "WriteTxn"]

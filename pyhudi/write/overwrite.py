@@ -32,7 +32,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pyhudi.config.keys import ConfigKey
 from pyhudi.errors import CommitConflictError, ConfigError
@@ -99,7 +100,7 @@ def overwrite_bucket_file_id(instant: str, partition: str, bucket: int) -> str:
 
 
 # ------------------------------------------------------------------------------ planning
-def plan_overwrite(txn: "WriteTxn", rows: Any, token_for: Any) -> list["FileGroupWriteTask"]:
+def plan_overwrite(txn: WriteTxn, rows: Any, token_for: Any) -> list[FileGroupWriteTask]:
     """Tasks writing ``rows`` (prepared) into new file groups only.
 
     Bucketed: one new file group per (partition, bucket) — base files per family present (log
@@ -118,7 +119,7 @@ def plan_overwrite(txn: "WriteTxn", rows: Any, token_for: Any) -> list["FileGrou
 
 
 # ------------------------------------------------------------------------------ timeline
-def requested_content(txn: "WriteTxn") -> bytes:
+def requested_content(txn: WriteTxn) -> bytes:
     """Content of the ``.requested`` file: a ``HoodieRequestedReplaceMetadata`` for overwrites."""
     if not is_overwrite(txn.operation):
         return b""
@@ -126,7 +127,7 @@ def requested_content(txn: "WriteTxn") -> bytes:
                                     extra_metadata={}, version=1).to_avro_bytes()
 
 
-def _replaced(txn: "WriteTxn", statuses: Sequence["WriteStatus"], timeline: Timeline) -> dict[str, list[str]]:
+def _replaced(txn: WriteTxn, statuses: Sequence[WriteStatus], timeline: Timeline) -> dict[str, list[str]]:
     view = FileSystemView(txn.storage, timeline, len(txn.config.partition_fields))
     if txn.operation == INSERT_OVERWRITE_TABLE:
         groups = view.file_groups()
@@ -144,7 +145,7 @@ def _replaced(txn: "WriteTxn", statuses: Sequence["WriteStatus"], timeline: Time
 class ReplacePlan:
     """The file groups an overwrite replaces, listed at commit start and re-checked under the lock."""
 
-    def __init__(self, txn: "WriteTxn", statuses: Sequence["WriteStatus"], timeline: Timeline) -> None:
+    def __init__(self, txn: WriteTxn, statuses: Sequence[WriteStatus], timeline: Timeline) -> None:
         self.txn = txn
         self.statuses = list(statuses)
         self.replaced = _replaced(txn, self.statuses, timeline)
