@@ -102,6 +102,11 @@ class FakeBackend:
     def table_exists(self, name: str) -> bool:
         return name.replace("`", "").split(".")[-1].lower() in self.catalog_tables or name in self.views
 
+    def register_table_source(self, table: str, path: str) -> str:
+        from pyhudi.spark.sql_backend import table_source_name
+
+        return table_source_name(table, path)
+
 
 def _type_name(data_type: pa.DataType) -> str:
     try:

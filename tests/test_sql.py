@@ -7,6 +7,7 @@ rows and commits in milliseconds.
 
 from __future__ import annotations
 
+import hashlib
 import pathlib
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ import pyhudi
 from pyhudi.errors import ColumnFamilyError, ConfigError, SchemaError
 from pyhudi.spark.procedures import PROCEDURES, register_procedure
 from pyhudi.spark.sql import SqlError, SqlSession, split_statements
+from pyhudi.spark.sql_backend import table_source_name
 from pyhudi.spark.sql_ddl import typed_family_value
 from sql_fake import FakeBackend
 
@@ -93,7 +95,9 @@ def test_create_table_makes_the_hudi_table_the_catalog_entry_and_the_registry(se
                                       ("ts", pa.int64()), ("c", pa.int64())])
     assert backend.catalog_statements == [
         "CREATE TABLE `default`.`t` (`id` STRING NOT NULL, `a` DOUBLE, `b` STRING, `ts` BIGINT, `c` BIGINT) "
-        f"USING pyhudi LOCATION '{path}'"]
+        f"USING {table_source_name('spark_catalog.default.t', path)} LOCATION '{path}'"]
+    assert table_source_name("spark_catalog.default.t", path) == (
+        f"pyhudi_spark_catalog_default_t_{hashlib.sha1(path.encode()).hexdigest()[:12]}")
     assert backend.conf == {"spark.pyhudi.table.spark_catalog.default.t": path}
     assert session.execute(CREATE.format(path=path).replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS")).to_pylist() \
         == [{"instant": None}]
@@ -109,11 +113,13 @@ def test_create_partitioned_table_in_the_warehouse_and_register_an_existing_one(
     assert (table.partition_fields, table.config.table_type, table.schema.names) == (("day",), "COPY_ON_WRITE",
                                                                                       ["id", "v", "day"])
     assert backend.conf["spark.pyhudi.table.spark_catalog.db1.p"] == where
-    assert backend.catalog_statements[-1].endswith(f"USING pyhudi PARTITIONED BY (`day`) LOCATION '{where}'")
+    provider = table_source_name("spark_catalog.db1.p", where)
+    assert backend.catalog_statements[-1].endswith(f"USING {provider} PARTITIONED BY (`day`) LOCATION '{where}'")
     session.execute(f"CREATE TABLE q USING pyhudi LOCATION '{where}'")  # no columns: the table already there
     assert backend.conf["spark.pyhudi.table.spark_catalog.default.q"] == where
     assert backend.catalog_statements[-1] == (
-        f"CREATE TABLE `default`.`q` (`id` BIGINT, `v` STRING, `day` STRING) USING pyhudi PARTITIONED BY (`day`) "
+        f"CREATE TABLE `default`.`q` (`id` BIGINT, `v` STRING, `day` STRING) "
+        f"USING {table_source_name('spark_catalog.default.q', where)} PARTITIONED BY (`day`) "
         f"LOCATION '{where}'")
 
 
