@@ -262,6 +262,23 @@ def test_overwrite_conflicts_with_a_file_group_created_meanwhile(tmp_path):
     assert not any(txn.instant in f for f in data_files(t))
 
 
+def test_write_into_a_file_group_replaced_meanwhile_is_refused(tmp_path):
+    t = family_table(tmp_path)
+    t.upsert(rows([1, 2], "x"))
+    client = WriteClient(t, options={"hoodie.cleaner.policy.failed.writes": "NEVER"})
+    txn = client.begin("upsert")
+    statuses = txn.write_rows(rows([1], "x", tag=7))  # a log file for the fixed-id group of key 1
+    t.insert_overwrite(rows([3], "x", tag=8), options={"hoodie.cleaner.policy.failed.writes": "NEVER"})
+    expected = read(t)
+    overwrite = t.timeline[-1].requested_time
+    with pytest.raises(CommitConflictError, match=f"write {txn.instant} conflicts with replacecommit {overwrite} "
+                                                  f"\\(INSERT_OVERWRITE\\), which replaced file group "
+                                                  f"{fixed_id(bucket_of(1, 2))} of partition 'x'"):
+        client.commit(txn, statuses)
+    assert read(t) == expected == [row(3, "x", 3.8, "b3-8", 8)]
+    assert not any(txn.instant in f for f in data_files(t))
+
+
 # ============================================================ tables without a bucket index
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 def test_simple_index_ignores_replaced_file_groups(tmp_path, table_type):

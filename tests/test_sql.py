@@ -105,6 +105,14 @@ def test_create_table_makes_the_hudi_table_the_catalog_entry_and_the_registry(se
         session.execute(CREATE.format(path=path))
 
 
+def test_create_refuses_families_differing_only_in_case(session, backend, path):
+    with pytest.raises(ConfigError, match="column families 'fA' and 'FA' differ only in case"):
+        session.execute(f"CREATE TABLE c (id STRING, a DOUBLE, b DOUBLE) USING pyhudi LOCATION '{path}' "
+                        "TBLPROPERTIES (primaryKey = 'id', 'hoodie.index.type' = 'BUCKET', "
+                        "'hoodie.colFamily.fA' = 'a', 'hoodie.colFamily.FA' = 'b')")
+    assert not pathlib.Path(path).exists() and backend.catalog_statements == []
+
+
 def test_create_partitioned_table_in_the_warehouse_and_register_an_existing_one(session, backend, tmp_path):
     session.execute("CREATE TABLE db1.p (id BIGINT, v STRING) USING pyhudi PARTITIONED BY (day STRING) "
                     "OPTIONS (primaryKey = 'id') TBLPROPERTIES ('type' = 'cow')")

@@ -30,6 +30,7 @@ from sqlglot.tokens import TokenType
 import pyhudi
 from pyhudi.config.families import is_family_key
 from pyhudi.errors import ColumnFamilyError, HudiError, SchemaError, TableNotFoundError
+from pyhudi.spark.options import check_family_case
 from pyhudi.spark.sql import DIALECT, SqlError, SqlSession, TableRef, _NOT_HANDLED, quote
 from pyhudi.spark.sql_types import arrow_field, spark_columns_sql
 from pyhudi.storage.fs import Storage
@@ -58,6 +59,7 @@ def create_table(session: SqlSession, tree: exp.Create) -> Any:
     partition_fields, partition_columns = _partitioning(tree)
     columns += [c for c in partition_columns if c.name not in {f.name for f in columns}]
     props = _properties(tree)
+    check_family_case(props)  # Spark options could not tell such families apart later
     location = next((p.this.name for p in tree.find_all(exp.LocationProperty)), None)
     path = location or session.catalog.default_path(ref)
     table = _create_or_open(path, columns, partition_fields, props, ref)

@@ -34,7 +34,7 @@ from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.handle import KIND_MERGE, WriteStatus
 from pyhudi.write.markers import delete_markers, list_markers
-from pyhudi.write.overwrite import ReplacePlan, is_overwrite, requested_content
+from pyhudi.write.overwrite import ReplacePlan, check_not_replaced, is_overwrite, requested_content
 from pyhudi.write.rollback import (
     FAILED_WRITES_POLICY,
     HEARTBEAT_DIR,
@@ -173,6 +173,7 @@ class WriteClient:
             def precondition(current: Timeline) -> None:
                 # C3: checked under the timeline lock, so no ALTER completes between check and commit
                 check_schema_unchanged(self.table._history, current, self.table.config, txn.schema, txn.families)
+                check_not_replaced(txn, statuses, current)  # no file written went to a just-replaced group
                 if replace is not None:
                     replace.check(current)  # no file group appeared in (or left) the overwritten scope
 

@@ -15,11 +15,11 @@ instant is a ``replacecommit``:
   like any write (its markers name its new files; the replaced groups were never touched).
 
 File ids of new groups: without a bucket index random (``<uuid4>-0``), as Hudi's insert does.
-With a bucket index the first 8 characters are the bucket number, the rest is derived from the
-instant, partition and bucket (a version-3-free, UUID-shaped hash), so every task writing a
-bucket of this instant agrees on the file id without coordination — and later upserts route to it
-through :func:`pyhudi.index.bucket.resolve_bucket_file_ids` (the replaced fixed id is never used
-again).
+With a bucket index the first 8 characters are the bucket number (Hudi's
+``newBucketFileIdPrefix`` form) and the rest a UUID-5 of the instant, partition and bucket, so every
+task writing a bucket of this instant agrees on the file id without coordination; later upserts
+and deletes route to it through :class:`pyhudi.index.bucket.BucketFileIds` (a replaced file group
+is never written again).
 
 The set of replaced file groups is listed when the commit starts and checked again under the
 timeline lock: a file group that another writer created meanwhile in an overwritten partition
@@ -170,7 +170,30 @@ class ReplacePlan:
         )
 
 
+def check_not_replaced(txn: "WriteTxn", statuses: Sequence["WriteStatus"], current: Timeline) -> None:
+    """Under the timeline lock, for any write: refuse to commit files into a file group that a
+    replacecommit completed since this write began has replaced (its rows would never be read).
+
+    Only replacecommits that completed after the instant was requested can matter — earlier ones
+    were known when the write was planned — so usually no metadata is read at all.
+    """
+    written = {(s.partition_path, s.file_id) for s in statuses}
+    for instant in current.completed():
+        if str(instant.action) != "replacecommit" or (instant.completion_time or "") <= txn.instant:
+            continue
+        metadata = current.read_metadata(instant)
+        hit = sorted(written & metadata.replaced_file_groups()) if isinstance(metadata, ReplaceCommitMetadata) else []
+        if hit:
+            partition, file_id = hit[0]
+            raise CommitConflictError(
+                f"write {txn.instant} conflicts with replacecommit {instant.requested_time} ({metadata.operation_type}), "
+                f"which replaced file group {file_id} of partition {partition!r} while this write ran; "
+                "the write is rolled back, retry it"
+            )
+
+
 __all__ = [
+    "check_not_replaced",
     "INSERT_OVERWRITE",
     "INSERT_OVERWRITE_TABLE",
     "OVERWRITE_LOG_FILES",
