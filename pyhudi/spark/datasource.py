@@ -7,7 +7,6 @@ in a Python worker process: nothing here may rely on state of the user's Python 
 
 from __future__ import annotations
 
-
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
@@ -117,7 +116,7 @@ def _register(spark: SparkSession, source: type[HudiDataSource]) -> None:
     registered (DATA_SOURCE_ALREADY_EXISTS), which is left as Spark decides."""
     try:
         spark.dataSource.register(source)
-    except Exception as exc:  # noqa: BLE001 — pyspark raises its AnalysisException subclass
+    except Exception as exc:
         if "DATA_SOURCE_ALREADY_EXISTS" not in str(exc):
             raise
 

@@ -170,7 +170,7 @@ class ReplacePlan:
         )
 
 
-def check_not_replaced(txn: "WriteTxn", statuses: Sequence["WriteStatus"], current: Timeline) -> None:
+def check_not_replaced(txn: WriteTxn, statuses: Sequence[WriteStatus], current: Timeline) -> None:
     """Under the timeline lock, for any write: refuse to commit files into a file group that a
     replacecommit completed since this write began has replaced (its rows would never be read).
 
@@ -193,13 +193,13 @@ def check_not_replaced(txn: "WriteTxn", statuses: Sequence["WriteStatus"], curre
 
 
 __all__ = [
-    "check_not_replaced",
     "INSERT_OVERWRITE",
     "INSERT_OVERWRITE_TABLE",
     "OVERWRITE_LOG_FILES",
     "OVERWRITE_OPERATIONS",
     "OVERWRITE_PARTITIONS",
     "ReplacePlan",
+    "check_not_replaced",
     "is_overwrite",
     "overwrite_bucket_file_id",
     "partitions_option",
