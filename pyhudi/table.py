@@ -353,6 +353,51 @@ class Table:
         """Delete rows by key (a table with the record key and partition columns)."""
         return self._write(keys, "delete", engine, options, on_commit)
 
+    def insert_overwrite(self, data: Any = None, *, partitions: Iterable[str | Mapping[str, Any]] | None = None,
+                         engine: Any = None, options: Mapping[str, Any] | None = None,
+                         on_commit: Callable[[Any], None] | None = None) -> str:
+        """Replace the rows of the partitions present in ``data`` with ``data`` (Hudi's ``insert_overwrite``).
+
+        One ``replacecommit``: ``data`` goes to new file groups and every file group of those
+        partitions (all families) is replaced; other partitions keep their rows. ``partitions``
+        (partition paths, or ``{field: value}`` mappings) are replaced too even if ``data`` has no
+        row for them — an empty ``data`` with ``partitions`` empties them. Columns (families)
+        missing from ``data`` read null in the new rows. See :mod:`pyhudi.write.overwrite`.
+        """
+        from pyhudi.write.overwrite import OVERWRITE_PARTITIONS, partitions_option
+
+        merged = dict(options or {})
+        if partitions is not None:
+            merged[OVERWRITE_PARTITIONS.key] = partitions_option(self._partition_path(p) for p in partitions)
+        return self._write(self._or_empty(data), "insert_overwrite", engine, merged, on_commit)
+
+    def insert_overwrite_table(self, data: Any = None, *, engine: Any = None, options: Mapping[str, Any] | None = None,
+                               on_commit: Callable[[Any], None] | None = None) -> str:
+        """Replace every row of the table with ``data`` (Hudi's ``insert_overwrite_table``); empty
+        (or None) ``data`` empties the table. One ``replacecommit`` replacing every file group."""
+        return self._write(self._or_empty(data), "insert_overwrite_table", engine, options, on_commit)
+
+    def _or_empty(self, data: Any) -> Any:
+        return self.schema.empty_table() if data is None else data
+
+    def _partition_path(self, partition: str | Mapping[str, Any]) -> str:
+        """A partition path as given, or the path of ``{field: value}`` (every partition field)."""
+        from pyhudi.storage.naming import partition_path
+        from pyhudi.write.prepare import check_partition_values
+
+        if not self.partition_fields:
+            raise ConfigError(f"table {self.name!r} is not partitioned: there are no partitions to overwrite "
+                              "(insert_overwrite_table replaces the whole table)")
+        if isinstance(partition, str):
+            check_partition_values([partition], self.partition_fields)
+            return partition
+        if not isinstance(partition, Mapping) or set(partition) != set(self.partition_fields):
+            raise ConfigError(f"a partition to overwrite is a partition path or a mapping of every partition field "
+                              f"({', '.join(self.partition_fields) or 'none: the table is not partitioned'}), "
+                              f"got {partition!r}")
+        return partition_path(self.partition_fields, [partition[f] for f in self.partition_fields],
+                              self.config.hive_style_partitioning)
+
     # ----------------------------------------------------------------- reads
     def plan_scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
                   as_of: Any = None, query_type: str = "snapshot", begin: Any = None, end: Any = None,

@@ -11,14 +11,14 @@ loop per key.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.errors import SchemaError
-from pyhudi.storage.naming import bucket_file_id
+from pyhudi.errors import FileNameError, SchemaError
+from pyhudi.storage.naming import BUCKET_FILE_ID_SUFFIX, bucket_file_id, bucket_id_from_file_id
 
 
 def java_string_hash_scalar(text: str) -> int:
@@ -162,7 +162,45 @@ def bucket_of_key(key_values: Sequence[object], num_buckets: int) -> int:
     return int(bucket_ids(columns, num_buckets)[0])
 
 
+class BucketFileIds:
+    """Which file group a bucket's rows go to, given the partition's visible file groups.
+
+    A bucket's file group is the visible (non-replaced) one whose id starts with the 8-digit
+    bucket number — after an insert overwrite that is the overwrite's new group, never the
+    replaced one. A bucket without one gets the fixed non-blocking-concurrency id
+    ``%08d-0000-0000-0000-000000000000-<n>``, with the smallest ``n`` whose file group was never
+    replaced (Hudi bumps the suffix the same way), so concurrent writers still agree on it.
+    """
+
+    def __init__(self, existing: Mapping[tuple[str, str], object],
+                 replaced: Iterable[tuple[str, str]] = ()) -> None:
+        self.replaced = set(replaced)
+        self.live: dict[tuple[str, int], tuple[str, str]] = {}
+        for partition, file_id in existing:
+            try:
+                bucket = bucket_id_from_file_id(file_id)
+            except FileNameError:
+                continue
+            group = existing[(partition, file_id)]
+            files = [*getattr(group, "base_files", ()), *getattr(group, "log_files", ())]
+            newest = max((f.instant for f in files), default="")
+            current = self.live.get((partition, bucket))
+            if current is None or (newest, file_id) > current:
+                self.live[(partition, bucket)] = (newest, file_id)
+
+    def __call__(self, partition: str, bucket: int) -> str:
+        found = self.live.get((partition, bucket))
+        if found is not None:
+            return found[1]
+        file_id, n = bucket_file_id(bucket), 0
+        while (partition, file_id) in self.replaced:
+            n += 1
+            file_id = f"{bucket:08d}{BUCKET_FILE_ID_SUFFIX}-{n}"
+        return file_id
+
+
 __all__ = [
+    "BucketFileIds",
     "java_string_hash",
     "java_string_hash_scalar",
     "java_list_hash",

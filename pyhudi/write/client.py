@@ -34,6 +34,7 @@ from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.handle import KIND_MERGE, WriteStatus
 from pyhudi.write.markers import delete_markers, list_markers
+from pyhudi.write.overwrite import ReplacePlan, check_not_replaced, is_overwrite, requested_content
 from pyhudi.write.rollback import (
     FAILED_WRITES_POLICY,
     HEARTBEAT_DIR,
@@ -43,7 +44,7 @@ from pyhudi.write.rollback import (
     rollback_failed_writes,
     rollback_instant,
 )
-from pyhudi.write.txn import OPERATIONS, WriteTxn, check_operation, write_action
+from pyhudi.write.txn import OPERATIONS, WriteTxn, check_operation
 
 __all__ = ["OPERATIONS", "WriteClient", "WriteResult", "WriteTxn"]
 
@@ -133,14 +134,15 @@ class WriteClient:
         requested_time = timeline.new_instant_time()
         heartbeat = Heartbeat(table.storage, requested_time, HEARTBEAT_INTERVAL_MS.get(self.options),
                               enabled=policy == "LAZY").start()
+        txn = self._txn(operation, schema, instant=requested_time)
         try:
-            instant = timeline.create_requested(write_action(table.config), requested_time)
+            instant = timeline.create_requested(txn.action, requested_time, content=requested_content(txn))
             timeline.transition_to_inflight(instant)
         except BaseException:
             heartbeat.stop()
             raise
         self._open[requested_time] = _OpenTxn(heartbeat, started, rolled_back, timeline)
-        return self._txn(operation, schema, instant=requested_time)
+        return txn
 
     def commit(self, txn: WriteTxn, statuses: Sequence[WriteStatus]) -> WriteResult:
         """Commit exactly ``statuses`` (what the tasks that count reported).
@@ -164,9 +166,18 @@ class WriteClient:
             discarded = self._reconcile_markers(txn.instant, statuses)
             self._write_partition_metafiles(statuses, txn.instant)
             metadata = self._commit_metadata(statuses, txn.operation_type, txn.schema, txn.families)
-            completed = timeline.complete(pending, metadata.to_avro_bytes(), precondition=lambda current: (
+            replace = ReplacePlan(txn, statuses, timeline) if is_overwrite(txn.operation) else None
+            if replace is not None:
+                metadata = replace.metadata(metadata)
+
+            def precondition(current: Timeline) -> None:
                 # C3: checked under the timeline lock, so no ALTER completes between check and commit
-                check_schema_unchanged(self.table._history, current, self.table.config, txn.schema, txn.families)))
+                check_schema_unchanged(self.table._history, current, self.table.config, txn.schema, txn.families)
+                check_not_replaced(txn, statuses, current)  # no file written went to a just-replaced group
+                if replace is not None:
+                    replace.check(current)  # no file group appeared in (or left) the overwritten scope
+
+            completed = timeline.complete(pending, metadata.to_avro_bytes(), precondition=precondition)
         except BaseException:
             if state is not None:
                 state.heartbeat.stop(delete=False)

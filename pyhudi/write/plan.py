@@ -22,7 +22,7 @@ Where rows go depends on the index:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -31,10 +31,11 @@ import pyarrow.compute as pc
 from pyhudi.config.families import ColumnFamily
 from pyhudi.config.keys import ConfigKey
 from pyhudi.fsview.view import FileGroup
+from pyhudi.index.bucket import BucketFileIds
 from pyhudi.index.simple import tag_locations
 from pyhudi.logformat import parquet_options_for
 from pyhudi.schema import META_FIELDS
-from pyhudi.storage.naming import bucket_file_id, new_file_id
+from pyhudi.storage.naming import new_file_id
 from pyhudi.write.handle import (
     FSYNC_DATA_FILES,
     KIND_APPEND,
@@ -180,9 +181,13 @@ def _delete_keys(keys: pa.Array) -> pa.Table:
 
 
 # ------------------------------------------------------------------------------ bucket index
-def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for: TokenFor) -> list[FileGroupWriteTask]:
+def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for: TokenFor,
+                  replaced: Iterable[tuple[str, str]] = ()) -> list[FileGroupWriteTask]:
     """One task per (partition, bucket): log files per family (base files for bulk inserts
-    into empty file groups), or delete blocks to every family."""
+    into empty file groups), or delete blocks to every family. ``replaced``: file groups replaced
+    by completed replacecommits (a bucket's file group is never one of them, see
+    :class:`~pyhudi.index.bucket.BucketFileIds`)."""
+    file_id_of = BucketFileIds(existing, replaced)
     key_fields, partition_fields = txn.config.record_key_fields, txn.config.partition_fields
     families = txn.families
     row_group = rows_per_row_group(txn, rows)
@@ -190,7 +195,7 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         indices, runs = dedupe_plan(rows, None)
         keys_sorted = rows.column(RECORD_KEY).take(indices)
         return [
-            _task(txn, partition, bucket_file_id(bucket), KIND_DELETE, existing, token_for(index), row_group,
+            _task(txn, partition, file_id_of(partition, bucket), KIND_DELETE, existing, token_for(index), row_group,
                   delete_keys=_delete_keys(keys_sorted.slice(start, length)), delete_families=tuple(families))
             for index, ((partition, bucket), start, length) in enumerate(runs)
         ]
@@ -218,9 +223,10 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):
         # bulk_insert writes base files into file groups that have no data yet; otherwise
         # (and for upsert/insert) one new log file per family, as non-blocking writers do.
-        new_group = (partition, bucket_file_id(bucket)) not in existing
+        file_id = file_id_of(partition, bucket)
+        new_group = (partition, file_id) not in existing
         kind = KIND_CREATE if txn.operation == "bulk_insert" and new_group else KIND_APPEND
-        tasks.append(_task(txn, partition, bucket_file_id(bucket), kind, existing, token_for(index), row_group,
+        tasks.append(_task(txn, partition, file_id, kind, existing, token_for(index), row_group,
                            payloads=payloads))
     return tasks
 
