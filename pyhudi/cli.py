@@ -106,7 +106,7 @@ def cmd_timeline(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-WRITE_OPERATIONS = ("upsert", "insert", "bulk_insert", "delete")
+WRITE_OPERATIONS = ("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table")
 
 
 def cmd_write(args: argparse.Namespace, console: Console) -> int:

@@ -160,3 +160,15 @@ def test_cli_input_errors_name_the_problem_and_change_nothing(tmp_path, capsys):
         assert main(argv) == 2, argv
         assert message in " ".join(capsys.readouterr().out.split()), argv
     assert [i.requested_time for i in pyhudi.open_table(path).timeline] == before
+
+
+def test_write_insert_overwrite_table_replaces_every_row(tmp_path, capsys):
+    import pyhudi
+
+    path = _make_table(tmp_path, capsys)
+    (tmp_path / "new.csv").write_text("id,price,qty,day\nz,7.0,1,2025-05-05\n")
+    assert main(["write", path, str(tmp_path / "new.csv"), "--operation", "insert_overwrite_table"]) == 0
+    assert "insert_overwrite_table of 1 rows committed" in capsys.readouterr().out
+    assert _read_json(capsys, path) == [{"id": "z", "price": 7.0, "qty": 1, "day": "2025-05-05"}]
+    last = pyhudi.open_table(path).timeline[-1]
+    assert (last.action, last.state) == ("replacecommit", "COMPLETED")
