@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
+from pyhudi.config.keys import lookup
 from pyhudi.engine.base import Engine, get_engine
 from pyhudi.errors import CommitConflictError, TimelineError
 from pyhudi.evolution import check_schema_unchanged, commit_extra_metadata
@@ -93,7 +94,9 @@ class WriteClient:
                  on_commit: Callable[[WriteResult], None] | None = None) -> None:
         self.table = table
         self.engine = get_engine(engine)
-        self.options = {**table.properties, **{k: str(v) for k, v in (options or {}).items()}}
+        given = {k: str(v) for k, v in (options or {}).items()}
+        _check_options(given)  # a bad value is refused before the timeline changes
+        self.options = {**table.properties, **given}
         self.on_commit = on_commit
         self._open: dict[str, _OpenTxn] = {}
 
@@ -263,6 +266,14 @@ class WriteClient:
                 rollback_instant(self.table.storage, timeline, pending)
         except Exception:  # the original error matters more; the next writer rolls back again
             pass
+
+
+def _check_options(options: Mapping[str, str]) -> None:
+    """Parse every declared key among the write options (ConfigError naming the key)."""
+    for name, value in options.items():
+        key = lookup(name)
+        if key is not None:
+            key.parse(value)
 
 
 def _check_statuses(txn: WriteTxn, statuses: list[WriteStatus]) -> None:

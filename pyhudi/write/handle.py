@@ -34,6 +34,7 @@ from pyhudi.logformat import (
     DeleteBlock,
     ParquetDataBlock,
     data_block_header,
+    key_sorting_columns,
     parquet_options_cover,
     parquet_options_for,
     write_log_file,
@@ -186,6 +187,8 @@ class FileGroupWriteTask:
     ordering_field: str | None = None  # KIND_MERGE: event-time ordering column (None = commit time)
     fsync: bool = False  # FSYNC_DATA_FILES
     parquet_options: dict[str, Any] = field(default_factory=dict)
+    insert_count: int = 0  # append / merge into an existing group: rows that are new records (small files)
+    concat_inserts: bool = False  # KIND_MERGE of an ``insert``: new rows never replace stored ones
 
     def run(self) -> list[WriteStatus]:
         storage = Storage(self.base_uri)
@@ -278,7 +281,7 @@ class FileGroupWriteTask:
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
             size = write_log_file(storage, self._relpath(name), [block], fsync=self.fsync)
         n = table.num_rows
-        inserts = n if self.is_new_file_group else 0
+        inserts = n if self.is_new_file_group else min(n, self.insert_count)
         return self._status(payload.family, name, n, inserts, n - inserts, 0, size, started, data.column(RECORD_KEY))
 
     def _write_deletes(self, storage: Storage, family: str) -> WriteStatus:
@@ -306,12 +309,19 @@ class FileGroupWriteTask:
         deletes = self.delete_keys.column("record_key") if self.delete_keys is not None else None
         file_schema = payload.file_schema if payload is not None and payload.file_schema is not None else None
         merged = merge_into_base(
-            old, payload.rows() if payload is not None else None, deletes, self.ordering_field, file_schema
+            old, payload.rows() if payload is not None else None, deletes, self.ordering_field, file_schema,
+            insert_only=self.concat_inserts,
         )
         new_meta = self._meta_columns(merged.new_keys, name)
         table = merged.assemble(new_meta, name)
+        options = self._options(payload)
+        if self.concat_inserts:  # a key stored twice: sorted, but not strictly — declared only if strict
+            options = {k: v for k, v in options.items() if k != "sorting_columns"}
+            sorting = key_sorting_columns(table)
+            if sorting:
+                options["sorting_columns"] = sorting
         create_marker(storage, self.instant, self.partition_path, name, IO_MERGE)
-        size = self._write_base(storage, self._relpath(name), table, self._options(payload))
+        size = self._write_base(storage, self._relpath(name), table, options)
         return self._status(
             "", name, table.num_rows, merged.num_inserts, merged.num_updates, merged.num_deletes, size, started,
             table.column(RECORD_KEY),

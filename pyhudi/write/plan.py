@@ -35,6 +35,7 @@ from pyhudi.index.simple import tag_locations
 from pyhudi.logformat import parquet_options_for
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import bucket_file_id, new_file_id
+from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.handle import (
     FSYNC_DATA_FILES,
     KIND_APPEND,
@@ -44,6 +45,14 @@ from pyhudi.write.handle import (
     META_PARQUET_OPTIONS,
     FamilyPayload,
     FileGroupWriteTask,
+)
+from pyhudi.write.small_files import (
+    MERGE_ALLOW_DUPLICATE_ON_INSERTS,
+    SMALL_FILE_LIMIT,
+    assign_inserts,
+    average_record_size,
+    pending_clustering_groups,
+    small_file_candidates,
 )
 
 if TYPE_CHECKING:
@@ -243,8 +252,25 @@ def _file_group_runs(file_ids: pa.Array) -> list[tuple[str, np.ndarray]]:
     return [(ids[a].as_py(), positions[a:b]) for a, b in zip(starts[:-1], starts[1:])]
 
 
+def _fill_small_files(txn: "WriteTxn", existing: Existing, timeline: Timeline, locations: pa.Array,
+                      partition_runs: Sequence[tuple[str, int, int]], copy_on_write: bool) -> tuple[pa.Array, dict[str, int]]:
+    """Give inserts (null locations) to the small files of their partitions (:mod:`~pyhudi.write.small_files`)."""
+    if SMALL_FILE_LIMIT.get(txn.options) <= 0 or locations.null_count == 0:
+        return locations, {}
+    by_partition: dict[str, list[FileGroup]] = {}
+    for (partition, _), group in existing.items():
+        by_partition.setdefault(partition, []).append(group)
+    excluded = pending_clustering_groups(timeline)
+    candidates = {partition: small_file_candidates(by_partition.get(partition, []), copy_on_write, txn.options, excluded)
+                  for partition, _, _ in partition_runs}
+    if not any(candidates.values()):
+        return locations, {}
+    return assign_inserts(locations, partition_runs, candidates, average_record_size(timeline, txn.options),
+                          MAX_FILE_SIZE.get(txn.options))
+
+
 def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
-                      token_for: TokenFor) -> list[FileGroupWriteTask]:
+                      token_for: TokenFor, timeline: Timeline | None = None) -> list[FileGroupWriteTask]:
     """Route rows of a table without a bucket index (one implicit family, see module docstring)."""
     (family,) = txn.families.values()
     key_fields, partition_fields = txn.config.record_key_fields, txn.config.partition_fields
@@ -260,10 +286,15 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
     parts = rows.column(PARTITION_COLUMN).take(indices)
     partition_runs = [(partition, start, length) for (partition, _), start, length in runs]
     if txn.operation in ("upsert", "delete"):
-        locations = tag_locations(txn.storage, existing, partition_runs, ordered.column(RECORD_KEY))
+        locations = tag_locations(txn.storage, existing, partition_runs, ordered.column(RECORD_KEY),
+                                  txn.config.layout_version)
     else:
         locations = pa.nulls(ordered.num_rows, pa.string())
     copy_on_write = txn.config.table_type == "COPY_ON_WRITE"
+    inserted: dict[str, int] = {}  # small file id -> inserts assigned to it
+    if txn.operation in ("upsert", "insert") and timeline is not None:
+        locations, inserted = _fill_small_files(txn, existing, timeline, locations, partition_runs, copy_on_write)
+    concat = txn.operation == "insert" and MERGE_ALLOW_DUPLICATE_ON_INSERTS.get(txn.options)
     file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
     is_partial = len([c for c in own if c in present]) < len(own)
     event_field = ordering if txn.config.merge_mode == "EVENT_TIME_ORDERING" else None
@@ -287,7 +318,8 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
         else:
             payload = FamilyPayload(family.name, chunk, is_partial, file_schema)
             kind = KIND_MERGE if copy_on_write else KIND_APPEND
-            add(partition, file_id, kind, payloads=[payload], ordering_field=event_field)
+            add(partition, file_id, kind, payloads=[payload], ordering_field=event_field,
+                insert_count=inserted.get(file_id, 0), concat_inserts=concat)
     if delete:
         return tasks  # keys that are not in the table: nothing to delete
     inserts = ordered.filter(pc.invert(found))

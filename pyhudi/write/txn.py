@@ -143,8 +143,9 @@ class WriteTxn:
 
             def token_for(index: int) -> str:
                 return write_token
-        planner = plan_bucketed if self.config.num_buckets is not None else plan_simple_index
-        return planner(self, prepared, existing, token_for)
+        if self.config.num_buckets is not None:
+            return plan_bucketed(self, prepared, existing, token_for)
+        return plan_simple_index(self, prepared, existing, token_for, timeline=timeline)
 
     def write_rows(self, rows: Any, task_id: int = 0, attempt: int = 0,
                    stage: int = DEFAULT_STAGE) -> list[WriteStatus]:
