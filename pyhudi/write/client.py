@@ -105,10 +105,15 @@ class WriteClient:
         """Validate, begin, write one task per file group on the engine, commit."""
         check_operation(operation)
         started = time.perf_counter()
-        schema = self.table.schema
+        table = self.table
+        # one listing serves the schema, the families and begin (commit re-lists under the lock,
+        # where the schema and families are checked again)
+        timeline = table.active_timeline()
+        schema = table._history.schema_at(timeline, table.config)
+        families = table._history.declared_families_at(timeline, table.config)
         # every input check happens before the timeline changes
-        prepared = self._txn(operation, schema, instant="").prepare(data)
-        txn = self.begin(operation, schema=schema)
+        prepared = self._txn(operation, schema, instant="", families=families).prepare(data)
+        txn = self.begin(operation, schema=schema, timeline=timeline, families=families)
         self._open[txn.instant].started = started
         try:
             tasks = txn.plan_tasks(prepared, timeline=self._open[txn.instant].timeline)
@@ -119,13 +124,20 @@ class WriteClient:
         return self.commit(txn, statuses)
 
     # ------------------------------------------------------------------ phases
-    def begin(self, operation: str, schema: pa.Schema | None = None) -> WriteTxn:
-        """Roll back failed writes, start the heartbeat, create the requested + inflight instant."""
+    def begin(self, operation: str, schema: pa.Schema | None = None, *, timeline: Timeline | None = None,
+              families: Mapping[str, Any] | None = None) -> WriteTxn:
+        """Roll back failed writes, start the heartbeat, create the requested + inflight instant.
+
+        ``timeline``: a listing just taken (else the timeline is listed here); ``schema`` and
+        ``families``: what the write was prepared for (else the table's, from that listing).
+        """
         check_operation(operation)
         started = time.perf_counter()
         table = self.table
-        schema = schema if schema is not None else table.schema
-        timeline = table.active_timeline()
+        timeline = timeline if timeline is not None else table.active_timeline()
+        schema = schema if schema is not None else table._history.schema_at(timeline, table.config)
+        if families is None:
+            families = table._history.declared_families_at(timeline, table.config)
         policy = FAILED_WRITES_POLICY.get(self.options)
         rolled_back = rollback_failed_writes(
             table.storage, timeline, policy,
@@ -143,7 +155,7 @@ class WriteClient:
             heartbeat.stop()
             raise
         self._open[requested_time] = _OpenTxn(heartbeat, started, rolled_back, timeline)
-        return self._txn(operation, schema, instant=requested_time)
+        return self._txn(operation, schema, instant=requested_time, families=families)
 
     def commit(self, txn: WriteTxn, statuses: Sequence[WriteStatus]) -> WriteResult:
         """Commit exactly ``statuses`` (what the tasks that count reported).
@@ -207,10 +219,10 @@ class WriteClient:
         self._rollback_quietly(txn.instant)
 
     # ------------------------------------------------------------------ helpers
-    def _txn(self, operation: str, schema: pa.Schema, instant: str) -> WriteTxn:
+    def _txn(self, operation: str, schema: pa.Schema, instant: str, families: Mapping[str, Any]) -> WriteTxn:
         return WriteTxn(base_uri=self.table.storage.base_uri, config=self.table.config, instant=instant,
                         operation=operation, schema=schema, options=dict(self.options),
-                        declared_families=self.table.column_families)  # C3: from the timeline
+                        declared_families=dict(families))  # C3: from the timeline
 
     def _reconcile_markers(self, instant: str, statuses: list[WriteStatus]) -> list[str]:
         """Delete data files written for ``instant`` that no committed status names."""
