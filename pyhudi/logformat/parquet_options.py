@@ -7,7 +7,7 @@ strided sample of the data; :func:`default_parquet_options` is the schema-only f
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -144,6 +144,19 @@ def _statistics_option(schema: pa.Schema, fixed: Mapping[str, Any]) -> dict[str,
     if not any(name in NO_STATISTICS for name in names) or any(pa.types.is_nested(f.type) for f in schema):
         return {}
     return {"write_statistics": [name for name in names if name not in NO_STATISTICS]}
+
+
+def options_for_columns(options: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """``options`` (from :func:`parquet_options_for`) narrowed to the columns ``names`` — one
+    sample of a wide input serves the files of each column family."""
+    wanted = set(names)
+    out = dict(options)
+    if isinstance(options.get("compression"), Mapping):
+        out["compression"] = {k: v for k, v in options["compression"].items() if k in wanted}
+    for key in ("use_dictionary", "write_statistics"):
+        if isinstance(options.get(key), (list, tuple)):
+            out[key] = [name for name in options[key] if name in wanted]
+    return out
 
 
 def parquet_options_cover(options: Mapping[str, Any], schema: pa.Schema) -> bool:

@@ -33,6 +33,7 @@ from pyhudi.config.keys import ConfigKey
 from pyhudi.fsview.view import FileGroup
 from pyhudi.index.simple import tag_locations
 from pyhudi.logformat import parquet_options_for
+from pyhudi.logformat.parquet_options import options_for_columns
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import bucket_file_id, new_file_id
 from pyhudi.timeline.timeline import Timeline
@@ -134,7 +135,7 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     width = int(buckets.max(initial=0)) + 1
     group = buckets if len(names) == 1 else rank[np.asarray(encoded.indices, dtype=np.int64)] * width + buckets
     group = group.astype(np.min_scalar_type(int(group.max(initial=0))))
-    order = np.argsort(group, kind="stable")
+    order = _stable_group_order(group)
     if n == 0:
         return order, []
     ordered = group[order]
@@ -142,6 +143,18 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     codes = np.asarray(encoded.indices)[order]
     return order, [((names[int(codes[a])].as_py(), int(buckets[order[a]])), a, b - a)
                    for a, b in zip(starts[:-1], starts[1:])]
+
+
+_FEW_GROUPS = 64
+
+
+def _stable_group_order(group: np.ndarray) -> np.ndarray:
+    """Positions ordered by group, arrival order within a group (a stable argsort). With few
+    groups — the usual bucket count — one vectorised scan per group beats the sort."""
+    present = np.flatnonzero(np.bincount(group)) if len(group) else np.zeros(0, dtype=np.int64)
+    if 0 < len(present) <= _FEW_GROUPS:
+        return np.concatenate([np.flatnonzero(group == g) for g in present])
+    return np.argsort(group, kind="stable")
 
 
 def runs_of(parts: pa.Array, buckets: np.ndarray) -> list[Run]:
@@ -158,7 +171,8 @@ def runs_of(parts: pa.Array, buckets: np.ndarray) -> list[Run]:
 
 
 def _bytes_per_row(txn: "WriteTxn", rows: pa.Table) -> float:
-    data_bytes = sum(rows.column(c).nbytes for c in rows.column_names if c in txn.schema.names)
+    names = set(txn.schema.names)
+    data_bytes = sum(column.nbytes for name, column in zip(rows.column_names, rows.columns) if name in names)
     return max(1.0, data_bytes / max(rows.num_rows, 1))
 
 
@@ -207,6 +221,8 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     present = set(rows.column_names)
     positions, runs = group_plan(rows)
     group_rows = [pa.array(positions[start:start + length]) for _, start, length in runs]
+    written = [c for c in rows.column_names if c not in (PARTITION_COLUMN, BUCKET_COLUMN)]
+    all_options = parquet_options_for(rows.select(written), fixed=META_PARQUET_OPTIONS)  # one sample for all families
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
         given = [c for c in own if c in present]
@@ -217,7 +233,7 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
         ordering = family.ordering_field if family.ordering_field in present else None
         source = rows.select([RECORD_KEY, *cols])
-        options = parquet_options_for(source, fixed=META_PARQUET_OPTIONS)  # once per family, not per file
+        options = options_for_columns(all_options, [*META_PARQUET_OPTIONS, *source.column_names])
         for (group, _, _), indices in zip(runs, group_rows):  # sort, de-duplication, gather: in the task
             payload = FamilyPayload(family.name, None, len(given) < len(own), file_schema, source=source,
                                     indices=indices, plan=f"plan:{ordering!r}", parquet_options=options,
