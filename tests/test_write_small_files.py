@@ -221,3 +221,51 @@ def test_small_file_limit_is_a_declared_config_key(tmp_path, table_type):
         t.insert(rows([5], 1), options={"hoodie.parquet.small.file.limit": "lots"})
     assert sorted(r["id"] for r in t.read().to_pylist()) == [0, 1]
     assert len(t.timeline) == 1
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_file_groups_in_a_pending_clustering_get_no_inserts(tmp_path, table_type):
+    from pyhudi.timeline.metadata import encode_instant_metadata
+    from pyhudi.timeline.metadata_plans import ClusteringGroup, ClusteringPlan, RequestedReplaceMetadata, SliceInfo
+
+    from pyhudi.write.small_files import pending_clustering_groups
+
+    t = make_table(tmp_path, table_type, False)
+    t.insert(rows(range(2), 1))
+    (clustered,) = shape(t)  # the smaller group: the first candidate but for the clustering
+    t.insert(rows(range(2, 6), 1), options=NO_SMALL_FILES)
+    (free,) = set(shape(t)) - {clustered}
+    plan = RequestedReplaceMetadata(operation_type="CLUSTER", clustering_plan=ClusteringPlan(
+        input_groups=[ClusteringGroup(slices=[SliceInfo(file_id=clustered, partition_path="")])]))
+    timeline = t.active_timeline()
+    pending = timeline.create_requested("clustering", content=encode_instant_metadata(plan))
+    assert pending_clustering_groups(t.active_timeline()) == {("", clustered)}
+    i3 = t.insert(rows([10, 11], 2), options={"hoodie.merge.small.file.group.candidates.limit": 5})
+    (status,) = t.last_write.statuses
+    assert status.file_id == free and status.num_inserts == 2
+    assert shape(t)[clustered][1:] == ([],) and len(shape(t)[clustered][0]) == 1
+    assert i3 in shape(t)[free][0] + shape(t)[free][1]
+    assert t.active_timeline().get(pending.requested_time).is_pending  # the clustering is left alone
+    assert sorted(r["id"] for r in t.read().to_pylist()) == [0, 1, 2, 3, 4, 5, 10, 11]
+
+
+def test_executor_planned_copy_on_write_inserts_open_new_groups_merge_on_read_ones_pad(tmp_path):
+    """Tasks that plan their own rows (``write_rows``) cannot share a copy-on-write small file
+    (each would write a version of it): their inserts open new groups. Merge-on-read tasks may
+    each append a log file to the small group."""
+    for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+        t = make_table(tmp_path, table_type, False, name=f"ex_{table_type}")
+        t.insert(rows(range(4), 1))
+        (small,) = shape(t)
+        client = WriteClient(t)
+        txn = client.begin("insert")
+        statuses = txn.write_rows(rows([10, 11], 2), task_id=0) + txn.write_rows(rows([12, 13], 2), task_id=1)
+        i2 = client.commit(txn, statuses).instant
+        groups = shape(t)
+        if table_type == "COPY_ON_WRITE":
+            assert len(groups) == 3 and groups[small] == (groups[small][0], []) and len(groups[small][0]) == 1
+            assert sorted(s.kind for s in statuses) == ["create", "create"]
+        else:
+            assert groups == {small: (groups[small][0], [i2, i2])}
+            assert sorted((s.kind, s.num_inserts) for s in statuses) == [("append", 2), ("append", 2)]
+        assert sorted(r["id"] for r in t.read().to_pylist()) == [0, 1, 2, 3, 10, 11, 12, 13]

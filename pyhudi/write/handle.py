@@ -100,6 +100,7 @@ class FamilyPayload:
     plan: str | None = None
     parquet_options: dict[str, Any] = field(default_factory=dict)
     sort_by: tuple[str | None] | None = None
+    integer_key: str | None = None  # the one key field, if integer: sorted by key codes (latest_sorted)
 
     def _sorted_indices(self, cache: dict | None) -> pa.Array:
         """``indices`` in key order, latest row per key (shared by the payloads of one plan)."""
@@ -108,7 +109,9 @@ class FamilyPayload:
         if found is None:
             (ordering,) = self.sort_by
             columns = [RECORD_KEY] if ordering is None else [RECORD_KEY, ordering]
-            order = latest_sorted(self.source.select(columns).take(self.indices), ordering)
+            if self.integer_key is not None and self.integer_key not in columns:
+                columns.append(self.integer_key)
+            order = latest_sorted(self.source.select(columns).take(self.indices), ordering, self.integer_key)
             found = self.indices.take(pa.array(order))
             if cache is not None and self.plan is not None:
                 cache[("order", self.plan)] = found

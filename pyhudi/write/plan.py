@@ -222,6 +222,8 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     positions, runs = group_plan(rows)
     group_rows = [pa.array(positions[start:start + length]) for _, start, length in runs]
     written = [c for c in rows.column_names if c not in (PARTITION_COLUMN, BUCKET_COLUMN)]
+    single = key_fields[0] if len(key_fields) == 1 else None
+    integer_key = single if single is not None and pa.types.is_integer(txn.schema.field(single).type) else None
     all_options = parquet_options_for(rows.select(written), fixed=META_PARQUET_OPTIONS)  # one sample for all families
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
@@ -237,7 +239,7 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         for (group, _, _), indices in zip(runs, group_rows):  # sort, de-duplication, gather: in the task
             payload = FamilyPayload(family.name, None, len(given) < len(own), file_schema, source=source,
                                     indices=indices, plan=f"plan:{ordering!r}", parquet_options=options,
-                                    sort_by=(ordering,))
+                                    sort_by=(ordering,), integer_key=integer_key)
             groups.setdefault(group, []).append(payload)
     tasks = []
     for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):

@@ -17,7 +17,10 @@ the file groups whose files are smaller than ``hoodie.parquet.small.file.limit``
   the group as a log file (with its updates), after which the group is no longer a candidate;
 - file groups in a pending clustering are never candidates (the clustering would drop the rows).
 
-The remaining inserts open new file groups as before. Records are given out in key order, so
+The remaining inserts open new file groups as before. Copy-on-write small files are filled only
+by writes planned in one place (:meth:`WriteClient.write <pyhudi.write.client.WriteClient.write>`):
+executor tasks that each plan their own share of the rows (``WriteTxn.write_rows``) would each
+write a version of the same small file, so there inserts open new file groups. Records are given out in key order, so
 each small file receives a contiguous key range.
 """
 
