@@ -13,11 +13,12 @@ Where rows go depends on the index:
   (``%08d-0000-0000-0000-000000000000-0``), so every family of it gets one new log file (or a
   base file when bulk inserting into an empty group) — no lookup, no coordination;
 - **simple index** (:func:`plan_simple_index`, tables without buckets — Hudi's SIMPLE index):
-  upserts and deletes look their keys up in the latest base files of the partitions they touch
-  (:mod:`pyhudi.index.simple`); updates go to the key's file group (merge-on-read: a log file;
-  copy-on-write: a new version of its base file), inserts to new file groups of at most
-  ``hoodie.parquet.max.file.size`` bytes each. ``insert`` / ``bulk_insert`` skip the lookup,
-  as in Hudi: they always create new file groups (a key inserted twice is stored twice).
+  upserts and deletes look their keys up in the latest file slices (base file and log files) of
+  the partitions they touch (:mod:`pyhudi.index.simple`); updates go to the key's file group
+  (merge-on-read: a log file; copy-on-write: a new version of its base file); inserts first fill
+  the partition's small files (:mod:`pyhudi.write.small_files`; not ``bulk_insert``), the rest
+  go to new file groups of at most ``hoodie.parquet.max.file.size`` bytes each. ``insert`` /
+  ``bulk_insert`` skip the lookup, as in Hudi: a key inserted twice is stored twice.
 """
 
 from __future__ import annotations

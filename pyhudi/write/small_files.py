@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from pyhudi.config.keys import ConfigKey
 from pyhudi.fsview.view import FileGroup
+from pyhudi.timeline.instant import Instant
 from pyhudi.timeline.timeline import Timeline
 
 SMALL_FILE_LIMIT = ConfigKey(
@@ -67,18 +68,34 @@ MERGE_ALLOW_DUPLICATE_ON_INSERTS = ConfigKey(
 _COMMIT_ACTIONS = ("commit", "replacecommit", "deltacommit")
 
 
+_WRITTEN: dict[tuple[str, str], tuple[int, int]] = {}
+"""(table, completed instant file) -> (bytes, records) its base files wrote; completed instants
+never change, so each is read once per process however often writes estimate record sizes."""
+_WRITTEN_MAX = 100_000
+
+
+def _base_file_bytes_and_records(timeline: Timeline, instant: Instant) -> tuple[int, int]:
+    key = (timeline.storage.base_uri, timeline.path_of(instant))
+    found = _WRITTEN.get(key)
+    if found is None:
+        metadata = timeline.read_metadata(instant)
+        stats = list(metadata.write_stats()) if metadata is not None else []
+        if str(instant.action) == "deltacommit":  # log files hold only some columns: base files only
+            stats = [s for s in stats if (s.path or "").endswith(".parquet")]
+        found = (sum(s.total_write_bytes or 0 for s in stats), sum(s.num_writes or 0 for s in stats))
+        if len(_WRITTEN) >= _WRITTEN_MAX:
+            _WRITTEN.clear()
+        _WRITTEN[key] = found
+    return found
+
+
 def average_record_size(timeline: Timeline, options: Mapping[str, str]) -> int:
     """Bytes per record of the latest commit big enough to tell, else the configured estimate."""
     threshold = RECORD_SIZE_ESTIMATION_THRESHOLD.get(options) * SMALL_FILE_LIMIT.get(options)
     for instant in sorted(timeline.commits_timeline(), key=lambda i: i.sort_time, reverse=True):
         if str(instant.action) not in _COMMIT_ACTIONS:
             continue
-        metadata = timeline.read_metadata(instant)
-        stats = list(metadata.write_stats()) if metadata is not None else []
-        if str(instant.action) == "deltacommit":  # log files hold only some columns: base files only
-            stats = [s for s in stats if (s.path or "").endswith(".parquet")]
-        written = sum(s.total_write_bytes or 0 for s in stats)
-        records = sum(s.num_writes or 0 for s in stats)
+        written, records = _base_file_bytes_and_records(timeline, instant)
         if written > threshold and records > 0:
             return max(1, math.ceil(written / records))
     return max(1, RECORD_SIZE_ESTIMATE.get(options))
