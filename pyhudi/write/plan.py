@@ -129,7 +129,7 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     """
     n = rows.num_rows
     buckets = np.asarray(rows.column(BUCKET_COLUMN).combine_chunks(), dtype=np.int64)
-    encoded = pc.dictionary_encode(rows.column(PARTITION_COLUMN).combine_chunks())
+    encoded = _partition_codes(rows.column(PARTITION_COLUMN).combine_chunks())
     names = encoded.dictionary
     rank = np.empty(len(names), dtype=np.int64)
     rank[np.asarray(pc.sort_indices(names))] = np.arange(len(names))  # partition → its sorted rank
@@ -144,6 +144,16 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     codes = np.asarray(encoded.indices)[order]
     return order, [((names[int(codes[a])].as_py(), int(buckets[order[a]])), a, b - a)
                    for a, b in zip(starts[:-1], starts[1:])]
+
+
+def _partition_codes(paths: pa.Array) -> pa.DictionaryArray:
+    """The partition paths dictionary-encoded; an unpartitioned table's paths (all ``""``) are
+    recognised from the offsets alone instead of hashing every row."""
+    if paths.null_count == 0 and len(paths) and pa.types.is_string(paths.type):
+        offsets = np.frombuffer(paths.buffers()[1], dtype=np.int32)
+        if offsets[paths.offset] == offsets[paths.offset + len(paths)]:
+            return pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(paths), dtype=np.int32)), pa.array([""]))
+    return pc.dictionary_encode(paths)
 
 
 _FEW_GROUPS = 64
