@@ -23,8 +23,8 @@ from pyhudi.write.handle import KIND_APPEND, FamilyPayload, FileGroupWriteTask
 from pyhudi.write.small_files import average_record_size
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_write import hudi_rows  # noqa: E402
-from test_write_simple_index import COLS, NO_SMALL_FILES, SCHEMA, apply, check_rows, make_table, rows  # noqa: E402
+from test_write import hudi_rows
+from test_write_simple_index import COLS, NO_SMALL_FILES, SCHEMA, apply, check_rows, make_table, rows
 
 
 def shape(t):
@@ -227,7 +227,6 @@ def test_small_file_limit_is_a_declared_config_key(tmp_path, table_type):
 def test_file_groups_in_a_pending_clustering_get_no_inserts(tmp_path, table_type):
     from pyhudi.timeline.metadata import encode_instant_metadata
     from pyhudi.timeline.metadata_plans import ClusteringGroup, ClusteringPlan, RequestedReplaceMetadata, SliceInfo
-
     from pyhudi.write.small_files import pending_clustering_groups
 
     t = make_table(tmp_path, table_type, False)

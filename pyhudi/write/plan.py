@@ -162,7 +162,7 @@ _FEW_GROUPS = 64
 def _stable_group_order(group: np.ndarray) -> np.ndarray:
     """Positions ordered by group, arrival order within a group (a stable argsort). With few
     groups — the usual bucket count — one vectorised scan per group beats the sort."""
-    present = np.flatnonzero(np.bincount(group)) if len(group) else np.zeros(0, dtype=np.int64)
+    present = np.flatnonzero(np.bincount(group)) if len(group) and int(group.max()) < 1 << 16 else ()
     if 0 < len(present) <= _FEW_GROUPS:
         return np.concatenate([np.flatnonzero(group == g) for g in present])
     return np.argsort(group, kind="stable")
@@ -282,15 +282,18 @@ def _file_group_runs(file_ids: pa.Array) -> list[tuple[str, np.ndarray]]:
 
 
 def _fill_small_files(txn: "WriteTxn", existing: Existing, timeline: Timeline, locations: pa.Array,
-                      partition_runs: Sequence[tuple[str, int, int]], copy_on_write: bool) -> tuple[pa.Array, dict[str, int]]:
-    """Give inserts (null locations) to the small files of their partitions (:mod:`~pyhudi.write.small_files`)."""
+                      partition_runs: Sequence[tuple[str, int, int]],
+                      copy_on_write: bool) -> tuple[pa.Array, dict[str, int]]:
+    """Give inserts (null locations) to the small files of their partitions
+    (:mod:`~pyhudi.write.small_files`); returns the new locations and the inserts per small file."""
     if SMALL_FILE_LIMIT.get(txn.options) <= 0 or locations.null_count == 0:
         return locations, {}
     by_partition: dict[str, list[FileGroup]] = {}
     for (partition, _), group in existing.items():
         by_partition.setdefault(partition, []).append(group)
     excluded = pending_clustering_groups(timeline)
-    candidates = {partition: small_file_candidates(by_partition.get(partition, []), copy_on_write, txn.options, excluded)
+    candidates = {partition: small_file_candidates(by_partition.get(partition, []), copy_on_write, txn.options,
+                                                   excluded)
                   for partition, _, _ in partition_runs}
     if not any(candidates.values()):
         return locations, {}

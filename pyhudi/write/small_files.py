@@ -27,13 +27,14 @@ each small file receives a contiguous key range.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.config.keys import ConfigKey
+from pyhudi.errors import HudiError
 from pyhudi.fsview.view import FileGroup
 from pyhudi.timeline.instant import Instant
 from pyhudi.timeline.timeline import Timeline
@@ -109,7 +110,7 @@ def pending_clustering_groups(timeline: Timeline) -> set[tuple[str, str]]:
             continue
         try:
             plan = timeline.read_metadata(instant.as_requested())
-        except Exception:  # an inflight replace without a readable plan (insert overwrite)
+        except HudiError:  # a pending replace without a readable plan (insert overwrite)
             continue
         if plan is not None and getattr(plan, "is_clustering", False):
             groups.update(plan.file_groups())
