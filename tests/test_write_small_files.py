@@ -268,3 +268,21 @@ def test_executor_planned_copy_on_write_inserts_open_new_groups_merge_on_read_on
             assert groups == {small: (groups[small][0], [i2, i2])}
             assert sorted((s.kind, s.num_inserts) for s in statuses) == [("append", 2), ("append", 2)]
         assert sorted(r["id"] for r in t.read().to_pylist()) == [0, 1, 2, 3, 10, 11, 12, 13]
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_partial_upsert_pads_small_files_with_new_keys_whose_absent_columns_are_null(tmp_path, table_type):
+    t = make_table(tmp_path, table_type, True)
+    state: dict = {}
+    t.insert(rows(range(6), 1))
+    apply(state, rows(range(6), 1))
+    before = set(shape(t))
+    change = rows([2, 3, 10, 11], 2, ["id", "v", "p"])  # no column s: kept for 2, 3; null for 10, 11
+    t.upsert(change)
+    apply(state, change)
+    check_rows(t, state)
+    assert set(shape(t)) == before
+    kind = "merge" if table_type == "COPY_ON_WRITE" else "append"
+    assert sorted((s.partition_path, s.kind, s.num_inserts, s.num_updates) for s in t.last_write.statuses) == [
+        ("x", kind, 1, 1), ("y", kind, 1, 1)]
+    assert {r["id"]: r["s"] for r in t.read().to_pylist()}[10] is None
