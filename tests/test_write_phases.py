@@ -284,3 +284,17 @@ def test_latest_sorted_by_integer_key_codes_matches_the_string_order():
         assert by_codes.tolist() == by_strings.tolist()
         keys = rows.column("_hoodie_record_key").take(pa.array(by_codes)).to_pylist()
         assert keys == sorted(set(keys)) and len(keys) == len(set(values.tolist()))
+
+
+def test_latest_sorted_keeps_input_that_is_already_in_key_order():
+    from pyhudi.write.prepare import latest_sorted
+
+    keys = pa.array(["1", "10", "2", "3"])  # string order
+    rows = pa.table({"_hoodie_record_key": keys, "id": pa.array([1, 10, 2, 3], pa.int64()), "ts": [1, 2, 3, 4]})
+    assert latest_sorted(rows, None).tolist() == [0, 1, 2, 3]
+    assert latest_sorted(rows, None, "id").tolist() == [0, 1, 2, 3]
+    assert latest_sorted(rows, "ts").tolist() == [0, 1, 2, 3]
+    repeated = pa.table({"_hoodie_record_key": ["1", "1", "2"], "id": pa.array([1, 1, 2], pa.int64()), "ts": [5, 4, 1]})
+    assert latest_sorted(repeated, None).tolist() == [1, 2]  # a repeated key is no sorted input: last one wins
+    assert latest_sorted(repeated, None, "id").tolist() == [1, 2]
+    assert latest_sorted(repeated, "ts").tolist() == [0, 2]  # highest ordering value wins
