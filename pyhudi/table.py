@@ -22,8 +22,8 @@ from pyhudi.config.families import (
     validate_families,
 )
 from pyhudi.config.keys import format_value
-from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
+from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.schema import META_FIELDS, avro_schema_json
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.instant import Instant

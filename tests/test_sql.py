@@ -12,6 +12,7 @@ import pathlib
 
 import pyarrow as pa
 import pytest
+from sql_fake import FakeBackend
 
 import pyhudi
 from pyhudi.errors import ColumnFamilyError, ConfigError, SchemaError
@@ -19,7 +20,6 @@ from pyhudi.spark.procedures import PROCEDURES, register_procedure
 from pyhudi.spark.sql import SqlError, SqlSession, split_statements
 from pyhudi.spark.sql_backend import table_source_name
 from pyhudi.spark.sql_ddl import typed_family_value
-from sql_fake import FakeBackend
 
 CREATE = """
 CREATE TABLE t (id STRING NOT NULL, a DOUBLE, b STRING, ts BIGINT, c BIGINT) USING pyhudi

@@ -65,6 +65,27 @@ def _horner(units: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return h
 
 
+def _ascii_padded_hash(arr: pa.Array, width: int) -> np.ndarray:
+    """``String.hashCode`` of ASCII keys of different lengths: left-padded with NULs to ``width``
+    (one Arrow kernel), they form an ``(n, width)`` matrix walked column by column. A leading
+    zero unit never changes the hash (``31*0 + 0``), so the padding is invisible."""
+    if arr.null_count:  # nulls would take no room in the padded data (they hash to 0 anyway)
+        arr = arr.fill_null("")
+    padded = pc.ascii_lpad(arr, width=width, padding="\x00")
+    buffers = padded.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64 if pa.types.is_large_string(arr.type) else np.int32)
+    first = int(offsets[padded.offset])
+    units = np.frombuffer(buffers[2], dtype=np.uint8)[first:first + len(arr) * width]
+    columns = np.ascontiguousarray(units.reshape(len(arr), width).T)
+    h = np.zeros(len(arr), dtype=np.uint32)
+    thirty_one = np.uint32(31)
+    with np.errstate(over="ignore"):
+        for column in columns:
+            h *= thirty_one
+            h += column
+    return h
+
+
 def _as_string_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
@@ -127,9 +148,14 @@ def java_string_hash(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
         string_of_byte = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
         counts = np.bincount(string_of_byte[positions], minlength=n)
         offsets = np.concatenate([[0], np.cumsum(counts)])
+        hashes = _horner(units, offsets)  # uint32 units; sums stay uint32
     else:
-        units = data
-    hashes = _horner(units, offsets)  # uint8 (ASCII) or uint32 units; sums stay uint32
+        lengths = np.diff(offsets)
+        longest = int(lengths.max())
+        if longest > int(lengths.min()) and n * longest <= 4 * len(data) + 1024:
+            hashes = _ascii_padded_hash(arr, longest)  # keys of close lengths: no masked passes
+        else:
+            hashes = _horner(data, offsets)
     if arr.null_count:
         hashes[np.asarray(arr.is_null())] = 0
     return hashes.view(np.int32)

@@ -23,6 +23,7 @@ from pyhudi.errors import LogFormatError, SchemaError
 from pyhudi.logformat.deletes import decode_delete_records, encode_delete_records
 from pyhudi.logformat.parquet_options import (  # noqa: F401  (re-exported)
     default_parquet_options,
+    encode_parquet,
     parquet_options_cover,
     parquet_options_for,
 )
@@ -388,9 +389,7 @@ class ParquetDataBlock(DataBlock):
             sorting = key_sorting_columns(self._table)
             if sorting:
                 options["sorting_columns"] = sorting
-        sink = pa.BufferOutputStream()
-        pq.write_table(self._table, sink, **options)
-        return sink.getvalue()
+        return encode_parquet(self._table, options)
 
     def parquet_file(self) -> pq.ParquetFile:
         """The content as a ``ParquetFile``: footer parsed once, row groups read on demand."""

@@ -18,13 +18,13 @@ import pyarrow as pa
 
 from pyhudi.errors import LogFormatError
 from pyhudi.logformat.block import (
+    _U64,
     LOG_FORMAT_VERSION,
     MAGIC,
     BlockContent,
     BlockType,
     CorruptBlock,
     LogBlock,
-    _U64,
     block_from_content,
     decode_header,
 )

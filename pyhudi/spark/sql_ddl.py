@@ -31,7 +31,7 @@ import pyhudi
 from pyhudi.config.families import is_family_key
 from pyhudi.errors import ColumnFamilyError, HudiError, SchemaError, TableNotFoundError
 from pyhudi.spark.options import check_family_case
-from pyhudi.spark.sql import DIALECT, SqlError, SqlSession, TableRef, _NOT_HANDLED, quote
+from pyhudi.spark.sql import _NOT_HANDLED, DIALECT, SqlError, SqlSession, TableRef, quote
 from pyhudi.spark.sql_types import arrow_field, spark_columns_sql
 from pyhudi.storage.fs import Storage
 

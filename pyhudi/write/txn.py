@@ -150,7 +150,10 @@ class WriteTxn:
         existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}
         if self.config.num_buckets is not None:
             return plan_bucketed(self, prepared, existing, token_for, replaced=view.replaced)
-        return plan_simple_index(self, prepared, existing, token_for)
+        # Copy-on-write small files take a new base file version: safe only when one planner sees
+        # every row (several executor tasks padding one small file would each write a version).
+        small_files = write_token is None or self.config.table_type != "COPY_ON_WRITE"
+        return plan_simple_index(self, prepared, existing, token_for, timeline=timeline if small_files else None)
 
     def write_rows(self, rows: Any, task_id: int = 0, attempt: int = 0,
                    stage: int = DEFAULT_STAGE) -> list[WriteStatus]:
