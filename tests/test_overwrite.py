@@ -321,3 +321,54 @@ def test_one_family_overwritten_table_read_by_hudi_rs(tmp_path):
     assert hudi_rows(t.path) == expected
     t.insert_overwrite_table(pa.table({"id": pa.array([9], pa.int64()), "p": ["z"], "v": ["Z"]}))
     assert hudi_rows(t.path) == read(t) == [{"id": 9, "p": "z", "v": "Z"}]
+
+
+# ============================================================ review: races with writers planned on a stale view
+def test_write_planned_before_an_overwrite_completed_is_refused(tmp_path, monkeypatch):
+    """An overwrite that completes after an upsert listed the timeline but before it took its
+    instant time (so the overwrite's completion time is lower than the upsert's instant) must not
+    let the upsert commit into the replaced file group (its row would silently vanish)."""
+    from pyhudi.write import client as client_module
+
+    t = pyhudi.create_table(str(tmp_path / "r"), PLAIN, "id", partition_fields="p", num_buckets=1)
+    t.upsert(pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["x", "x"], "v": ["a", "b"]}))
+    original = client_module.rollback_failed_writes
+    armed = [True]
+
+    def overwrite_meanwhile(*args, **kwargs):  # runs after the upsert listed its timeline
+        if armed[0]:
+            armed[0] = False
+            t.insert_overwrite(pa.table({"id": pa.array([3], pa.int64()), "p": ["x"], "v": ["c"]}))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(client_module, "rollback_failed_writes", overwrite_meanwhile)
+    with pytest.raises(CommitConflictError, match=f"which replaced file group {fixed_id(0)} of partition 'x'"):
+        t.upsert(pa.table({"id": pa.array([4], pa.int64()), "p": ["x"], "v": ["d"]}))
+    overwrite = t.timeline[1]
+    assert (str(overwrite.action), str(overwrite.state)) == ("replacecommit", "COMPLETED")
+    assert [str(i.action) for i in t.timeline] == ["deltacommit", "replacecommit", "rollback"]
+    assert read(t) == [{"id": 3, "p": "x", "v": "c"}]
+    t.upsert(pa.table({"id": pa.array([4], pa.int64()), "p": ["x"], "v": ["d"]}))  # the retry lands
+    assert read(t) == [{"id": 3, "p": "x", "v": "c"}, {"id": 4, "p": "x", "v": "d"}]
+
+
+def test_new_bucket_file_group_racing_an_overwrite_of_that_bucket_is_refused(tmp_path):
+    """An upsert that creates bucket b's file group while an overwrite writes a new file group
+    for the same bucket would leave two file groups for one bucket (the key twice)."""
+    t = pyhudi.create_table(str(tmp_path / "c"), PLAIN, "id", partition_fields="p", num_buckets=1)
+    t.upsert(pa.table({"id": pa.array([1], pa.int64()), "p": ["y"], "v": ["a"]}))
+    never = {"hoodie.cleaner.policy.failed.writes": "NEVER"}
+    client = WriteClient(t, options=never)
+    txn = client.begin("upsert")
+    statuses = txn.write_rows(pa.table({"id": pa.array([5], pa.int64()), "p": ["x"], "v": ["A"]}))
+    assert [s.file_id for s in statuses] == [fixed_id(0)]
+    i2 = t.insert_overwrite(pa.table({"id": pa.array([5], pa.int64()), "p": ["x"], "v": ["O"]}), options=never)
+    expected = read(t)
+    with pytest.raises(CommitConflictError, match=(
+            f"write {txn.instant} conflicts with replacecommit {i2} \\(INSERT_OVERWRITE\\), which wrote file group "
+            f"{overwrite_bucket_file_id(i2, 'x', 0)} for bucket 0 of partition 'x'")):
+        client.commit(txn, statuses)
+    assert read(t) == expected == [{"id": 1, "p": "y", "v": "a"}, {"id": 5, "p": "x", "v": "O"}]
+    assert {(g.partition_path, g.file_id) for g in t.file_groups()} == {
+        ("y", fixed_id(0)), ("x", overwrite_bucket_file_id(i2, "x", 0))}
+    assert not any(txn.instant in f for f in data_files(t))

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.config.keys import ConfigKey
-from pyhudi.errors import CommitConflictError, ConfigError
+from pyhudi.errors import CommitConflictError, ConfigError, FileNameError
 from pyhudi.fsview.view import FileSystemView
 from pyhudi.storage.naming import bucket_id_from_file_id
 from pyhudi.timeline.metadata import CommitMetadata, ReplaceCommitMetadata, RequestedReplaceMetadata
@@ -171,18 +171,28 @@ class ReplacePlan:
 
 
 def check_not_replaced(txn: WriteTxn, statuses: Sequence[WriteStatus], current: Timeline) -> None:
-    """Under the timeline lock, for any write: refuse to commit files into a file group that a
-    replacecommit completed since this write began has replaced (its rows would never be read).
+    """Under the timeline lock, for any write: refuse to commit files that a replacecommit on the
+    timeline makes unreadable or duplicate — the write was planned on a view that missed it.
 
-    Only replacecommits that completed after the instant was requested can matter — earlier ones
-    were known when the write was planned — so usually no metadata is read at all.
+    - a file written into a file group that a completed replacecommit replaced: its rows would
+      never be read (Hudi hides the whole group);
+    - bucket index, not an overwrite: a file written into a file group of bucket ``b`` while a
+      replacecommit's new, still live, file group holds bucket ``b`` of that partition: two file
+      groups of one bucket would both hold keys of it (Hudi's bucket index conflicts by bucket).
+
+    Every completed replacecommit counts, not only those completed after this instant was
+    requested: a writer lists its timeline before it takes its instant time, so a replacecommit
+    completing in between has a lower completion time yet was not seen by the plan.
     """
     written = {(s.partition_path, s.file_id) for s in statuses}
-    for instant in current.completed():
-        if str(instant.action) != "replacecommit" or (instant.completion_time or "") <= txn.instant:
-            continue
-        metadata = current.read_metadata(instant)
-        hit = sorted(written & metadata.replaced_file_groups()) if isinstance(metadata, ReplaceCommitMetadata) else []
+    if not written:
+        return
+    replaces = [(instant, current.read_metadata(instant)) for instant in current.completed()
+                if str(instant.action) == "replacecommit"]
+    replaces = [(instant, md) for instant, md in replaces if isinstance(md, ReplaceCommitMetadata)]
+    replaced: set[tuple[str, str]] = set()
+    for instant, metadata in replaces:
+        hit = sorted(written & metadata.replaced_file_groups())
         if hit:
             partition, file_id = hit[0]
             raise CommitConflictError(
@@ -190,6 +200,30 @@ def check_not_replaced(txn: WriteTxn, statuses: Sequence[WriteStatus], current: 
                 f"which replaced file group {file_id} of partition {partition!r} while this write ran; "
                 "the write is rolled back, retry it"
             )
+        replaced |= metadata.replaced_file_groups()
+    if txn.config.num_buckets is None or is_overwrite(txn.operation):
+        return  # an overwrite replaces every file group of its partitions (ReplacePlan.check)
+    mine = {(p, _bucket_or_none(f)): f for p, f in written}
+    for instant, metadata in replaces:
+        for partition, file_ids in sorted(metadata.partition_file_ids().items()):
+            for file_id in sorted(file_ids):
+                bucket = _bucket_or_none(file_id)
+                own = mine.get((partition, bucket))
+                if bucket is None or own is None or own == file_id or (partition, file_id) in replaced:
+                    continue
+                raise CommitConflictError(
+                    f"write {txn.instant} conflicts with replacecommit {instant.requested_time} "
+                    f"({metadata.operation_type}), which wrote file group {file_id} for bucket {bucket} of partition "
+                    f"{partition!r} while this write ran; this write put that bucket's rows in file group {own}. "
+                    "The write is rolled back, retry it"
+                )
+
+
+def _bucket_or_none(file_id: str) -> int | None:
+    try:
+        return bucket_id_from_file_id(file_id)
+    except FileNameError:
+        return None
 
 
 __all__ = [
