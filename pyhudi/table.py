@@ -390,6 +390,12 @@ class Table:
                               "(insert_overwrite_table replaces the whole table)")
         if isinstance(partition, str):
             check_partition_values([partition], self.partition_fields)
+            if self.config.hive_style_partitioning:  # "x" would name no partition: a silent no-op
+                expected = "/".join(f"{f}=<value>" for f in self.partition_fields)
+                segments = partition.split("/")
+                if any(not s.startswith(f"{f}=") for f, s in zip(self.partition_fields, segments)):
+                    raise ConfigError(f"partition path {partition!r} does not match the table's hive-style "
+                                      f"partitioning: expected {expected} (or a mapping of the partition fields)")
             return partition
         if not isinstance(partition, Mapping) or set(partition) != set(self.partition_fields):
             raise ConfigError(f"a partition to overwrite is a partition path or a mapping of every partition field "

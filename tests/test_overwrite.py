@@ -372,3 +372,21 @@ def test_new_bucket_file_group_racing_an_overwrite_of_that_bucket_is_refused(tmp
     assert {(g.partition_path, g.file_id) for g in t.file_groups()} == {
         ("y", fixed_id(0)), ("x", overwrite_bucket_file_id(i2, "x", 0))}
     assert not any(txn.instant in f for f in data_files(t))
+
+
+def test_partition_paths_of_a_hive_style_table_must_name_the_fields(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "hv"), PLAIN, "id", partition_fields="p",
+                            options={"hoodie.datasource.write.hive_style_partitioning": "true"})
+    t.upsert(pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["x", "y"], "v": ["a", "b"]}))
+    snapshot = (timeline_files(t), data_files(t))
+    # "x" is not a partition path of this table ("p=x" is): refused, not silently a no-op
+    with pytest.raises(ConfigError, match="partition path 'x' does not match the table's hive-style partitioning: "
+                                          "expected p=<value>"):
+        t.insert_overwrite(None, partitions=["x"])
+    with pytest.raises(ConfigError, match="partition path 'q=x' does not match"):
+        t.insert_overwrite(None, partitions=["q=x"])
+    assert (timeline_files(t), data_files(t)) == snapshot
+    t.insert_overwrite(None, partitions=["p=x"])
+    assert read(t) == [{"id": 2, "p": "y", "v": "b"}]
+    t.insert_overwrite(None, partitions=[{"p": "y"}])
+    assert t.read().num_rows == 0
