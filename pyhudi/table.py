@@ -382,8 +382,7 @@ class Table:
 
     def _partition_path(self, partition: str | Mapping[str, Any]) -> str:
         """A partition path as given, or the path of ``{field: value}`` (every partition field)."""
-        from pyhudi.storage.naming import partition_path
-        from pyhudi.write.prepare import check_partition_values
+        from pyhudi.write.prepare import check_partition_values, partition_paths
 
         if not self.partition_fields:
             raise ConfigError(f"table {self.name!r} is not partitioned: there are no partitions to overwrite "
@@ -401,8 +400,16 @@ class Table:
             raise ConfigError(f"a partition to overwrite is a partition path or a mapping of every partition field "
                               f"({', '.join(self.partition_fields) or 'none: the table is not partitioned'}), "
                               f"got {partition!r}")
-        return partition_path(self.partition_fields, [partition[f] for f in self.partition_fields],
-                              self.config.hive_style_partitioning)
+        # spelled exactly as the rows' paths are (Arrow's text of the column type: ``true``, not ``True``)
+        columns = {}
+        for name in self.partition_fields:
+            data_type = self.schema.field(name).type
+            try:
+                columns[name] = pa.array([partition[name]], type=data_type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+                raise ConfigError(f"partition value {partition[name]!r} of field {name!r} is not a {data_type}: "
+                                  f"{exc}") from exc
+        return partition_paths(pa.table(columns), self.partition_fields, self.config.hive_style_partitioning)[0].as_py()
 
     # ----------------------------------------------------------------- reads
     def plan_scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,

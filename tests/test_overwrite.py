@@ -390,3 +390,24 @@ def test_partition_paths_of_a_hive_style_table_must_name_the_fields(tmp_path):
     assert read(t) == [{"id": 2, "p": "y", "v": "b"}]
     t.insert_overwrite(None, partitions=[{"p": "y"}])
     assert t.read().num_rows == 0
+
+
+def test_partition_mappings_are_spelled_as_the_rows_partition_paths(tmp_path):
+    """``{field: value}`` of a non-string partition column names the folder the table's rows
+    went to (``true``, Arrow's timestamp text), not Python's ``str`` of the value."""
+    import datetime
+
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("f", pa.bool_()), ("ts", pa.timestamp("us")),
+                        ("v", pa.string())])
+    t = pyhudi.create_table(str(tmp_path / "typed"), schema, "id", partition_fields=["f", "ts"])
+    day1, day2 = datetime.datetime(2024, 1, 1), datetime.datetime(2024, 1, 2)
+    t.upsert(pa.table({"id": pa.array([1, 2], pa.int64()), "f": [True, False],
+                       "ts": pa.array([day1, day2], pa.timestamp("us")), "v": ["a", "b"]}))
+    groups = {g.partition_path: g.file_id for g in t.file_groups()}
+    assert sorted(groups) == ["false/2024-01-02 00:00:00.000000", "true/2024-01-01 00:00:00.000000"]
+    t.insert_overwrite(None, partitions=[{"f": True, "ts": day1}])
+    md = t.active_timeline().read_metadata(t.timeline[-1])
+    assert md.partition_to_replace_file_ids == {"true/2024-01-01 00:00:00.000000": [groups["true/2024-01-01 00:00:00.000000"]]}
+    assert t.read().to_pylist() == [{"id": 2, "f": False, "ts": day2, "v": "b"}]
+    with pytest.raises(ConfigError, match="partition value 'soon' of field 'ts' is not a timestamp"):
+        t.insert_overwrite(None, partitions=[{"f": False, "ts": "soon"}])
