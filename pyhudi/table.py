@@ -382,19 +382,14 @@ class Table:
 
     def _partition_path(self, partition: str | Mapping[str, Any]) -> str:
         """A partition path as given, or the path of ``{field: value}`` (every partition field)."""
-        from pyhudi.write.prepare import check_partition_values, partition_paths
+        from pyhudi.write.overwrite import check_partition_paths
+        from pyhudi.write.prepare import partition_paths
 
         if not self.partition_fields:
             raise ConfigError(f"table {self.name!r} is not partitioned: there are no partitions to overwrite "
                               "(insert_overwrite_table replaces the whole table)")
         if isinstance(partition, str):
-            check_partition_values([partition], self.partition_fields)
-            if self.config.hive_style_partitioning:  # "x" would name no partition: a silent no-op
-                expected = "/".join(f"{f}=<value>" for f in self.partition_fields)
-                segments = partition.split("/")
-                if any(not s.startswith(f"{f}=") for f, s in zip(self.partition_fields, segments)):
-                    raise ConfigError(f"partition path {partition!r} does not match the table's hive-style "
-                                      f"partitioning: expected {expected} (or a mapping of the partition fields)")
+            check_partition_paths([partition], self.config)  # "x" of a hive-style table: refused, not a no-op
             return partition
         if not isinstance(partition, Mapping) or set(partition) != set(self.partition_fields):
             raise ConfigError(f"a partition to overwrite is a partition path or a mapping of every partition field "

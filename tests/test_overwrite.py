@@ -411,3 +411,21 @@ def test_partition_mappings_are_spelled_as_the_rows_partition_paths(tmp_path):
     assert t.read().to_pylist() == [{"id": 2, "f": False, "ts": day2, "v": "b"}]
     with pytest.raises(ConfigError, match="partition value 'soon' of field 'ts' is not a timestamp"):
         t.insert_overwrite(None, partitions=[{"f": False, "ts": "soon"}])
+
+
+def test_bad_overwrite_partitions_option_is_refused_before_any_file_is_written(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "o"), PLAIN, "id", partition_fields="p")
+    t.upsert(pa.table({"id": pa.array([1], pa.int64()), "p": ["x"], "v": ["a"]}))
+    before, expected = data_files(t), read(t)
+    key = "hoodie.pyhudi.overwrite.partitions"
+    for value, error, message in [
+            ('["../evil"]', PathEscapeError, "partition path '../evil' built from columns p cannot be used"),
+            ('["x/y"]', PathEscapeError, "partition path 'x/y' built from columns p cannot be used"),
+            ('[1]', ConfigError, "must be a JSON list of partition paths, got '\\[1\\]'")]:
+        with pytest.raises(error, match=message):
+            t.insert_overwrite(pa.table({"id": pa.array([2], pa.int64()), "p": ["x"], "v": ["b"]}),
+                               options={key: value})
+        assert data_files(t) == before and read(t) == expected
+    u = pyhudi.create_table(str(tmp_path / "u"), PLAIN, "id")
+    with pytest.raises(ConfigError, match=f"{key}: the table is not partitioned"):
+        u.insert_overwrite(None, options={key: '["x"]'})

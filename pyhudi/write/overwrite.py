@@ -78,7 +78,9 @@ def partitions_option(partitions: Iterable[str]) -> str:
     return json.dumps(sorted(set(paths)))
 
 
-def static_partitions(options: dict[str, str]) -> list[str]:
+def static_partitions(options: dict[str, str], config: Any = None) -> list[str]:
+    """The partition paths of :data:`OVERWRITE_PARTITIONS`; with ``config`` (the table's) each is
+    checked to be one of the table's partition paths (depth, no escape, hive-style ``field=``)."""
     raw = OVERWRITE_PARTITIONS.get(options)
     if not raw:
         return []
@@ -88,7 +90,27 @@ def static_partitions(options: dict[str, str]) -> list[str]:
         paths = None
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         raise ConfigError(f"{OVERWRITE_PARTITIONS.key} must be a JSON list of partition paths, got {raw!r}")
+    if config is not None and paths:
+        check_partition_paths(paths, config, f"{OVERWRITE_PARTITIONS.key}: ")
     return paths
+
+
+def check_partition_paths(paths: Iterable[str], config: Any, context: str = "") -> None:
+    """Refuse paths that cannot be partitions of the table: an unpartitioned table, wrong depth,
+    escaping names, or (hive-style tables) segments without their ``field=`` — each of which would
+    otherwise make the overwrite a silent no-op."""
+    from pyhudi.write.prepare import check_partition_values
+
+    paths, fields = list(paths), list(config.partition_fields)
+    if not fields:
+        raise ConfigError(f"{context}the table is not partitioned, there are no partitions to overwrite "
+                          f"(got {paths!r}; insert_overwrite_table replaces the whole table)")
+    check_partition_values(paths, fields)
+    if config.hive_style_partitioning:
+        for path in paths:
+            if any(not segment.startswith(f"{field}=") for field, segment in zip(fields, path.split("/"))):
+                raise ConfigError(f"{context}partition path {path!r} does not match the table's hive-style "
+                                  f"partitioning: expected {'/'.join(f'{f}=<value>' for f in fields)}")
 
 
 # ------------------------------------------------------------------------------ file ids
@@ -109,6 +131,7 @@ def plan_overwrite(txn: WriteTxn, rows: Any, token_for: Any) -> list[FileGroupWr
     """
     from pyhudi.write.plan import plan_bucketed, plan_simple_index
 
+    static_partitions(txn.options, txn.config)  # a bad partition list fails before any file is written
     if txn.config.num_buckets is None:
         return plan_simple_index(dataclasses.replace(txn, operation="insert"), rows, {}, token_for)
     inner = "insert" if OVERWRITE_LOG_FILES.get(txn.options) else "bulk_insert"
@@ -132,7 +155,7 @@ def _replaced(txn: WriteTxn, statuses: Sequence[WriteStatus], timeline: Timeline
     if txn.operation == INSERT_OVERWRITE_TABLE:
         groups = view.file_groups()
     else:
-        partitions = {s.partition_path for s in statuses} | set(static_partitions(txn.options))
+        partitions = {s.partition_path for s in statuses} | set(static_partitions(txn.options, txn.config))
         groups = view.file_groups(partitions) if partitions else []
     new = {(s.partition_path, s.file_id) for s in statuses}
     out: dict[str, list[str]] = {}
@@ -234,6 +257,7 @@ __all__ = [
     "OVERWRITE_PARTITIONS",
     "ReplacePlan",
     "check_not_replaced",
+    "check_partition_paths",
     "is_overwrite",
     "overwrite_bucket_file_id",
     "partitions_option",
