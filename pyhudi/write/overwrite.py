@@ -201,7 +201,7 @@ def check_not_replaced(txn: WriteTxn, statuses: Sequence[WriteStatus], current: 
       never be read (Hudi hides the whole group);
     - bucket index, not an overwrite: a file written into a file group of bucket ``b`` while a
       replacecommit's new, still live, file group holds bucket ``b`` of that partition: two file
-      groups of one bucket would both hold keys of it (Hudi's bucket index conflicts by bucket).
+      groups of one bucket would both hold keys of it (the bucket index finds a key in ONE group).
 
     Every completed replacecommit counts, not only those completed after this instant was
     requested: a writer lists its timeline before it takes its instant time, so a replacecommit
