@@ -170,5 +170,8 @@ def _seq(values) -> list[str]:
 
 
 def _local_path(uri: str) -> str:
-    """Spark stores locations as URIs; ``file:/x`` is the local path ``/x``."""
-    return uri[len("file:"):] if uri.startswith("file:/") and not uri.startswith("file://") else uri
+    """Spark stores locations as (percent-encoded) URIs; ``file:/my%20t`` is the local path ``/my t``."""
+    from urllib.parse import unquote
+
+    path = uri[len("file:"):] if uri.startswith("file:/") and not uri.startswith("file://") else uri
+    return unquote(path)
