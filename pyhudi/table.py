@@ -367,6 +367,9 @@ class Table:
         from pyhudi.write.overwrite import OVERWRITE_PARTITIONS, partitions_option
 
         merged = dict(options or {})
+        if isinstance(partitions, (str, bytes, Mapping)):  # iterating it would name other partitions
+            raise ConfigError(f"partitions must be a list of partition paths or mappings, got {partitions!r} "
+                              "(wrap one partition in a list)")
         if partitions is not None:
             merged[OVERWRITE_PARTITIONS.key] = partitions_option(self._partition_path(p) for p in partitions)
         return self._write(self._or_empty(data), "insert_overwrite", engine, merged, on_commit)

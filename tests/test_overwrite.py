@@ -429,3 +429,18 @@ def test_bad_overwrite_partitions_option_is_refused_before_any_file_is_written(t
     u = pyhudi.create_table(str(tmp_path / "u"), PLAIN, "id")
     with pytest.raises(ConfigError, match=f"{key}: the table is not partitioned"):
         u.insert_overwrite(None, options={key: '["x"]'})
+
+
+def test_partitions_must_be_a_collection_not_one_path_or_mapping(tmp_path):
+    """A bare string would be iterated character by character (``"x1"`` → partitions ``x`` and
+    ``1``), a bare mapping by its keys: both must be refused, never replace other partitions."""
+    t = pyhudi.create_table(str(tmp_path / "one"), PLAIN, "id", partition_fields="p")
+    t.upsert(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "p": ["x", "1", "p"], "v": ["a", "b", "c"]}))
+    expected, snapshot = read(t), (timeline_files(t), data_files(t))
+    with pytest.raises(ConfigError, match="partitions must be a list of partition paths or mappings, got 'x1'"):
+        t.insert_overwrite(None, partitions="x1")
+    with pytest.raises(ConfigError, match="partitions must be a list of partition paths or mappings, got \\{'p': 'x'\\}"):
+        t.insert_overwrite(None, partitions={"p": "x"})
+    assert read(t) == expected and (timeline_files(t), data_files(t)) == snapshot
+    t.insert_overwrite(None, partitions=("x1",))  # a tuple of one path: partition "x1" (absent) only
+    assert read(t) == expected
