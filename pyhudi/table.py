@@ -367,6 +367,9 @@ class Table:
         from pyhudi.write.overwrite import OVERWRITE_PARTITIONS, partitions_option
 
         merged = dict(options or {})
+        if isinstance(partitions, (str, bytes, Mapping)):  # iterating it would name other partitions
+            raise ConfigError(f"partitions must be a list of partition paths or mappings, got {partitions!r} "
+                              "(wrap one partition in a list)")
         if partitions is not None:
             merged[OVERWRITE_PARTITIONS.key] = partitions_option(self._partition_path(p) for p in partitions)
         return self._write(self._or_empty(data), "insert_overwrite", engine, merged, on_commit)
@@ -382,21 +385,29 @@ class Table:
 
     def _partition_path(self, partition: str | Mapping[str, Any]) -> str:
         """A partition path as given, or the path of ``{field: value}`` (every partition field)."""
-        from pyhudi.storage.naming import partition_path
-        from pyhudi.write.prepare import check_partition_values
+        from pyhudi.write.overwrite import check_partition_paths
+        from pyhudi.write.prepare import partition_paths
 
         if not self.partition_fields:
             raise ConfigError(f"table {self.name!r} is not partitioned: there are no partitions to overwrite "
                               "(insert_overwrite_table replaces the whole table)")
         if isinstance(partition, str):
-            check_partition_values([partition], self.partition_fields)
+            check_partition_paths([partition], self.config)  # "x" of a hive-style table: refused, not a no-op
             return partition
         if not isinstance(partition, Mapping) or set(partition) != set(self.partition_fields):
             raise ConfigError(f"a partition to overwrite is a partition path or a mapping of every partition field "
                               f"({', '.join(self.partition_fields) or 'none: the table is not partitioned'}), "
                               f"got {partition!r}")
-        return partition_path(self.partition_fields, [partition[f] for f in self.partition_fields],
-                              self.config.hive_style_partitioning)
+        # spelled exactly as the rows' paths are (Arrow's text of the column type: ``true``, not ``True``)
+        columns = {}
+        for name in self.partition_fields:
+            data_type = self.schema.field(name).type
+            try:
+                columns[name] = pa.array([partition[name]], type=data_type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+                raise ConfigError(f"partition value {partition[name]!r} of field {name!r} is not a {data_type}: "
+                                  f"{exc}") from exc
+        return partition_paths(pa.table(columns), self.partition_fields, self.config.hive_style_partitioning)[0].as_py()
 
     # ----------------------------------------------------------------- reads
     def plan_scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,

@@ -321,3 +321,126 @@ def test_one_family_overwritten_table_read_by_hudi_rs(tmp_path):
     assert hudi_rows(t.path) == expected
     t.insert_overwrite_table(pa.table({"id": pa.array([9], pa.int64()), "p": ["z"], "v": ["Z"]}))
     assert hudi_rows(t.path) == read(t) == [{"id": 9, "p": "z", "v": "Z"}]
+
+
+# ============================================================ review: races with writers planned on a stale view
+def test_write_planned_before_an_overwrite_completed_is_refused(tmp_path, monkeypatch):
+    """An overwrite that completes after an upsert listed the timeline but before it took its
+    instant time (so the overwrite's completion time is lower than the upsert's instant) must not
+    let the upsert commit into the replaced file group (its row would silently vanish)."""
+    from pyhudi.write import client as client_module
+
+    t = pyhudi.create_table(str(tmp_path / "r"), PLAIN, "id", partition_fields="p", num_buckets=1)
+    t.upsert(pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["x", "x"], "v": ["a", "b"]}))
+    original = client_module.rollback_failed_writes
+    armed = [True]
+
+    def overwrite_meanwhile(*args, **kwargs):  # runs after the upsert listed its timeline
+        if armed[0]:
+            armed[0] = False
+            t.insert_overwrite(pa.table({"id": pa.array([3], pa.int64()), "p": ["x"], "v": ["c"]}))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(client_module, "rollback_failed_writes", overwrite_meanwhile)
+    with pytest.raises(CommitConflictError, match=f"which replaced file group {fixed_id(0)} of partition 'x'"):
+        t.upsert(pa.table({"id": pa.array([4], pa.int64()), "p": ["x"], "v": ["d"]}))
+    overwrite = t.timeline[1]
+    assert (str(overwrite.action), str(overwrite.state)) == ("replacecommit", "COMPLETED")
+    assert [str(i.action) for i in t.timeline] == ["deltacommit", "replacecommit", "rollback"]
+    assert read(t) == [{"id": 3, "p": "x", "v": "c"}]
+    t.upsert(pa.table({"id": pa.array([4], pa.int64()), "p": ["x"], "v": ["d"]}))  # the retry lands
+    assert read(t) == [{"id": 3, "p": "x", "v": "c"}, {"id": 4, "p": "x", "v": "d"}]
+
+
+def test_new_bucket_file_group_racing_an_overwrite_of_that_bucket_is_refused(tmp_path):
+    """An upsert that creates bucket b's file group while an overwrite writes a new file group
+    for the same bucket would leave two file groups for one bucket (the key twice)."""
+    t = pyhudi.create_table(str(tmp_path / "c"), PLAIN, "id", partition_fields="p", num_buckets=1)
+    t.upsert(pa.table({"id": pa.array([1], pa.int64()), "p": ["y"], "v": ["a"]}))
+    never = {"hoodie.cleaner.policy.failed.writes": "NEVER"}
+    client = WriteClient(t, options=never)
+    txn = client.begin("upsert")
+    statuses = txn.write_rows(pa.table({"id": pa.array([5], pa.int64()), "p": ["x"], "v": ["A"]}))
+    assert [s.file_id for s in statuses] == [fixed_id(0)]
+    i2 = t.insert_overwrite(pa.table({"id": pa.array([5], pa.int64()), "p": ["x"], "v": ["O"]}), options=never)
+    expected = read(t)
+    with pytest.raises(CommitConflictError, match=(
+            f"write {txn.instant} conflicts with replacecommit {i2} \\(INSERT_OVERWRITE\\), which wrote file group "
+            f"{overwrite_bucket_file_id(i2, 'x', 0)} for bucket 0 of partition 'x'")):
+        client.commit(txn, statuses)
+    assert read(t) == expected == [{"id": 1, "p": "y", "v": "a"}, {"id": 5, "p": "x", "v": "O"}]
+    assert {(g.partition_path, g.file_id) for g in t.file_groups()} == {
+        ("y", fixed_id(0)), ("x", overwrite_bucket_file_id(i2, "x", 0))}
+    assert not any(txn.instant in f for f in data_files(t))
+
+
+def test_partition_paths_of_a_hive_style_table_must_name_the_fields(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "hv"), PLAIN, "id", partition_fields="p",
+                            options={"hoodie.datasource.write.hive_style_partitioning": "true"})
+    t.upsert(pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["x", "y"], "v": ["a", "b"]}))
+    snapshot = (timeline_files(t), data_files(t))
+    # "x" is not a partition path of this table ("p=x" is): refused, not silently a no-op
+    with pytest.raises(ConfigError, match="partition path 'x' does not match the table's hive-style partitioning: "
+                                          "expected p=<value>"):
+        t.insert_overwrite(None, partitions=["x"])
+    with pytest.raises(ConfigError, match="partition path 'q=x' does not match"):
+        t.insert_overwrite(None, partitions=["q=x"])
+    assert (timeline_files(t), data_files(t)) == snapshot
+    t.insert_overwrite(None, partitions=["p=x"])
+    assert read(t) == [{"id": 2, "p": "y", "v": "b"}]
+    t.insert_overwrite(None, partitions=[{"p": "y"}])
+    assert t.read().num_rows == 0
+
+
+def test_partition_mappings_are_spelled_as_the_rows_partition_paths(tmp_path):
+    """``{field: value}`` of a non-string partition column names the folder the table's rows
+    went to (``true``, Arrow's timestamp text), not Python's ``str`` of the value."""
+    import datetime
+
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("f", pa.bool_()), ("ts", pa.timestamp("us")),
+                        ("v", pa.string())])
+    t = pyhudi.create_table(str(tmp_path / "typed"), schema, "id", partition_fields=["f", "ts"])
+    day1, day2 = datetime.datetime(2024, 1, 1), datetime.datetime(2024, 1, 2)
+    t.upsert(pa.table({"id": pa.array([1, 2], pa.int64()), "f": [True, False],
+                       "ts": pa.array([day1, day2], pa.timestamp("us")), "v": ["a", "b"]}))
+    groups = {g.partition_path: g.file_id for g in t.file_groups()}
+    assert sorted(groups) == ["false/2024-01-02 00:00:00.000000", "true/2024-01-01 00:00:00.000000"]
+    t.insert_overwrite(None, partitions=[{"f": True, "ts": day1}])
+    md = t.active_timeline().read_metadata(t.timeline[-1])
+    assert md.partition_to_replace_file_ids == {"true/2024-01-01 00:00:00.000000": [groups["true/2024-01-01 00:00:00.000000"]]}
+    assert t.read().to_pylist() == [{"id": 2, "f": False, "ts": day2, "v": "b"}]
+    with pytest.raises(ConfigError, match="partition value 'soon' of field 'ts' is not a timestamp"):
+        t.insert_overwrite(None, partitions=[{"f": False, "ts": "soon"}])
+
+
+def test_bad_overwrite_partitions_option_is_refused_before_any_file_is_written(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "o"), PLAIN, "id", partition_fields="p")
+    t.upsert(pa.table({"id": pa.array([1], pa.int64()), "p": ["x"], "v": ["a"]}))
+    before, expected = data_files(t), read(t)
+    key = "hoodie.pyhudi.overwrite.partitions"
+    for value, error, message in [
+            ('["../evil"]', PathEscapeError, "partition path '../evil' built from columns p cannot be used"),
+            ('["x/y"]', PathEscapeError, "partition path 'x/y' built from columns p cannot be used"),
+            ('[1]', ConfigError, "must be a JSON list of partition paths, got '\\[1\\]'")]:
+        with pytest.raises(error, match=message):
+            t.insert_overwrite(pa.table({"id": pa.array([2], pa.int64()), "p": ["x"], "v": ["b"]}),
+                               options={key: value})
+        assert data_files(t) == before and read(t) == expected
+    u = pyhudi.create_table(str(tmp_path / "u"), PLAIN, "id")
+    with pytest.raises(ConfigError, match=f"{key}: the table is not partitioned"):
+        u.insert_overwrite(None, options={key: '["x"]'})
+
+
+def test_partitions_must_be_a_collection_not_one_path_or_mapping(tmp_path):
+    """A bare string would be iterated character by character (``"x1"`` → partitions ``x`` and
+    ``1``), a bare mapping by its keys: both must be refused, never replace other partitions."""
+    t = pyhudi.create_table(str(tmp_path / "one"), PLAIN, "id", partition_fields="p")
+    t.upsert(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "p": ["x", "1", "p"], "v": ["a", "b", "c"]}))
+    expected, snapshot = read(t), (timeline_files(t), data_files(t))
+    with pytest.raises(ConfigError, match="partitions must be a list of partition paths or mappings, got 'x1'"):
+        t.insert_overwrite(None, partitions="x1")
+    with pytest.raises(ConfigError, match="partitions must be a list of partition paths or mappings, got \\{'p': 'x'\\}"):
+        t.insert_overwrite(None, partitions={"p": "x"})
+    assert read(t) == expected and (timeline_files(t), data_files(t)) == snapshot
+    t.insert_overwrite(None, partitions=("x1",))  # a tuple of one path: partition "x1" (absent) only
+    assert read(t) == expected

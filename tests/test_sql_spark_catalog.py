@@ -53,3 +53,16 @@ def test_plain_spark_sql_reads_and_writes_catalog_tables(spark, tmp_path):
     pyhudi.spark.sql(spark, "DROP TABLE plain_t")
     assert not spark.catalog.tableExists("plain_t")
     assert table.read().num_rows == 1
+
+
+def test_catalog_locations_are_decoded_to_the_table_path():
+    """Spark keeps a location as a java.net.URI: ``/tmp/my table é`` is stored (and read back
+    through ``locationUri().toString()``) as ``file:/tmp/my%20table%20%C3%A9``-style text; the path
+    register() binds to the entry must be the table's own, not the encoded text."""
+    from pyhudi.spark.datasource import _local_path
+
+    assert _local_path("file:/tmp/rv/my%20table%20é") == "/tmp/rv/my table é"
+    assert _local_path("file:/tmp/rv/my%20table%20%C3%A9") == "/tmp/rv/my table é"
+    assert _local_path("file:/tmp/rv/100%25") == "/tmp/rv/100%"
+    assert _local_path("file:/tmp/rv/plain") == "/tmp/rv/plain"
+    assert _local_path("s3a://bucket/my%20t") == "s3a://bucket/my t"

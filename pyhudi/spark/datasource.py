@@ -153,8 +153,10 @@ def catalog_tables(spark: SparkSession) -> dict[tuple[str, str], tuple[str, str]
         external = jsession.sharedState().externalCatalog()
         found = {}
         for database in _seq(external.listDatabases()):
-            for name in _seq(external.listTables(database)):
-                table = external.getTable(database, name)
+            names = external.listTables(database)
+            # one metastore call per database (register() runs on every pyhudi.spark read/write)
+            for table in _seq(external.getTablesByName(database, names)) if names.size() else []:
+                name = table.identifier().table()
                 provider = table.provider().getOrElse(None) if table.provider().isDefined() else None
                 location = table.storage().locationUri()
                 if provider and provider.startswith(TABLE_SOURCE_PREFIX) and location.isDefined():
@@ -164,11 +166,14 @@ def catalog_tables(spark: SparkSession) -> dict[tuple[str, str], tuple[str, str]
         return {}
 
 
-def _seq(values) -> list[str]:
-    """A Scala Seq[String] as a Python list."""
+def _seq(values) -> list:
+    """A Scala Seq as a Python list."""
     return [values.apply(i) for i in range(values.size())]
 
 
 def _local_path(uri: str) -> str:
-    """Spark stores locations as URIs; ``file:/x`` is the local path ``/x``."""
-    return uri[len("file:"):] if uri.startswith("file:/") and not uri.startswith("file://") else uri
+    """Spark stores locations as (percent-encoded) URIs; ``file:/my%20t`` is the local path ``/my t``."""
+    from urllib.parse import unquote
+
+    path = uri[len("file:"):] if uri.startswith("file:/") and not uri.startswith("file://") else uri
+    return unquote(path)

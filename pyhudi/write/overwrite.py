@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.config.keys import ConfigKey
-from pyhudi.errors import CommitConflictError, ConfigError
+from pyhudi.errors import CommitConflictError, ConfigError, FileNameError
 from pyhudi.fsview.view import FileSystemView
 from pyhudi.storage.naming import bucket_id_from_file_id
 from pyhudi.timeline.metadata import CommitMetadata, ReplaceCommitMetadata, RequestedReplaceMetadata
@@ -78,7 +78,9 @@ def partitions_option(partitions: Iterable[str]) -> str:
     return json.dumps(sorted(set(paths)))
 
 
-def static_partitions(options: dict[str, str]) -> list[str]:
+def static_partitions(options: dict[str, str], config: Any = None) -> list[str]:
+    """The partition paths of :data:`OVERWRITE_PARTITIONS`; with ``config`` (the table's) each is
+    checked to be one of the table's partition paths (depth, no escape, hive-style ``field=``)."""
     raw = OVERWRITE_PARTITIONS.get(options)
     if not raw:
         return []
@@ -88,7 +90,27 @@ def static_partitions(options: dict[str, str]) -> list[str]:
         paths = None
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         raise ConfigError(f"{OVERWRITE_PARTITIONS.key} must be a JSON list of partition paths, got {raw!r}")
+    if config is not None and paths:
+        check_partition_paths(paths, config, f"{OVERWRITE_PARTITIONS.key}: ")
     return paths
+
+
+def check_partition_paths(paths: Iterable[str], config: Any, context: str = "") -> None:
+    """Refuse paths that cannot be partitions of the table: an unpartitioned table, wrong depth,
+    escaping names, or (hive-style tables) segments without their ``field=`` — each of which would
+    otherwise make the overwrite a silent no-op."""
+    from pyhudi.write.prepare import check_partition_values
+
+    paths, fields = list(paths), list(config.partition_fields)
+    if not fields:
+        raise ConfigError(f"{context}the table is not partitioned, there are no partitions to overwrite "
+                          f"(got {paths!r}; insert_overwrite_table replaces the whole table)")
+    check_partition_values(paths, fields)
+    if config.hive_style_partitioning:
+        for path in paths:
+            if any(not segment.startswith(f"{field}=") for field, segment in zip(fields, path.split("/"))):
+                raise ConfigError(f"{context}partition path {path!r} does not match the table's hive-style "
+                                  f"partitioning: expected {'/'.join(f'{f}=<value>' for f in fields)}")
 
 
 # ------------------------------------------------------------------------------ file ids
@@ -109,6 +131,7 @@ def plan_overwrite(txn: WriteTxn, rows: Any, token_for: Any) -> list[FileGroupWr
     """
     from pyhudi.write.plan import plan_bucketed, plan_simple_index
 
+    static_partitions(txn.options, txn.config)  # a bad partition list fails before any file is written
     if txn.config.num_buckets is None:
         return plan_simple_index(dataclasses.replace(txn, operation="insert"), rows, {}, token_for)
     inner = "insert" if OVERWRITE_LOG_FILES.get(txn.options) else "bulk_insert"
@@ -132,7 +155,7 @@ def _replaced(txn: WriteTxn, statuses: Sequence[WriteStatus], timeline: Timeline
     if txn.operation == INSERT_OVERWRITE_TABLE:
         groups = view.file_groups()
     else:
-        partitions = {s.partition_path for s in statuses} | set(static_partitions(txn.options))
+        partitions = {s.partition_path for s in statuses} | set(static_partitions(txn.options, txn.config))
         groups = view.file_groups(partitions) if partitions else []
     new = {(s.partition_path, s.file_id) for s in statuses}
     out: dict[str, list[str]] = {}
@@ -171,18 +194,28 @@ class ReplacePlan:
 
 
 def check_not_replaced(txn: WriteTxn, statuses: Sequence[WriteStatus], current: Timeline) -> None:
-    """Under the timeline lock, for any write: refuse to commit files into a file group that a
-    replacecommit completed since this write began has replaced (its rows would never be read).
+    """Under the timeline lock, for any write: refuse to commit files that a replacecommit on the
+    timeline makes unreadable or duplicate — the write was planned on a view that missed it.
 
-    Only replacecommits that completed after the instant was requested can matter — earlier ones
-    were known when the write was planned — so usually no metadata is read at all.
+    - a file written into a file group that a completed replacecommit replaced: its rows would
+      never be read (Hudi hides the whole group);
+    - bucket index, not an overwrite: a file written into a file group of bucket ``b`` while a
+      replacecommit's new, still live, file group holds bucket ``b`` of that partition: two file
+      groups of one bucket would both hold keys of it (the bucket index finds a key in ONE group).
+
+    Every completed replacecommit counts, not only those completed after this instant was
+    requested: a writer lists its timeline before it takes its instant time, so a replacecommit
+    completing in between has a lower completion time yet was not seen by the plan.
     """
     written = {(s.partition_path, s.file_id) for s in statuses}
-    for instant in current.completed():
-        if str(instant.action) != "replacecommit" or (instant.completion_time or "") <= txn.instant:
-            continue
-        metadata = current.read_metadata(instant)
-        hit = sorted(written & metadata.replaced_file_groups()) if isinstance(metadata, ReplaceCommitMetadata) else []
+    if not written:
+        return
+    replaces = [(instant, current.read_metadata(instant)) for instant in current.completed()
+                if str(instant.action) == "replacecommit"]
+    replaces = [(instant, md) for instant, md in replaces if isinstance(md, ReplaceCommitMetadata)]
+    replaced: set[tuple[str, str]] = set()
+    for instant, metadata in replaces:
+        hit = sorted(written & metadata.replaced_file_groups())
         if hit:
             partition, file_id = hit[0]
             raise CommitConflictError(
@@ -190,6 +223,30 @@ def check_not_replaced(txn: WriteTxn, statuses: Sequence[WriteStatus], current: 
                 f"which replaced file group {file_id} of partition {partition!r} while this write ran; "
                 "the write is rolled back, retry it"
             )
+        replaced |= metadata.replaced_file_groups()
+    if txn.config.num_buckets is None or is_overwrite(txn.operation):
+        return  # an overwrite replaces every file group of its partitions (ReplacePlan.check)
+    mine = {(p, _bucket_or_none(f)): f for p, f in written}
+    for instant, metadata in replaces:
+        for partition, file_ids in sorted(metadata.partition_file_ids().items()):
+            for file_id in sorted(file_ids):
+                bucket = _bucket_or_none(file_id)
+                own = mine.get((partition, bucket))
+                if bucket is None or own is None or own == file_id or (partition, file_id) in replaced:
+                    continue
+                raise CommitConflictError(
+                    f"write {txn.instant} conflicts with replacecommit {instant.requested_time} "
+                    f"({metadata.operation_type}), which wrote file group {file_id} for bucket {bucket} of partition "
+                    f"{partition!r} while this write ran; this write put that bucket's rows in file group {own}. "
+                    "The write is rolled back, retry it"
+                )
+
+
+def _bucket_or_none(file_id: str) -> int | None:
+    try:
+        return bucket_id_from_file_id(file_id)
+    except FileNameError:
+        return None
 
 
 __all__ = [
@@ -200,6 +257,7 @@ __all__ = [
     "OVERWRITE_PARTITIONS",
     "ReplacePlan",
     "check_not_replaced",
+    "check_partition_paths",
     "is_overwrite",
     "overwrite_bucket_file_id",
     "partitions_option",
