@@ -29,6 +29,8 @@ def test_plain_spark_sql_reads_and_writes_catalog_tables(spark, tmp_path):
     # plain Spark SQL, no pyhudi front end: INSERT INTO and SELECT reach the Hudi table
     spark.sql("INSERT INTO plain_t VALUES (1, 1.5, 'x', 'p1'), (2, 2.5, 'y', 'p2')")
     assert [str(i.action) for i in table.timeline] == ["deltacommit"]
+    # as Hudi's SQL: INSERT INTO is hoodie.spark.sql.insert.into.operation (default insert)
+    assert table.active_timeline().read_metadata(table.timeline[-1]).operation_type == "INSERT"
     assert rows(spark.sql("SELECT * FROM plain_t")) == [
         {"id": 1, "a": 1.5, "b": "x", "p": "p1"}, {"id": 2, "a": 2.5, "b": "y", "p": "p2"}]
     assert rows(spark.sql("SELECT id, b FROM plain_t WHERE p = 'p2'")) == [{"id": 2, "b": "y"}]

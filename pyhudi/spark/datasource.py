@@ -29,6 +29,7 @@ class HudiDataSource(DataSource):
 
     source_name: str = FORMAT
     table_path: str | None = None
+    sql_insert_operation: str | None = None  # catalog tables: plain spark.sql INSERT INTO's operation
 
     @classmethod
     def name(cls) -> str:
@@ -75,6 +76,8 @@ class HudiDataSource(DataSource):
 
         path = self._path(self._options())
         options = {**opt.lowered(self.options, _family_names(path)), opt.PATH: path}  # families as the table spells them
+        if self.sql_insert_operation and opt.OPERATION.key not in options:
+            options[opt.OPERATION.key] = self.sql_insert_operation  # INSERT INTO a catalog table, as Hudi's SQL
         return begin(path, schema, options, overwrite)
 
 
@@ -104,8 +107,9 @@ def register(spark: SparkSession) -> None:
     _register(spark, HudiDataSource)
     from pyhudi.spark.sql_backend import REGISTRY_PREFIX
 
+    operation = sql_insert_operation(spark)
     for (database, name), (provider, path) in catalog_tables(spark).items():
-        _register(spark, table_source(provider, path))
+        _register(spark, table_source(provider, path, operation))
         key = f"{REGISTRY_PREFIX}spark_catalog.{database}.{name}"  # pyhudi.spark.sql finds it too
         if not spark.conf.get(key, None):
             spark.conf.set(key, path)
@@ -122,17 +126,27 @@ def _register(spark: SparkSession, source: type[HudiDataSource]) -> None:
 
 
 # --------------------------------------------------------------------------- catalog tables
-def table_source(provider: str, path: str) -> type[HudiDataSource]:
+def sql_insert_operation(spark: SparkSession) -> str:
+    """The operation of a plain ``INSERT INTO`` a catalog table: the session's
+    ``hoodie.spark.sql.insert.into.operation`` when the source is registered (default ``insert``,
+    as in Hudi and :func:`pyhudi.spark.sql`); a Python source cannot read the conf later."""
+    from pyhudi.spark.sql_dml import INSERT_OPERATION_KEY
+
+    return (spark.conf.get(INSERT_OPERATION_KEY, None) or "insert").lower()
+
+
+def table_source(provider: str, path: str, insert_operation: str = "insert") -> type[HudiDataSource]:
     """A :class:`HudiDataSource` subclass named ``provider`` bound to the table at ``path``
     (pickled by value to Spark's Python workers, class attributes included)."""
     return type(f"HudiTableSource_{provider}", (HudiDataSource,),
-                {"source_name": provider, "table_path": path, "__module__": __name__})
+                {"source_name": provider, "table_path": path, "sql_insert_operation": insert_operation,
+                 "__module__": __name__})
 
 
 def register_table_source(spark: SparkSession, table: str, path: str) -> str:
     """Register the source of one catalog table; returns its provider name (for ``USING``)."""
     provider = table_source_name(table, path)
-    _register(spark, table_source(provider, path))
+    _register(spark, table_source(provider, path, sql_insert_operation(spark)))
     return provider
 
 
