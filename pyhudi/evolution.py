@@ -78,6 +78,8 @@ class SchemaHistory:
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str | None], InstantSchema] = {}
+        self._decoded: dict[str, pa.Schema] = {}  # recorded Avro schema text → Arrow schema (no meta)
+        self._decoded_families: dict[str, dict[str, ColumnFamily]] = {}
 
     def of(self, timeline: Timeline, instant: Instant) -> InstantSchema:
         key = (instant.requested_time, instant.completion_time)
@@ -104,15 +106,30 @@ class SchemaHistory:
         for instant in reversed(_until(commits, as_of)):
             recorded = self.of(timeline, instant).schema
             if recorded:
-                return _without_meta(arrow_schema_from_avro(recorded))
+                return self._decode(recorded)
         create = config.get(tc.CREATE_SCHEMA)
         if create:
-            return _without_meta(arrow_schema_from_avro(create))
+            return self._decode(create)
         for instant in commits:  # a table written before as_of had any commit: its first schema
             recorded = self.of(timeline, instant).schema
             if recorded:
-                return _without_meta(arrow_schema_from_avro(recorded))
+                return self._decode(recorded)
         raise SchemaError(f"table {config.name!r} has no schema yet (no commits and no {tc.CREATE_SCHEMA.key})")
+
+    def _decode(self, avro_schema: str) -> pa.Schema:
+        """The Arrow schema (no meta columns) of a recorded Avro schema, decoded once per text
+        (every scan plan asks; wide schemas take a while to convert)."""
+        found = self._decoded.get(avro_schema)
+        if found is None:
+            found = self._decoded[avro_schema] = _without_meta(arrow_schema_from_avro(avro_schema))
+        return found
+
+    def _families(self, recorded: str) -> dict[str, ColumnFamily]:
+        """Recorded families (JSON), decoded once per text; a fresh dict of immutable families."""
+        found = self._decoded_families.get(recorded)
+        if found is None:
+            found = self._decoded_families[recorded] = families_from_json(recorded)
+        return dict(found)
 
     def declared_families_at(self, timeline: Timeline, config: tc.TableConfig,
                              as_of: str | None = None) -> dict[str, ColumnFamily]:
@@ -124,7 +141,7 @@ class SchemaHistory:
         for instant in reversed(before):
             recorded = self.of(timeline, instant).families
             if recorded is not None:
-                return families_from_json(recorded)
+                return self._families(recorded)
         for instant in commits[len(before):]:  # as_of precedes every recording commit
             info = self.of(timeline, instant)
             if info.families is not None:

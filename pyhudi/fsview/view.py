@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from pyhudi.errors import FileNameError
 from pyhudi.storage.fs import FileInfo, Storage
@@ -31,14 +32,22 @@ FULL_ROW = None
 """Family key of full-row base files (no suffix) in a family table."""
 
 
+@lru_cache(maxsize=1 << 16)
+def _parsed_name(name: str) -> BaseFileName | LogFileName:
+    """A data file name parsed once per process (names are immutable values; every scan lists them)."""
+    return parse_data_file_name(name)
+
+
 @dataclass(frozen=True)
 class _DataFile:
-    """A visible data file: where it is, its parsed name, size, and its instant's completion."""
+    """A visible data file: where it is, its parsed name, size, and its instant's completion
+    (``mtime_ns``: the listing's modification time, part of the file's identity for caches)."""
 
     partition_path: str
     name: BaseFileName | LogFileName
     size: int
     completion_time: str
+    mtime_ns: int | None = None
 
     @property
     def relpath(self) -> str:
@@ -91,9 +100,14 @@ class FileGroup:
 
     def latest_slice(self, family: str | None, family_table: bool, layout_version: int = 2) -> FileSlice:
         """The latest slice of ``family`` (None = default family / full-row files)."""
-        bases = [b for b in self.base_files if b.name.family == family or (family_table and b.name.family is None)]
+        base, newest = None, None
+        for b in self.base_files:
+            own = b.name.family
+            if own == family or (family_table and own is None):
+                rank = (b.name.instant, own is not None)
+                if newest is None or rank > newest:
+                    base, newest = b, rank
         logs = [lf for lf in self.log_files if lf.name.family == family]
-        base = max(bases, key=lambda b: (b.instant, b.name.family is not None), default=None)
         if base is None:
             chosen = logs
         elif layout_version == 1:
@@ -202,7 +216,7 @@ class FileSystemView:
             if wanted is not None and partition not in wanted:
                 continue
             try:
-                parsed = parse_data_file_name(name)
+                parsed = _parsed_name(name)
             except FileNameError:
                 continue  # not a Hudi data file (e.g. .hoodie_partition_metadata, _SUCCESS)
             completion = self.completion_of(parsed.instant)
@@ -213,9 +227,9 @@ class FileSystemView:
                 continue
             group = groups.setdefault(key, FileGroup(partition, parsed.file_id))
             if isinstance(parsed, BaseFileName):
-                group.base_files.append(BaseFile(partition, parsed, info.size, completion))
+                group.base_files.append(BaseFile(partition, parsed, info.size, completion, info.mtime_ns))
             else:
-                group.log_files.append(LogFile(partition, parsed, info.size, completion))
+                group.log_files.append(LogFile(partition, parsed, info.size, completion, info.mtime_ns))
         return [groups[k] for k in sorted(groups)]
 
     def partitions(self) -> list[str]:

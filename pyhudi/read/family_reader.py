@@ -28,10 +28,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pyhudi.errors import StorageError
-from pyhudi.fsview.view import FileSlice, Visibility
+from pyhudi.fsview.view import BaseFile, FileSlice, LogFile, Visibility
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader
 from pyhudi.read.keys import RECORD_KEY, key_text
 from pyhudi.read.merge import Versions, columns_of, merge_versions
+from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
 from pyhudi.read.sources import (
     SOFT_DELETE,
     LockstepInput,
@@ -64,23 +65,41 @@ class FamilyScan:
 
 
 class OpenedBase:
-    """A base file opened for one task: its footer, and a fingerprint of its key column.
+    """A base file of one task: its footer, and a fingerprint of its key column.
 
-    The fingerprint — per row group the row count, codec and raw bytes of the record-key
-    column chunk — is equal for base files holding the same keys in the same layout (families
-    written by one commit). Equal fingerprints prove equal keys without decoding them.
+    The file is opened on first use (a family proven redundant by a cached verdict is never
+    opened); its footer comes from the :data:`~pyhudi.read.metadata_cache.METADATA_CACHE` when
+    ``file_key`` identifies the file. The fingerprint — per row group the row count, codec and
+    raw bytes of the record-key column chunk — is equal for base files holding the same keys in
+    the same layout (families written by one commit). Equal fingerprints prove equal keys
+    without decoding them.
     """
 
-    def __init__(self, storage: Storage, relpath: str, files: ExitStack, memory_map: bool = False) -> None:
-        self.relpath = relpath
-        if memory_map and storage.is_local:
-            self.source = files.enter_context(_memory_map(storage, relpath))
-            self.parquet = pq.ParquetFile(self.source, pre_buffer=False)
-        else:
-            self.source = files.enter_context(storage.open_input(relpath))
-            buffer = LOCAL_BUFFER if storage.is_local else REMOTE_BUFFER
-            self.parquet = pq.ParquetFile(self.source, buffer_size=buffer, pre_buffer=False)
+    def __init__(self, storage: Storage, relpath: str, files: ExitStack, memory_map: bool = False,
+                 file_key: FileKey | None = None) -> None:
+        self.storage, self.relpath, self.file_key = storage, relpath, file_key
+        self._files, self._memory_map = files, memory_map
+        self._parquet: pq.ParquetFile | None = None
         self._fingerprint: KeyFingerprint | None | bool = False
+
+    @property
+    def parquet(self) -> pq.ParquetFile:
+        if self._parquet is None:
+            self._parquet = self._open()
+        return self._parquet
+
+    def _open(self) -> pq.ParquetFile:
+        storage, metadata = self.storage, METADATA_CACHE.footer(self.file_key)
+        if self._memory_map and storage.is_local:
+            self.source = self._files.enter_context(_memory_map(storage, self.relpath))
+            parquet = pq.ParquetFile(self.source, pre_buffer=False, metadata=metadata)
+        else:
+            self.source = self._files.enter_context(storage.open_input(self.relpath))
+            buffer = LOCAL_BUFFER if storage.is_local else REMOTE_BUFFER
+            parquet = pq.ParquetFile(self.source, buffer_size=buffer, pre_buffer=False, metadata=metadata)
+        if metadata is None:
+            METADATA_CACHE.put_footer(self.file_key, parquet.metadata)
+        return parquet
 
     @property
     def soft_deletes(self) -> bool:
@@ -106,7 +125,12 @@ class OpenedBase:
                 start = min(start, chunk.dictionary_page_offset)
             layout.append((metadata.row_group(i).num_rows, chunk.compression, chunk.total_compressed_size))
             extents.append((start, chunk.total_compressed_size))
-        return KeyFingerprint(tuple(layout), self.source, tuple(extents))
+        return KeyFingerprint(tuple(layout), self.source, tuple(extents), self.file_key)
+
+
+def file_key(storage: Storage, data_file: BaseFile | LogFile) -> FileKey:
+    """The identity of a listed data file for the metadata cache (path, size, modification time)."""
+    return storage.uri(data_file.relpath), data_file.size, data_file.mtime_ns
 
 
 def _memory_map(storage: Storage, relpath: str) -> pa.MemoryMappedFile:
@@ -129,12 +153,13 @@ class KeyFingerprint:
     bounded whatever the size of the file group's key column).
     """
 
-    __slots__ = ("extents", "layout", "source")
+    __slots__ = ("extents", "file_key", "layout", "source")
 
     PIECE = 1 << 20
 
-    def __init__(self, layout: tuple, source: pa.NativeFile, extents: tuple[tuple[int, int], ...]) -> None:
-        self.layout, self.source, self.extents = layout, source, extents
+    def __init__(self, layout: tuple, source: pa.NativeFile, extents: tuple[tuple[int, int], ...],
+                 file_key: FileKey | None = None) -> None:
+        self.layout, self.source, self.extents, self.file_key = layout, source, extents, file_key
 
     def __hash__(self) -> int:
         return hash(self.layout)
@@ -142,6 +167,15 @@ class KeyFingerprint:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, KeyFingerprint) or self.layout != other.layout:
             return False
+        if self is other or (self.file_key is not None and self.file_key == other.file_key):
+            return True
+        known = METADATA_CACHE.same_keys(self.file_key, other.file_key)
+        if known is None:
+            known = self._bytes_equal(other)
+            METADATA_CACHE.put_same_keys(self.file_key, other.file_key, known)
+        return known
+
+    def _bytes_equal(self, other: KeyFingerprint) -> bool:
         for (start, size), (other_start, _) in zip(self.extents, other.extents):
             for at in range(0, size, self.PIECE):
                 n = min(self.PIECE, size - at)
@@ -166,7 +200,8 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
     inputs: list = []
     if file_slice.base_file is not None:
         relpath = file_slice.base_file.relpath
-        base = (opened or {}).get(relpath) or OpenedBase(storage, relpath, files)
+        base = (opened or {}).get(relpath) or OpenedBase(storage, relpath, files,
+                                                        file_key=file_key(storage, file_slice.base_file))
         inputs.append(ParquetInput(base.parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache))
     if base_only:
         return inputs

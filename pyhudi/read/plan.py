@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -72,12 +73,64 @@ class ScanPlan:
         # tasks are the parallelism (Parquet decoding on more threads would only contend)
         tasks = [replace(t, settings=replace(t.settings, memory_map=True, decode_threads=workers <= 1), metrics={})
                  for t in self.tasks]
-        if workers <= 1:
-            parts = [task.run() for task in tasks]
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                parts = list(pool.map(ReadTask.run, tasks))
+        parts = run_tasks(tasks, workers)
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
+
+
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    """The process's read threads, started once: starting threads on every read costs as much
+    as a small read (a forked child starts its own)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != os.getpid():
+            _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="pyhudi-read"))
+        return _POOL[1]
+
+
+def run_tasks(tasks: Sequence[ReadTask], workers: int) -> list[pa.Table]:
+    """Run ``tasks`` on ``workers`` threads (the caller's and pool threads); results in task order.
+
+    Each thread takes the next task when it finishes one, so unequal file groups balance out.
+    The first error stops the remaining tasks and is raised.
+    """
+    if workers <= 1 or len(tasks) <= 1:
+        return [task.run() for task in tasks]
+    results: list = [None] * len(tasks)
+    pending = iter(range(len(tasks)))
+    lock = threading.Lock()
+    failed = threading.Event()
+
+    def runner() -> None:
+        while not failed.is_set():
+            with lock:
+                i = next(pending, None)
+            if i is None:
+                return
+            try:
+                results[i] = tasks[i].run()
+            except BaseException:
+                failed.set()
+                raise
+
+    pool = _shared_pool() if workers <= (os.cpu_count() or 1) else None
+    own = ThreadPoolExecutor(max_workers=workers - 1) if pool is None else None
+    try:
+        helpers = [(pool or own).submit(runner) for _ in range(workers - 1)]
+        try:
+            runner()
+        finally:
+            for helper in helpers:
+                helper.exception()  # wait for every helper before raising or returning
+        for helper in helpers:
+            helper.result()
+    finally:
+        if own is not None:
+            own.shutdown()
+    return results
 
 
 def normalize_time(value: Any, what: str, timezone: str = "UTC") -> str | None:
@@ -97,7 +150,11 @@ def normalize_time(value: Any, what: str, timezone: str = "UTC") -> str | None:
     return {8: digits + "000000000", 14: digits + "999", 17: digits}[len(digits)]
 
 
-def _families_and_schema(table: Any, instant: str | None):
+def _families_and_schema(table: Any, instant: str | None, timeline: Any):
+    history = getattr(table, "_history", None)
+    if history is not None:  # C3, from the timeline this plan listed (not listed again per question)
+        schema = history.schema_at(timeline, table.config, instant)
+        return schema, history.families_at(timeline, table.config, instant, schema)
     schema = table.schema_at(instant) if hasattr(table, "schema_at") else table.schema  # C3
     if hasattr(table, "families_at"):
         families = table.families_at(instant, schema)  # C3
@@ -206,7 +263,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     if query_type == "incremental":
         end = pinned or begin
         incremental = _window_instants(timeline, begin, end)
-    schema, families = _families_and_schema(table, pinned)
+    schema, families = _families_and_schema(table, pinned, timeline)
     output = _output_schema(schema, columns, with_meta)
     filter_schema = pa.schema([*[pa.field(n, pa.string()) for n in META_FIELDS], *schema])
     normalized = normalize_filters(filters, filter_schema)
@@ -231,7 +288,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     )
     groups = _pruned_groups(table, view, normalized, schema, timeline, incremental)
     tasks = []
-    has_families = bool(config.column_families)  # declared families (a plain table never gets any)
+    has_families = not all(f.is_default for f in families.values())  # (a plain table never gets any)
     for group in groups:
         parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, config.layout_version), own)
                  for scan, own in scans]

@@ -22,10 +22,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.fsview.view import FileSlice, Visibility
-from pyhudi.read.family_reader import FamilyScan, OpenedBase, read_family, slice_inputs
+from pyhudi.read.family_reader import FamilyScan, OpenedBase, file_key, read_family, slice_inputs
 from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
+from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
 from pyhudi.read.sources import KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
@@ -178,7 +179,8 @@ class ReadTask:
         for part in self.families:
             base = part.file_slice.base_file
             if base is not None and base.relpath not in opened:
-                opened[base.relpath] = OpenedBase(self.storage, base.relpath, files, self.settings.memory_map)
+                opened[base.relpath] = OpenedBase(self.storage, base.relpath, files, self.settings.memory_map,
+                                                  file_key(self.storage, base))
         return opened
 
     def _lockstep(self, kept: list[tuple[FamilyScan, list]]) -> list[tuple[FamilyScan, list]]:
@@ -233,7 +235,9 @@ class ReadTask:
         inputs never remove a row (no delete blocks, no soft deletes): every one of those keys is
         alive there. Its log blocks are still merged (they may add keys). Returns family index →
         ``"all"`` (nothing left to read) or ``"base"`` (read only its log blocks). A None in
-        ``family_inputs`` is a key-only family whose inputs are its base file alone, not built yet.
+        ``family_inputs`` is a key-only family whose inputs are its base file alone, not built yet;
+        it is not even opened when an earlier scan proved its key column equal to a known one
+        (:data:`~pyhudi.read.metadata_cache.METADATA_CACHE`).
         """
         if len(self.families) < 2 or self.settings.strategy != "auto":
             return {}
@@ -242,25 +246,35 @@ class ReadTask:
         for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
             if inputs is None:
                 base = opened[part.file_slice.base_file.relpath]
-                candidates.append((i, base.key_fingerprint, True, base.soft_deletes))
+                candidates.append((i, base, True, None))
                 continue
             base = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) and inputs[0].fingerprint else None
             if base is None:  # (only base inputs carry a fingerprint)
                 continue
             if self._key_only(part):
-                candidates.append((i, base.fingerprint, len(inputs) == 1, _removes_rows(base)))
+                candidates.append((i, base, len(inputs) == 1, _removes_rows(base)))
             elif not any(_removes_rows(source) for source in inputs):
-                anchors.append(base.fingerprint)
+                anchors.append(base)
         if not candidates:
             return {}
-        known = {fingerprint() for fingerprint in anchors} - {None}
+        known = {}  # fingerprint → the file key of a base holding those keys
+        for anchor in anchors:
+            fingerprint = anchor.fingerprint()
+            if fingerprint is not None:
+                known.setdefault(fingerprint, fingerprint.file_key)
         redundant: dict[int, str] = {}
-        for i, fingerprint_of, alone, removes in candidates:
-            fingerprint = fingerprint_of()
+        for i, base, alone, removes in candidates:
+            key = base.file_key if isinstance(base, OpenedBase) else None
+            if key is not None and any(METADATA_CACHE.same_keys(key, other) for other in known.values()):
+                redundant[i] = "all" if alone else "base"  # (proven by an earlier comparison)
+                continue
+            fingerprint = base.key_fingerprint() if isinstance(base, OpenedBase) else base.fingerprint()
+            if removes is None:
+                removes = base.soft_deletes
             if fingerprint is not None and fingerprint in known:
                 redundant[i] = "all" if alone else "base"
             elif fingerprint is not None and alone and not removes:
-                known.add(fingerprint)  # kept whole: it may anchor the next key-only family
+                known.setdefault(fingerprint, fingerprint.file_key)  # kept whole: it may anchor the next
         return redundant
 
     def _excluded_ranges(self, opened: dict[str, OpenedBase]) -> list[KeyRange] | None:
