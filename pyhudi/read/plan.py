@@ -36,7 +36,7 @@ from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
 from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
-from pyhudi.read.pruning import keygen_keeps_values, partition_may_match
+from pyhudi.read.pruning import keygen_keeps_values, partition_columns_from_path, partition_may_match
 from pyhudi.read.split import key_splits, split_rows
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
 from pyhudi.schema import META_FIELDS
@@ -196,6 +196,14 @@ def _family_scans(table: Any, families: dict, schema: pa.Schema, needed: set[str
     return scans
 
 
+def _dropped_partition_columns(config: Any, partition_fields: Sequence[str]) -> tuple[str, ...]:
+    """Partition columns the data files do not store (``hoodie.datasource.write.drop.partition.columns``):
+    read from the partition path instead. Key columns are always stored."""
+    if not partition_fields or not config.get(tc.DROP_PARTITION_COLUMNS):
+        return ()
+    return tuple(f for f in partition_fields if f not in config.record_key_fields)
+
+
 def _window_instants(timeline: Any, begin: str, end: str) -> tuple[str, ...]:
     return tuple(sorted(
         i.requested_time for i in timeline.completed()
@@ -264,13 +272,16 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
         end = pinned or begin
         incremental = _window_instants(timeline, begin, end)
     schema, families = _families_and_schema(table, pinned, timeline)
+    dropped = _dropped_partition_columns(config, table.partition_fields)
+    if dropped:  # (Hudi's schema resolver appends partition columns the recorded schema lacks as strings)
+        schema = pa.schema([*schema, *[pa.field(n, pa.string()) for n in dropped if n not in schema.names]])
     output = _output_schema(schema, columns, with_meta)
     filter_schema = pa.schema([*[pa.field(n, pa.string()) for n in META_FIELDS], *schema])
     normalized = normalize_filters(filters, filter_schema)
     needed = set(output.names) | {f.column for f in normalized}
     if incremental is not None:
         needed.add(COMMIT_TIME)
-    scans = _family_scans(table, families, schema, needed)
+    scans = _family_scans(table, families, schema, needed - set(dropped))
     key_columns = set(table.record_key_fields) | ({RECORD_KEY} if config.populate_meta_fields else set())
     settings = TaskSettings(
         table_schema=filter_schema,
@@ -289,12 +300,20 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     groups = _pruned_groups(table, view, normalized, schema, timeline, incremental)
     tasks = []
     has_families = not all(f.is_default for f in families.values())  # (a plain table never gets any)
+    rebuilt: dict[str, dict] = {}  # partition path → values of the dropped partition columns
     for group in groups:
         parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, config.layout_version), own)
                  for scan, own in scans]
         if all(p.file_slice.is_empty for p in parts):
             continue
-        task = ReadTask(table.storage, group.partition_path, group.file_id, parts, settings)
+        values = None
+        if dropped and needed & set(dropped):
+            values = rebuilt.get(group.partition_path)
+            if values is None:
+                values = rebuilt[group.partition_path] = partition_columns_from_path(
+                    group.partition_path, table.partition_fields, config.hive_style_partitioning, schema,
+                    config.get(tc.URL_ENCODE_PARTITIONING))
+        task = ReadTask(table.storage, group.partition_path, group.file_id, parts, settings, partition_values=values)
         tasks.extend(_split(task, max_rows) if max_rows else [task])
     return ScanPlan(output, pinned, tasks, query_type)
 

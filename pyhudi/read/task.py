@@ -85,6 +85,8 @@ class ReadTask:
     """Counters of the last run (strategies, row groups read / skipped, skipped by statistics)."""
     key_range: tuple[str | None, str | None] | None = None
     """The split of the file group this task reads: record keys in ``[low, high)`` (None: all)."""
+    partition_values: dict[str, pa.Scalar] | None = None
+    """Values of partition columns the data files do not store (rebuilt from the partition path)."""
 
     def __repr__(self) -> str:
         split = f", keys={list(self.key_range)}" if self.key_range is not None else ""
@@ -301,6 +303,20 @@ class ReadTask:
             excluded.extend(ranges)
         return excluded
 
+    def _with_partition_values(self, window: pa.Table) -> pa.Table:
+        """The window with the partition columns the files do not store, from the path (the same
+        value on every row of the file group)."""
+        wanted = set(self.settings.output.names) | {f.column for f in self.settings.filters}
+        for name, value in self.partition_values.items():
+            if name not in wanted:
+                continue
+            column = pa.repeat(value, window.num_rows)
+            if name in window.column_names:
+                window = window.set_column(window.column_names.index(name), pa.field(name, value.type), column)
+            else:
+                window = window.append_column(pa.field(name, value.type), column)
+        return window
+
     def _output(self, window: pa.Table, expression) -> pa.Table | None:
         """A joined window as output rows: filtered, projected and cast to ``settings.output``."""
         output = self.settings.output
@@ -311,6 +327,8 @@ class ReadTask:
         if PARTITION_PATH in output.names and PARTITION_PATH in names:
             window = window.set_column(names.index(PARTITION_PATH), PARTITION_PATH,
                                        pc.fill_null(window.column(PARTITION_PATH), self.partition_path))
+        if self.partition_values:
+            window = self._with_partition_values(window)
         if expression is not None:
             for f in self.settings.filters:
                 if f.column not in set(window.column_names):  # a family with no rows in this file group
