@@ -392,11 +392,12 @@ class ParquetDataBlock(DataBlock):
         pq.write_table(self._table, sink, **options)
         return sink.getvalue()
 
-    def parquet_file(self) -> pq.ParquetFile:
-        """The content as a ``ParquetFile``: footer parsed once, row groups read on demand."""
+    def parquet_file(self, metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
+        """The content as a ``ParquetFile``: footer parsed once (or ``metadata``, the footer of
+        these same bytes parsed before), row groups read on demand."""
         if self._parquet_file is None:
             if self._content is not None:
-                self._parquet_file = pq.ParquetFile(self._content.open())
+                self._parquet_file = pq.ParquetFile(self._content.open(), metadata=metadata)
             else:
                 self._parquet_file = pq.ParquetFile(pa.BufferReader(self.encode_content()))
         return self._parquet_file

@@ -29,10 +29,10 @@ import pyarrow.parquet as pq
 
 from pyhudi.errors import StorageError
 from pyhudi.fsview.view import BaseFile, FileSlice, LogFile, Visibility
-from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader
+from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader, ParquetDataBlock
 from pyhudi.read.keys import RECORD_KEY, key_text
 from pyhudi.read.merge import Versions, columns_of, merge_versions
-from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
+from pyhudi.read.metadata_cache import LOG_LAYOUT, METADATA_CACHE, FileKey
 from pyhudi.read.sources import (
     SOFT_DELETE,
     LockstepInput,
@@ -207,17 +207,38 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
         return inputs
     blocks = []
     for log in file_slice.log_files:
-        reader = files.enter_context(LogReader(storage, log.relpath))
-        blocks.extend((log.relpath, block) for block in reader)
+        blocks.extend((log, block) for block in _log_blocks(storage, log, files))
     rolled_back = {b.target_instant_time for _, b in blocks if isinstance(b, CommandBlock) and b.target_instant_time}
-    for relpath, block in blocks:
+    for log, block in blocks:
         if not isinstance(block, (DataBlock, DeleteBlock)):
             continue  # command blocks were applied above; CDC / HFile blocks hold no table rows
         instant = block.instant_time
         if instant in rolled_back or not visibility.is_visible(instant):
             continue  # written by an instant that never completed (or is after as_of)
-        inputs.append(block_input(block, spec, schema, f"{relpath}@{block.offset}"))
+        if isinstance(block, ParquetDataBlock):
+            _parquet_block_footer(storage, log, block)
+        inputs.append(block_input(block, spec, schema, f"{log.relpath}@{block.offset}"))
     return inputs
+
+
+def _log_blocks(storage: Storage, log: LogFile, files: ExitStack) -> list:
+    """The blocks of a log file; their framing read once per file (the metadata cache)."""
+    key = file_key(storage, log)
+    reader = files.enter_context(LogReader(storage, log.relpath, layout=METADATA_CACHE.get(LOG_LAYOUT, key)))
+    blocks = list(reader)
+    if reader.layout is not None:
+        METADATA_CACHE.put(LOG_LAYOUT, key, reader.layout, sum(entry.nbytes for entry in reader.layout))
+    return blocks
+
+
+def _parquet_block_footer(storage: Storage, log: LogFile, block: ParquetDataBlock) -> None:
+    """Open a Parquet data block with its footer from the metadata cache (parsed once per block)."""
+    kind = f"block@{block.offset}"
+    key = file_key(storage, log)
+    metadata = METADATA_CACHE.get(kind, key)
+    parquet = block.parquet_file(metadata)
+    if metadata is None:
+        METADATA_CACHE.put(kind, key, parquet.metadata, parquet.metadata.serialized_size)
 
 
 def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bool,
