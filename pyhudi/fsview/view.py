@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from pyhudi.errors import FileNameError
 from pyhudi.storage.fs import FileInfo, Storage
@@ -55,7 +55,7 @@ class _DataFile:
     completion_time: str
     mtime_ns: int | None = None
 
-    @property
+    @cached_property
     def relpath(self) -> str:
         return f"{self.partition_path}/{self.name.name}" if self.partition_path else self.name.name
 

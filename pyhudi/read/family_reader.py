@@ -129,8 +129,10 @@ class OpenedBase:
 
 
 def file_key(storage: Storage, data_file: BaseFile | LogFile) -> FileKey:
-    """The identity of a listed data file for the metadata cache (path, size, modification time)."""
-    return storage.uri(data_file.relpath), data_file.size, data_file.mtime_ns
+    """The identity of a listed data file for the metadata cache (path, size, modification time):
+    the absolute local path, or the full URI of a remote file."""
+    where = storage.root if storage.is_local else storage.base_uri.rstrip("/")
+    return f"{where}/{data_file.relpath}", data_file.size, data_file.mtime_ns
 
 
 def _memory_map(storage: Storage, relpath: str) -> pa.MemoryMappedFile:
