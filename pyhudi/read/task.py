@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -117,9 +117,10 @@ class ReadTask:
             return  # statistics prove that no row of this file group matches
         prefilter = Prefilter(settings.table_schema, list(settings.key_filters), excluded, self.key_range)
         sorted_cache: dict = {}
+        string_keys = replace(settings.keys, integer=None)  # (switched to key codes only if every input can)
 
         def inputs_of(part: FamilyPart) -> list:
-            spec = ReadSpec(list(part.scan.fields), part.scan.ordering_field, settings.keys, prefilter,
+            spec = ReadSpec(list(part.scan.fields), part.scan.ordering_field, string_keys, prefilter,
                             settings.decode_threads)
             return slice_inputs(self.storage, part.file_slice, spec, settings.table_schema, settings.visibility,
                                 files, base_only=settings.read_optimized, opened=opened, sorted_cache=sorted_cache)
