@@ -47,7 +47,9 @@ def _stored_columns(path: str) -> set[str]:
     for base in glob.glob(f"{path}/**/*.parquet", recursive=True):
         names |= set(pq.read_schema(base).names)
     for log in glob.glob(f"{path}/**/.*.log.*", recursive=True):
-        for block in LogReader(data=open(log, "rb").read()):
+        with open(log, "rb") as f:
+            blocks = LogReader(data=f.read()).blocks()
+        for block in blocks:
             if hasattr(block, "read"):
                 names |= set(block.read().column_names)
     return names

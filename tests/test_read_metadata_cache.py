@@ -86,7 +86,8 @@ def test_growing_log_file_gets_a_new_layout(tmp_path, cache):
     assert table.read().num_rows == 4
     layouts = [k for k in cache._entries if k[0] == LOG_LAYOUT]
     assert len(layouts) == 1 and layouts[0][1][1] == os.path.getsize(log)
-    blocks = LogReader(data=open(log, "rb").read()).blocks()
+    with open(log, "rb") as f:
+        blocks = LogReader(data=f.read()).blocks()
     with open(log, "ab") as out:
         out.write(b"#HUDI#\x00\x00")  # a torn append: read as a corrupt tail, the earlier block kept
     assert table.read().num_rows == 4
@@ -100,7 +101,8 @@ def test_layout_rebuilds_the_same_blocks(tmp_path):
     table.upsert(_rows(range(4)))
     table.delete(pa.table({"id": pa.array([1], pa.int64())}))
     for log in glob.glob(str(tmp_path / "t" / ".*.log.*")):
-        data = open(log, "rb").read() + b"#HUDI#garbage"
+        with open(log, "rb") as f:
+            data = f.read() + b"#HUDI#garbage"
         first = LogReader(data=data, include_corrupt=True)
         blocks = first.blocks()
         again = LogReader(data=data, include_corrupt=True, layout=first.layout).blocks()

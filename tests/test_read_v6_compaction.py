@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -44,7 +44,7 @@ def _v6_table(tmp_path):
 
 
 def _date(path, instant: str) -> None:
-    moment = datetime.strptime(instant[:14], "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc).timestamp() + 1
+    moment = datetime.strptime(instant[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC).timestamp() + 1
     os.utime(path, (moment, moment))
 
 
