@@ -124,9 +124,11 @@ def run_tasks(tasks: Sequence[ReadTask], workers: int) -> list[pa.Table]:
             runner()
         finally:
             for helper in helpers:
-                helper.exception()  # wait for every helper before raising or returning
+                if not helper.cancel():  # (one still queued behind other reads has nothing left to do)
+                    helper.exception()  # wait for every running helper before raising or returning
         for helper in helpers:
-            helper.result()
+            if not helper.cancelled():
+                helper.result()
     finally:
         if own is not None:
             own.shutdown()
