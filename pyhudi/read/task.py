@@ -6,7 +6,11 @@ code. Running it streams record batches of exactly ``settings.output`` schema: f
 (:mod:`pyhudi.read.family_reader`) → row join (:mod:`pyhudi.read.row_reader`) → exact filters →
 projection. Before reading data, the task opens the base files' footers to skip what statistics
 prove cannot match (:mod:`pyhudi.read.pruning`), and the base files of families read only for
-their keys whose keys another family already proves (equal key fingerprints). A task may cover
+their keys whose keys another family already proves (equal key fingerprints). Footers, log block
+layouts and fingerprint verdicts learnt by earlier scans come from the process's metadata cache
+(:mod:`pyhudi.read.metadata_cache`), so a family proven redundant before is not even opened. Rows
+of a table that drops its partition columns from data files get them from the partition path
+(``partition_values``). A task may cover
 one key range of its file group (``key_range``, :mod:`pyhudi.read.split`). Integer record keys
 are read as key codes when every input allows it (:mod:`pyhudi.read.keys`).
 """
