@@ -193,18 +193,17 @@ def _read(source: pa.NativeFile, offset: int, size: int) -> pa.Buffer:
 
 def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: pa.Schema,
                  visibility: Visibility, files: ExitStack, base_only: bool = False,
-                 opened: dict[str, OpenedBase] | None = None, sorted_cache: dict | None = None) -> list:
+                 opened: dict[str, OpenedBase] | None = None, sorted_cache: dict | None = None,
+                 with_base: bool = True) -> list:
     """The inputs of a file slice in processing order (base file, then visible log blocks).
 
     ``opened`` holds base files already opened (their footers read) by the caller;
-    ``sorted_cache`` shares sortedness checks between base files with equal key fingerprints.
+    ``sorted_cache`` shares sortedness checks between base files with equal key fingerprints;
+    ``with_base=False`` leaves the base file out (the caller adds :func:`base_input` if needed).
     """
     inputs: list = []
-    if file_slice.base_file is not None:
-        relpath = file_slice.base_file.relpath
-        base = (opened or {}).get(relpath) or OpenedBase(storage, relpath, files,
-                                                        file_key=file_key(storage, file_slice.base_file))
-        inputs.append(ParquetInput(base.parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache))
+    if file_slice.base_file is not None and with_base:
+        inputs.append(base_input(storage, file_slice, spec, schema, files, opened, sorted_cache))
     if base_only:
         return inputs
     blocks = []
@@ -221,6 +220,15 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
             _parquet_block_footer(storage, log, block)
         inputs.append(block_input(block, spec, schema, f"{log.relpath}@{block.offset}"))
     return inputs
+
+
+def base_input(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: pa.Schema, files: ExitStack,
+               opened: dict[str, OpenedBase] | None = None, sorted_cache: dict | None = None) -> ParquetInput:
+    """The input of a slice's base file (opened by the caller when in ``opened``)."""
+    relpath = file_slice.base_file.relpath
+    base = (opened or {}).get(relpath) or OpenedBase(storage, relpath, files,
+                                                    file_key=file_key(storage, file_slice.base_file))
+    return ParquetInput(base.parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache)
 
 
 def _log_blocks(storage: Storage, log: LogFile, files: ExitStack) -> list:
@@ -344,4 +352,5 @@ def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_si
         yield merged.slice(start, batch_size)
 
 
-__all__ = ["STRATEGIES", "FamilyScan", "MemoryInput", "OpenedBase", "ParquetInput", "read_family", "slice_inputs"]
+__all__ = ["STRATEGIES", "FamilyScan", "MemoryInput", "OpenedBase", "ParquetInput", "base_input", "read_family",
+           "slice_inputs"]

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.fsview.view import FileSlice, Visibility
-from pyhudi.read.family_reader import FamilyScan, OpenedBase, file_key, read_family, slice_inputs
+from pyhudi.read.family_reader import FamilyScan, OpenedBase, base_input, file_key, read_family, slice_inputs
 from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
@@ -123,28 +123,33 @@ class ReadTask:
         sorted_cache: dict = {}
         string_keys = replace(settings.keys, integer=None)  # (switched to key codes only if every input can)
 
-        def inputs_of(part: FamilyPart) -> list:
-            spec = ReadSpec(list(part.scan.fields), part.scan.ordering_field, string_keys, prefilter,
+        def spec_of(part: FamilyPart) -> ReadSpec:
+            return ReadSpec(list(part.scan.fields), part.scan.ordering_field, string_keys, prefilter,
                             settings.decode_threads)
-            return slice_inputs(self.storage, part.file_slice, spec, settings.table_schema, settings.visibility,
-                                files, base_only=settings.read_optimized, opened=opened, sorted_cache=sorted_cache)
 
-        # key-only families with a base file alone are opened (footer, key fingerprint) but their
-        # inputs are built only if that base may add rows (see _redundant_families)
-        deferred = [self._key_only(part) and not part.file_slice.log_files and part.file_slice.base_file is not None
-                    for part in self.families]
-        family_inputs = [None if later else inputs_of(part) for part, later in zip(self.families, deferred)]
-        redundant = self._redundant_families(family_inputs, opened)
+        def inputs_of(part: FamilyPart, with_base: bool) -> list:
+            return slice_inputs(self.storage, part.file_slice, spec_of(part), settings.table_schema,
+                                settings.visibility, files, base_only=settings.read_optimized, opened=opened,
+                                sorted_cache=sorted_cache, with_base=with_base)
+
+        # key-only families with a base file are opened (footer, key fingerprint) but their base
+        # input is built only if that base may add rows (see _redundant_families)
+        deferred = [self._key_only(part) and part.file_slice.base_file is not None for part in self.families]
+        family_inputs = [inputs_of(part, not later) for part, later in zip(self.families, deferred)]
+        redundant = self._redundant_families(family_inputs, opened, deferred)
         self._count("families_skipped", sum(1 for trim in redundant.values() if trim == "all"))
         self._count("bases_skipped", sum(1 for trim in redundant.values() if trim == "base"))
         kept_parts, kept_inputs = [], []
-        for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
+        for i, (part, inputs, later) in enumerate(zip(self.families, family_inputs, deferred)):
             trim = redundant.get(i)
             if trim == "all":
                 continue
-            inputs = inputs if inputs is not None else inputs_of(part)
+            if later and trim is None:
+                base = base_input(self.storage, part.file_slice, spec_of(part), settings.table_schema, files,
+                                  opened, sorted_cache)
+                inputs = [base, *inputs]
             kept_parts.append(part)
-            kept_inputs.append(inputs[1:] if trim == "base" else inputs)
+            kept_inputs.append(inputs)
         kept = list(zip([p.scan for p in kept_parts], self._integer_keys(kept_inputs)))
         for _, inputs in kept:
             for source in inputs:
@@ -234,34 +239,30 @@ class ReadTask:
         """Whether a family is read only for its keys (row existence, DESIGN §4)."""
         return not any(f.name in part.own_columns or f.name.startswith("_hoodie_") for f in part.scan.fields)
 
-    def _redundant_families(self, family_inputs: list[list | None], opened: dict[str, OpenedBase]) -> dict[int, str]:
+    def _redundant_families(self, family_inputs: list[list], opened: dict[str, OpenedBase],
+                            deferred: list[bool]) -> dict[int, str]:
         """Key-only families (read for row existence, DESIGN §4) whose base file adds no row.
 
         A family read only for its keys needs no base file when that base is byte-identical in
         its key column (equal fingerprint) to the base of another family read in this task whose
         inputs never remove a row (no delete blocks, no soft deletes): every one of those keys is
         alive there. Its log blocks are still merged (they may add keys). Returns family index →
-        ``"all"`` (nothing left to read) or ``"base"`` (read only its log blocks). A None in
-        ``family_inputs`` is a key-only family whose inputs are its base file alone, not built yet;
-        it is not even opened when an earlier scan proved its key column equal to a known one
-        (:data:`~pyhudi.read.metadata_cache.METADATA_CACHE`).
+        ``"all"`` (nothing left to read) or ``"base"`` (read only its log blocks). A ``deferred``
+        family is a key-only one whose base input is not built (``family_inputs`` holds its log
+        blocks only); it is not even opened when an earlier scan proved its key column equal to a
+        known one (:data:`~pyhudi.read.metadata_cache.METADATA_CACHE`).
         """
         if len(self.families) < 2 or self.settings.strategy != "auto":
             return {}
         anchors: list = []
         candidates = []
-        for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
-            if inputs is None:
-                base = opened[part.file_slice.base_file.relpath]
-                candidates.append((i, base, True, None))
+        for i, (part, inputs, later) in enumerate(zip(self.families, family_inputs, deferred)):
+            if later:
+                candidates.append((i, opened[part.file_slice.base_file.relpath], not inputs))
                 continue
             base = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) and inputs[0].fingerprint else None
-            if base is None:  # (only base inputs carry a fingerprint)
-                continue
-            if self._key_only(part):
-                candidates.append((i, base, len(inputs) == 1, _removes_rows(base)))
-            elif not any(_removes_rows(source) for source in inputs):
-                anchors.append(base)
+            if base is not None and not self._key_only(part) and not any(_removes_rows(s) for s in inputs):
+                anchors.append(base)  # (only base inputs carry a fingerprint)
         if not candidates:
             return {}
         known = {}  # fingerprint → the file key of a base holding those keys
@@ -270,17 +271,15 @@ class ReadTask:
             if fingerprint is not None:
                 known.setdefault(fingerprint, fingerprint.file_key)
         redundant: dict[int, str] = {}
-        for i, base, alone, removes in candidates:
-            key = base.file_key if isinstance(base, OpenedBase) else None
+        for i, base, alone in candidates:
+            key = base.file_key
             if key is not None and any(METADATA_CACHE.same_keys(key, other) for other in known.values()):
                 redundant[i] = "all" if alone else "base"  # (proven by an earlier comparison)
                 continue
-            fingerprint = base.key_fingerprint() if isinstance(base, OpenedBase) else base.fingerprint()
-            if removes is None:
-                removes = base.soft_deletes
+            fingerprint = base.key_fingerprint()
             if fingerprint is not None and fingerprint in known:
                 redundant[i] = "all" if alone else "base"
-            elif fingerprint is not None and alone and not removes:
+            elif fingerprint is not None and alone and not base.soft_deletes:
                 known.setdefault(fingerprint, fingerprint.file_key)  # kept whole: it may anchor the next
         return redundant
 
