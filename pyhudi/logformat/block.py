@@ -392,15 +392,21 @@ class ParquetDataBlock(DataBlock):
         pq.write_table(self._table, sink, **options)
         return sink.getvalue()
 
-    def parquet_file(self, metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
-        """The content as a ``ParquetFile``: footer parsed once (or ``metadata``, the footer of
-        these same bytes parsed before), row groups read on demand."""
+    def parquet_file(self) -> pq.ParquetFile:
+        """The content as a ``ParquetFile``: footer parsed once, row groups read on demand."""
         if self._parquet_file is None:
             if self._content is not None:
-                self._parquet_file = pq.ParquetFile(self._content.open(), metadata=metadata)
+                self._parquet_file = pq.ParquetFile(self._content.open())
             else:
                 self._parquet_file = pq.ParquetFile(pa.BufferReader(self.encode_content()))
         return self._parquet_file
+
+    def parquet_file_with_footer(self, metadata: pq.FileMetaData | None) -> pq.ParquetFile:
+        """:meth:`parquet_file`, given the footer of these same bytes parsed before (readers keep
+        footers of immutable log files; None: parse it)."""
+        if self._parquet_file is None and self._content is not None and metadata is not None:
+            self._parquet_file = pq.ParquetFile(self._content.open(), metadata=metadata)
+        return self.parquet_file()
 
     @property
     def num_rows(self) -> int:

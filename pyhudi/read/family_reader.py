@@ -246,7 +246,7 @@ def _parquet_block_footer(storage: Storage, log: LogFile, block: ParquetDataBloc
     kind = f"block@{block.offset}"
     key = file_key(storage, log)
     metadata = METADATA_CACHE.get(kind, key)
-    parquet = block.parquet_file(metadata)
+    parquet = block.parquet_file_with_footer(metadata)
     if metadata is None:
         METADATA_CACHE.put(kind, key, parquet.metadata, parquet.metadata.serialized_size)
 
