@@ -400,6 +400,13 @@ class ParquetDataBlock(DataBlock):
                 self._parquet_file = pq.ParquetFile(pa.BufferReader(self.encode_content()))
         return self._parquet_file
 
+    def parquet_file_with_footer(self, metadata: pq.FileMetaData | None) -> pq.ParquetFile:
+        """:meth:`parquet_file`, given the footer of these same bytes parsed before (readers keep
+        footers of immutable log files; None: parse it)."""
+        if self._parquet_file is None and self._content is not None and metadata is not None:
+            self._parquet_file = pq.ParquetFile(self._content.open(), metadata=metadata)
+        return self.parquet_file()
+
     @property
     def num_rows(self) -> int:
         if self._table is not None:

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.config.families import ColumnFamily
+from pyhudi.config.table import DROP_PARTITION_COLUMNS
 from pyhudi.config.keys import ConfigKey
 from pyhudi.fsview.view import FileGroup
 from pyhudi.index.bucket import BucketFileIds
@@ -83,9 +84,16 @@ Run = tuple[tuple[str, int], int, int]
 
 
 # ------------------------------------------------------------------------------ shared steps
-def family_file_columns(family: ColumnFamily, key_fields: Sequence[str], partition_fields: Sequence[str]) -> list[str]:
-    """The data columns of a family's files: key, partition, then the family's own columns."""
+def family_file_columns(family: ColumnFamily, key_fields: Sequence[str], partition_fields: Sequence[str],
+                        drop_partition_columns: bool = False) -> list[str]:
+    """The data columns of a family's files: key, partition, then the family's own columns.
+
+    With ``hoodie.datasource.write.drop.partition.columns=true`` the partition columns are left
+    out (readers rebuild them from the partition path).
+    """
     cols = list(key_fields)
+    if drop_partition_columns:
+        return cols + [c for c in family.columns if c not in cols and c not in partition_fields]
     cols += [p for p in partition_fields if p not in cols]
     cols += [c for c in family.columns if c not in cols]
     return cols
@@ -246,7 +254,7 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         given = [c for c in own if c in present]
         if not given and own:
             continue  # family not touched by this write
-        file_columns = family_file_columns(family, key_fields, partition_fields)
+        file_columns = family_file_columns(family, key_fields, partition_fields, txn.config.get(DROP_PARTITION_COLUMNS))
         cols = [c for c in file_columns if c in present]
         file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
         ordering = family.ordering_field if family.ordering_field in present else None
@@ -317,7 +325,7 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
     delete = txn.operation == "delete"
     row_group = rows_per_row_group(txn, rows)
     indices, runs = dedupe_plan(rows, None if delete else ordering)
-    file_columns = family_file_columns(family, key_fields, partition_fields)
+    file_columns = family_file_columns(family, key_fields, partition_fields, txn.config.get(DROP_PARTITION_COLUMNS))
     own = [c for c in file_columns if c not in key_fields and c not in partition_fields]
     cols = [RECORD_KEY] + ([] if delete else [c for c in file_columns if c in present])
     ordered = rows.select(cols).take(indices)
