@@ -248,7 +248,8 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     written = [c for c in rows.column_names if c not in (PARTITION_COLUMN, BUCKET_COLUMN)]
     single = key_fields[0] if len(key_fields) == 1 else None
     integer_key = single if single is not None and pa.types.is_integer(txn.schema.field(single).type) else None
-    all_options = parquet_options_for(rows.select(written), fixed=META_PARQUET_OPTIONS)  # one sample for all families
+    all_options = parquet_options_for(rows.select(written), fixed=META_PARQUET_OPTIONS,  # one sample for all families
+                                      delta_columns=key_fields)
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
         given = [c for c in own if c in present]
