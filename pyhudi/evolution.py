@@ -78,6 +78,22 @@ class SchemaHistory:
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str | None], InstantSchema] = {}
+        self._schemas: dict[str, pa.Schema] = {}  # recorded Avro schema JSON -> table schema
+        self._families: dict[str, dict[str, ColumnFamily]] = {}  # recorded families JSON -> families
+
+    def _schema(self, recorded: str) -> pa.Schema:
+        """The table schema a recorded Avro schema spells (parsed once per handle: every write
+        needs it twice, and a wide schema takes milliseconds to convert)."""
+        found = self._schemas.get(recorded)
+        if found is None:
+            found = self._schemas[recorded] = _without_meta(arrow_schema_from_avro(recorded))
+        return found
+
+    def _parsed_families(self, recorded: str) -> dict[str, ColumnFamily]:
+        found = self._families.get(recorded)
+        if found is None:
+            found = self._families[recorded] = families_from_json(recorded)
+        return dict(found)
 
     def of(self, timeline: Timeline, instant: Instant) -> InstantSchema:
         key = (instant.requested_time, instant.completion_time)
@@ -104,14 +120,14 @@ class SchemaHistory:
         for instant in reversed(_until(commits, as_of)):
             recorded = self.of(timeline, instant).schema
             if recorded:
-                return _without_meta(arrow_schema_from_avro(recorded))
+                return self._schema(recorded)
         create = config.get(tc.CREATE_SCHEMA)
         if create:
-            return _without_meta(arrow_schema_from_avro(create))
+            return self._schema(create)
         for instant in commits:  # a table written before as_of had any commit: its first schema
             recorded = self.of(timeline, instant).schema
             if recorded:
-                return _without_meta(arrow_schema_from_avro(recorded))
+                return self._schema(recorded)
         raise SchemaError(f"table {config.name!r} has no schema yet (no commits and no {tc.CREATE_SCHEMA.key})")
 
     def declared_families_at(self, timeline: Timeline, config: tc.TableConfig,
@@ -124,11 +140,11 @@ class SchemaHistory:
         for instant in reversed(before):
             recorded = self.of(timeline, instant).families
             if recorded is not None:
-                return families_from_json(recorded)
+                return self._parsed_families(recorded)
         for instant in commits[len(before):]:  # as_of precedes every recording commit
             info = self.of(timeline, instant)
             if info.families is not None:
-                return families_from_json(info.previous_families or info.families)
+                return self._parsed_families(info.previous_families or info.families)
         return config.column_families
 
     def families_at(self, timeline: Timeline, config: tc.TableConfig, as_of: str | None = None,

@@ -22,8 +22,8 @@ from pyhudi.config.families import (
     validate_families,
 )
 from pyhudi.config.keys import format_value
-from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
+from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.schema import META_FIELDS, avro_schema_json
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.instant import Instant
@@ -352,6 +352,62 @@ class Table:
                on_commit: Callable[[Any], None] | None = None) -> str:
         """Delete rows by key (a table with the record key and partition columns)."""
         return self._write(keys, "delete", engine, options, on_commit)
+
+    def insert_overwrite(self, data: Any = None, *, partitions: Iterable[str | Mapping[str, Any]] | None = None,
+                         engine: Any = None, options: Mapping[str, Any] | None = None,
+                         on_commit: Callable[[Any], None] | None = None) -> str:
+        """Replace the rows of the partitions present in ``data`` with ``data`` (Hudi's ``insert_overwrite``).
+
+        One ``replacecommit``: ``data`` goes to new file groups and every file group of those
+        partitions (all families) is replaced; other partitions keep their rows. ``partitions``
+        (partition paths, or ``{field: value}`` mappings) are replaced too even if ``data`` has no
+        row for them — an empty ``data`` with ``partitions`` empties them. Columns (families)
+        missing from ``data`` read null in the new rows. See :mod:`pyhudi.write.overwrite`.
+        """
+        from pyhudi.write.overwrite import OVERWRITE_PARTITIONS, partitions_option
+
+        merged = dict(options or {})
+        if isinstance(partitions, (str, bytes, Mapping)):  # iterating it would name other partitions
+            raise ConfigError(f"partitions must be a list of partition paths or mappings, got {partitions!r} "
+                              "(wrap one partition in a list)")
+        if partitions is not None:
+            merged[OVERWRITE_PARTITIONS.key] = partitions_option(self._partition_path(p) for p in partitions)
+        return self._write(self._or_empty(data), "insert_overwrite", engine, merged, on_commit)
+
+    def insert_overwrite_table(self, data: Any = None, *, engine: Any = None, options: Mapping[str, Any] | None = None,
+                               on_commit: Callable[[Any], None] | None = None) -> str:
+        """Replace every row of the table with ``data`` (Hudi's ``insert_overwrite_table``); empty
+        (or None) ``data`` empties the table. One ``replacecommit`` replacing every file group."""
+        return self._write(self._or_empty(data), "insert_overwrite_table", engine, options, on_commit)
+
+    def _or_empty(self, data: Any) -> Any:
+        return self.schema.empty_table() if data is None else data
+
+    def _partition_path(self, partition: str | Mapping[str, Any]) -> str:
+        """A partition path as given, or the path of ``{field: value}`` (every partition field)."""
+        from pyhudi.write.overwrite import check_partition_paths
+        from pyhudi.write.prepare import partition_paths
+
+        if not self.partition_fields:
+            raise ConfigError(f"table {self.name!r} is not partitioned: there are no partitions to overwrite "
+                              "(insert_overwrite_table replaces the whole table)")
+        if isinstance(partition, str):
+            check_partition_paths([partition], self.config)  # "x" of a hive-style table: refused, not a no-op
+            return partition
+        if not isinstance(partition, Mapping) or set(partition) != set(self.partition_fields):
+            raise ConfigError(f"a partition to overwrite is a partition path or a mapping of every partition field "
+                              f"({', '.join(self.partition_fields) or 'none: the table is not partitioned'}), "
+                              f"got {partition!r}")
+        # spelled exactly as the rows' paths are (Arrow's text of the column type: ``true``, not ``True``)
+        columns = {}
+        for name in self.partition_fields:
+            data_type = self.schema.field(name).type
+            try:
+                columns[name] = pa.array([partition[name]], type=data_type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+                raise ConfigError(f"partition value {partition[name]!r} of field {name!r} is not a {data_type}: "
+                                  f"{exc}") from exc
+        return partition_paths(pa.table(columns), self.partition_fields, self.config.hive_style_partitioning)[0].as_py()
 
     # ----------------------------------------------------------------- reads
     def plan_scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,

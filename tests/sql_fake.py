@@ -69,10 +69,10 @@ class FakeBackend:
     def rename(self, df: Any, names: Sequence[str]) -> Any:
         return df.rename_columns(list(names))
 
-    def write(self, df: Any, path: str, operation: str) -> str | None:
+    def write(self, df: Any, path: str, operation: str, options: Mapping[str, str] | None = None) -> str | None:
         self.writes.append((path, operation, df.num_rows))
         table = pyhudi.open_table(path)
-        return getattr(table, operation)(df)
+        return getattr(table, operation)(df, options=options)
 
     def to_arrow(self, df: Any) -> pa.Table:
         return df
@@ -101,6 +101,11 @@ class FakeBackend:
 
     def table_exists(self, name: str) -> bool:
         return name.replace("`", "").split(".")[-1].lower() in self.catalog_tables or name in self.views
+
+    def register_table_source(self, table: str, path: str) -> str:
+        from pyhudi.spark.sql_backend import table_source_name
+
+        return table_source_name(table, path)
 
 
 def _type_name(data_type: pa.DataType) -> str:

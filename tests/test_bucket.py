@@ -81,3 +81,12 @@ def test_vectorised_equals_scalar_reference(values, n):
     expected = [((31 + java_string_hash_scalar(v)) & 0x7FFFFFFF) % n for v in values]
     assert buckets.tolist() == expected
     assert buckets.dtype == np.int32
+
+
+def test_ascii_keys_of_close_lengths_hash_like_java():
+    """The left-padded path (keys of a few different lengths) — leading NULs, nulls, slices."""
+    keys = [str(i) for i in range(0, 30_000, 7)] + ["\x00a", "a", "", None, "zz"]
+    expected = [0 if k is None else java_string_hash_scalar(k) for k in keys]
+    for arr in (pa.array(keys), pa.array(keys, pa.large_string()), pa.array(["head", *keys]).slice(1)):
+        assert java_string_hash(arr).tolist() == expected
+    assert java_string_hash_scalar("\x00a") == java_string_hash_scalar("a") == 97

@@ -549,8 +549,9 @@ def test_helpers() -> None:
 
 def test_hudi_rs_reads_commits_we_encode(tables: dict[str, pathlib.Path], tmp_path: pathlib.Path) -> None:
     """Re-encode every completed commit of a Hudi table with our writer; hudi-rs reads the same rows."""
-    import hudi  # hudi-rs 0.5.0 is a test dependency: never skip this check
     import shutil
+
+    import hudi  # hudi-rs 0.5.0 is a test dependency: never skip this check
 
     for rel in ("sample_table/cow/v9_txns_simple_nometa.zip", "quickstart_trips_table/mor/avro/v8_trips_8i3u1d.zip"):
         table = pathlib.Path(shutil.copytree(tables[rel], tmp_path / rel.replace("/", "_")))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from conftest import extract_table, fixture_zips
+
 from pyhudi.errors import FileNameError, PathEscapeError
 from pyhudi.storage.naming import (
     BaseFileName,

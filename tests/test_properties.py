@@ -5,21 +5,21 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+from conftest import fixture_zips
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import fixture_zips
 from pyhudi.config import properties
 from pyhudi.config.families import ColumnFamily
 from pyhudi.config.table import (
     BACKUP_FILE,
     PROPERTIES_FILE,
     TableConfig,
+    create_table_config,
     load_table_config,
     new_table_properties,
     table_checksum,
     update_table_config,
-    create_table_config,
 )
 from pyhudi.errors import AlreadyExistsError, ConfigError, TableNotFoundError
 from pyhudi.storage.fs import Storage

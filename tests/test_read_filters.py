@@ -11,7 +11,6 @@ import pyhudi.write.plan as write_plan
 from pyhudi.read.filters import Filter
 from pyhudi.read.plan import plan_scan
 from pyhudi.read.pruning import excluded_key_ranges, partition_may_match, partition_values, stats_may_match
-from pyhudi.write import handle
 
 SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False), ("a", pa.float64()), ("b", pa.string()),
                     ("ts", pa.int64()), ("c", pa.int64()), ("d", pa.string())])

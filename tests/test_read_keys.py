@@ -219,3 +219,18 @@ def test_keys_without_codes_are_read_as_strings(tmp_path):
     assert t.read(columns=["id", "a", "c"]).to_pylist() == [
         {"id": -5, "a": 1.0, "c": 50}, {"id": 10, "a": 3.0, "c": 3}, {"id": 3, "a": 2.0, "c": 2},
         {"id": 4, "a": None, "c": 40}]
+
+
+@pytest.mark.parametrize("strategy", ["auto", "hash"])
+def test_plain_table_with_keys_that_have_no_code_reads_them_as_strings(tmp_path, strategy):
+    """Negative and 18-digit keys have no key code: every input then reads string keys (the
+    inputs are built with string keys and switch to codes only when all of them can)."""
+    schema = pa.schema([("id", pa.int64()), ("v", pa.float64())])
+    t = pyhudi.create_table(str(tmp_path / "t"), schema, "id", num_buckets=1)
+    ids = [-5, -1, 0, 3, 12, 10**17 + 5, -(10**18)]
+    t.bulk_insert(pa.table({"id": pa.array(ids, pa.int64()), "v": [float(i) for i in range(len(ids))]}))
+    t.upsert(pa.table({"id": pa.array([-1, 12, 10**17 + 5], pa.int64()), "v": [100.0, 200.0, 300.0]}))
+    assert "integer_keys" not in _task_metrics(t)
+    assert t.read(strategy=strategy).sort_by("id").to_pylist() == [
+        {"id": -(10**18), "v": 6.0}, {"id": -5, "v": 0.0}, {"id": -1, "v": 100.0}, {"id": 0, "v": 2.0},
+        {"id": 3, "v": 3.0}, {"id": 12, "v": 200.0}, {"id": 10**17 + 5, "v": 300.0}]

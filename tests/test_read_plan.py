@@ -122,3 +122,30 @@ def test_a_missing_base_file_is_a_storage_error_naming_it(tmp_path, collect):
     os.remove(table.storage.full_path(base.relpath))
     with pytest.raises(StorageError, match=f"cannot open .*{base.name.name}"):
         plan.to_table() if collect else list(plan.batches())
+
+
+def test_run_tasks_keeps_task_order_and_raises_the_first_error():
+    import threading
+
+    from pyhudi.read.plan import run_tasks
+
+    met = threading.Event()
+
+    class Task:
+        def __init__(self, i, fail=False):
+            self.i, self.fail = i, fail
+
+        def run(self):
+            if self.i == 0:  # waits for task 1: only finishes early if two threads run tasks at once
+                assert met.wait(10), "tasks did not run in parallel"
+            elif self.i == 1:
+                met.set()
+            if self.fail:
+                raise ValueError(f"task {self.i} failed")
+            return self.i
+
+    assert run_tasks([Task(i) for i in range(9)], 2) == list(range(9))
+    assert run_tasks([Task(i) for i in range(1, 4)], 1) == [1, 2, 3]
+    with pytest.raises(ValueError, match="task 4 failed"):
+        run_tasks([Task(i, fail=i == 4) for i in range(9)], 2)
+    assert run_tasks([Task(i) for i in range(5)], 8) == list(range(5))  # more workers than cores: own pool

@@ -133,7 +133,8 @@ def test_dataframe_writer_with_hudi_options_and_modes(spark, tmp_path):
     full = df_of(spark, rows_of(range(3), 2))
     assert "does not match the table" in fails(full, **{"hoodie.datasource.write.recordkey.field": "b"})
     assert "hoodie.bucket.index.num.buckets=4 does not match" in fails(full, **{"hoodie.bucket.index.num.buckets": "4"})
-    assert "mode('overwrite') of the table" in fails(full, mode="overwrite")
+    assert "mode('overwrite') cannot be combined with hoodie.datasource.write.operation=delete" in fails(
+        full, mode="overwrite", **{"hoodie.datasource.write.operation": "delete"})  # overwrites: test_spark_overwrite.py
     assert "invalid value 'merge' for hoodie.datasource.write.operation" in fails(
         full, **{"hoodie.datasource.write.operation": "merge"})
     assert "column 'zz' is not in the table schema" in fails(full.withColumn("zz", F.lit(1)))

@@ -7,17 +7,19 @@ rows and commits in milliseconds.
 
 from __future__ import annotations
 
+import hashlib
 import pathlib
 
 import pyarrow as pa
 import pytest
+from sql_fake import FakeBackend
 
 import pyhudi
 from pyhudi.errors import ColumnFamilyError, ConfigError, SchemaError
 from pyhudi.spark.procedures import PROCEDURES, register_procedure
 from pyhudi.spark.sql import SqlError, SqlSession, split_statements
+from pyhudi.spark.sql_backend import table_source_name
 from pyhudi.spark.sql_ddl import typed_family_value
-from sql_fake import FakeBackend
 
 CREATE = """
 CREATE TABLE t (id STRING NOT NULL, a DOUBLE, b STRING, ts BIGINT, c BIGINT) USING pyhudi
@@ -93,12 +95,22 @@ def test_create_table_makes_the_hudi_table_the_catalog_entry_and_the_registry(se
                                       ("ts", pa.int64()), ("c", pa.int64())])
     assert backend.catalog_statements == [
         "CREATE TABLE `default`.`t` (`id` STRING NOT NULL, `a` DOUBLE, `b` STRING, `ts` BIGINT, `c` BIGINT) "
-        f"USING pyhudi LOCATION '{path}'"]
+        f"USING {table_source_name('spark_catalog.default.t', path)} LOCATION '{path}'"]
+    assert table_source_name("spark_catalog.default.t", path) == (
+        f"pyhudi_spark_catalog_default_t_{hashlib.sha1(path.encode()).hexdigest()[:12]}")
     assert backend.conf == {"spark.pyhudi.table.spark_catalog.default.t": path}
     assert session.execute(CREATE.format(path=path).replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS")).to_pylist() \
         == [{"instant": None}]
     with pytest.raises(SqlError, match="table spark_catalog.default.t already exists"):
         session.execute(CREATE.format(path=path))
+
+
+def test_create_refuses_families_differing_only_in_case(session, backend, path):
+    with pytest.raises(ConfigError, match="column families 'fA' and 'FA' differ only in case"):
+        session.execute(f"CREATE TABLE c (id STRING, a DOUBLE, b DOUBLE) USING pyhudi LOCATION '{path}' "
+                        "TBLPROPERTIES (primaryKey = 'id', 'hoodie.index.type' = 'BUCKET', "
+                        "'hoodie.colFamily.fA' = 'a', 'hoodie.colFamily.FA' = 'b')")
+    assert not pathlib.Path(path).exists() and backend.catalog_statements == []
 
 
 def test_create_partitioned_table_in_the_warehouse_and_register_an_existing_one(session, backend, tmp_path):
@@ -109,11 +121,13 @@ def test_create_partitioned_table_in_the_warehouse_and_register_an_existing_one(
     assert (table.partition_fields, table.config.table_type, table.schema.names) == (("day",), "COPY_ON_WRITE",
                                                                                       ["id", "v", "day"])
     assert backend.conf["spark.pyhudi.table.spark_catalog.db1.p"] == where
-    assert backend.catalog_statements[-1].endswith(f"USING pyhudi PARTITIONED BY (`day`) LOCATION '{where}'")
+    provider = table_source_name("spark_catalog.db1.p", where)
+    assert backend.catalog_statements[-1].endswith(f"USING {provider} PARTITIONED BY (`day`) LOCATION '{where}'")
     session.execute(f"CREATE TABLE q USING pyhudi LOCATION '{where}'")  # no columns: the table already there
     assert backend.conf["spark.pyhudi.table.spark_catalog.default.q"] == where
     assert backend.catalog_statements[-1] == (
-        f"CREATE TABLE `default`.`q` (`id` BIGINT, `v` STRING, `day` STRING) USING pyhudi PARTITIONED BY (`day`) "
+        f"CREATE TABLE `default`.`q` (`id` BIGINT, `v` STRING, `day` STRING) "
+        f"USING {table_source_name('spark_catalog.default.q', where)} PARTITIONED BY (`day`) "
         f"LOCATION '{where}'")
 
 
@@ -271,28 +285,74 @@ def test_merge_refuses_ambiguous_and_unsupported_forms(session, backend, loaded,
 
 
 # ----------------------------------------------------------------------------------- INSERT OVERWRITE
-def test_insert_overwrite_replaces_every_row_in_one_commit(session, loaded):
-    before = len(loaded.timeline)
+def replace_metadata(table):
+    """(operation type, partitionToReplaceFileIds) of the table's latest instant, a replacecommit."""
+    inst = table.timeline[-1]
+    assert (str(inst.action), inst.state.value) == ("replacecommit", "COMPLETED")
+    md = table.active_timeline().read_metadata(inst)
+    return md.operation_type, md.partition_to_replace_file_ids
+
+
+def test_insert_overwrite_replaces_every_row_in_one_commit(session, backend, loaded):
+    before = {g.file_id for g in loaded.file_groups()}
     session.execute("INSERT OVERWRITE t SELECT 'k2', 0.5, 'n', 5, 2 UNION ALL SELECT 'k9', 9.0, 'z', 9, 90")
-    assert len(loaded.timeline) == before + 1
+    assert [str(i.action) for i in loaded.timeline] == ["deltacommit", "replacecommit"]
+    assert replace_metadata(loaded) == ("INSERT_OVERWRITE_TABLE", {"": sorted(before)})
+    assert backend.writes[-1][1:] == ("insert_overwrite_table", 2)
     assert select(session, "SELECT * FROM t ORDER BY id") == [
         {"id": "k2", "a": 0.5, "b": "n", "ts": 5, "c": 2}, {"id": "k9", "a": 9.0, "b": "z", "ts": 9, "c": 90}]
+    # a lower ordering value than the stored row still replaces it: an overwrite is not an upsert
+    session.execute("INSERT OVERWRITE t SELECT 'k2', 0.1, 'm', 1, 3")
+    assert select(session, "SELECT * FROM t ORDER BY id") == [{"id": "k2", "a": 0.1, "b": "m", "ts": 1, "c": 3}]
 
 
 def test_insert_overwrite_of_partitions(session, backend, tmp_path):
     session.execute(f"CREATE TABLE p (id BIGINT, v STRING, day STRING) USING pyhudi PARTITIONED BY (day) "
                     f"LOCATION '{tmp_path}/p' TBLPROPERTIES (primaryKey = 'id', 'hoodie.index.type' = 'BUCKET', "
                     f"'hoodie.bucket.index.num.buckets' = '1')")
-    session.execute("INSERT INTO p VALUES (1, 'a', 'd1'), (2, 'b', 'd1'), (3, 'c', 'd2')")
+    session.execute("INSERT INTO p VALUES (1, 'a', 'd1'), (2, 'b', 'd1'), (3, 'c', 'd2'), (5, 'e', 'd3')")
+    table = pyhudi.open_table(f"{tmp_path}/p")
+    groups = {g.partition_path: g.file_id for g in table.file_groups()}
+    # static mode (default) with a PARTITION spec: that partition only
     session.execute("INSERT OVERWRITE p PARTITION (day = 'd1') SELECT 2, 'B'")
-    assert select(session, "SELECT * FROM p ORDER BY id") == [{"id": 2, "v": "B", "day": "d1"},
-                                                              {"id": 3, "v": "c", "day": "d2"}]
+    assert replace_metadata(table) == ("INSERT_OVERWRITE", {"d1": [groups["d1"]]})
+    assert select(session, "SELECT * FROM p ORDER BY id") == [
+        {"id": 2, "v": "B", "day": "d1"}, {"id": 3, "v": "c", "day": "d2"}, {"id": 5, "v": "e", "day": "d3"}]
+    # a static partition is replaced even when the query returns no row
+    session.execute("INSERT OVERWRITE p PARTITION (day = 'd3') SELECT id, v FROM p WHERE id < 0")
+    assert replace_metadata(table) == ("INSERT_OVERWRITE", {"d3": [groups["d3"]]})
+    assert [r["id"] for r in select(session, "SELECT id FROM p ORDER BY id")] == [2, 3]
+    # dynamic mode (Spark's conf): the partitions the rows go to
     backend.conf["spark.sql.sources.partitionOverwriteMode"] = "dynamic"
     session.execute("INSERT OVERWRITE p SELECT 4, 'x', 'd2'")
+    assert replace_metadata(table) == ("INSERT_OVERWRITE", {"d2": [groups["d2"]]})
     assert select(session, "SELECT * FROM p ORDER BY id") == [{"id": 2, "v": "B", "day": "d1"},
                                                               {"id": 4, "v": "x", "day": "d2"}]
+    # hoodie.datasource.overwrite.mode wins over Spark's conf: static without a spec = the whole table
+    backend.conf["hoodie.datasource.overwrite.mode"] = "STATIC"
+    session.execute("INSERT OVERWRITE p SELECT 6, 'y', 'd4'")
+    operation, replaced = replace_metadata(table)
+    assert operation == "INSERT_OVERWRITE_TABLE" and sorted(replaced) == ["d1", "d2"]
+    assert select(session, "SELECT * FROM p") == [{"id": 6, "v": "y", "day": "d4"}]
+    backend.conf["hoodie.datasource.overwrite.mode"] = "sometimes"
+    with pytest.raises(SqlError, match="hoodie.datasource.overwrite.mode='sometimes': expected static or dynamic"):
+        session.execute("INSERT OVERWRITE p SELECT 7, 'z', 'd4'")
+    del backend.conf["hoodie.datasource.overwrite.mode"]
     with pytest.raises(SqlError, match="PARTITION \\(v = ...\\): 'v' is not a partition column"):
         session.execute("INSERT OVERWRITE p PARTITION (v = 'x') SELECT 1, 'd1'")
+    assert select(session, "SELECT * FROM p") == [{"id": 6, "v": "y", "day": "d4"}]
+
+
+def test_insert_overwrite_with_a_partial_static_spec(session, tmp_path):
+    session.execute(f"CREATE TABLE q (id BIGINT, v STRING, day STRING, hr INT) USING pyhudi PARTITIONED BY (day, hr) "
+                    f"LOCATION '{tmp_path}/q' TBLPROPERTIES (primaryKey = 'id')")
+    session.execute("INSERT INTO q VALUES (1, 'a', 'd1', 1), (2, 'b', 'd1', 2), (3, 'c', 'd2', 1)")
+    table = pyhudi.open_table(f"{tmp_path}/q")
+    groups = {g.partition_path: g.file_id for g in table.file_groups()}
+    session.execute("INSERT OVERWRITE q PARTITION (day = 'd1', hr) SELECT 9, 'z', 3")
+    assert replace_metadata(table) == ("INSERT_OVERWRITE", {"d1/1": [groups["d1/1"]], "d1/2": [groups["d1/2"]]})
+    assert select(session, "SELECT * FROM q ORDER BY id") == [
+        {"id": 3, "v": "c", "day": "d2", "hr": 1}, {"id": 9, "v": "z", "day": "d1", "hr": 3}]
 
 
 # ----------------------------------------------------------------------------------- ALTER / DROP

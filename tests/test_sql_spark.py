@@ -86,7 +86,7 @@ def test_dml_statements(spark, sql, tmp_path):
     sql("INSERT OVERWRITE dml SELECT id, a + 1, op, 7 FROM changes WHERE op = 'u'")
     assert rows(sql("SELECT * FROM dml")) == [{"id": "k1", "a": 12.0, "b": "u", "c": 7}]
     timeline = rows(sql("CALL show_timeline(table => 'dml', limit => 2)"), order="instant_time")
-    assert [r["action"] for r in timeline] == ["deltacommit", "deltacommit"]
+    assert [r["action"] for r in timeline] == ["deltacommit", "replacecommit"]  # MERGE, INSERT OVERWRITE
     with pytest.raises(SqlError, match="MERGE: 2 source rows match the target row"):
         sql("MERGE INTO dml t USING (SELECT 'k1' AS id UNION ALL SELECT 'k1') s ON t.id = s.id "
             "WHEN MATCHED THEN UPDATE SET c = 1")

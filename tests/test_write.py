@@ -1004,7 +1004,8 @@ def test_fsync_data_files_option(tmp_path, monkeypatch):
 
 
 def test_per_column_encodings_stay_readable_by_hudi_rs(tmp_path):
-    """Uncompressed random doubles, dictionary-encoded repeats and snappy strings in one block."""
+    """Uncompressed random doubles, dictionary-encoded repeats, snappy strings and a delta-packed
+    integer key in one block."""
     import numpy as np
 
     n = 3000
@@ -1021,6 +1022,8 @@ def test_per_column_encodings_stay_readable_by_hudi_rs(tmp_path):
     assert (chunks["x"].compression, chunks["x"].has_dictionary_page) == ("UNCOMPRESSED", False)
     assert (chunks["cat"].compression, chunks["cat"].has_dictionary_page) == ("SNAPPY", True)
     assert (chunks["s"].compression, chunks["s"].has_dictionary_page) == ("SNAPPY", False)
+    assert (chunks["id"].compression, "DELTA_BINARY_PACKED" in chunks["id"].encodings) == ("UNCOMPRESSED", True)
+    assert "DELTA_BINARY_PACKED" not in chunks["x"].encodings
     assert chunks["_hoodie_commit_time"].has_dictionary_page and not chunks["_hoodie_commit_seqno"].has_dictionary_page
     assert [c.column_index for c in meta.sorting_columns] == [2]  # sorted by _hoodie_record_key, declared
     assert hudi_rows(t.path, ["id", "x", "cat", "s"]) == rows.to_pylist()

@@ -263,3 +263,38 @@ def test_detached_txn_is_committed_by_a_new_client_and_lazy_heartbeats(tmp_path)
     txn = WriteClient(eager).begin("upsert")
     assert not (Path(eager.path) / ".hoodie" / ".heartbeat" / txn.instant).exists()  # none under EAGER
 
+
+
+def test_latest_sorted_by_integer_key_codes_matches_the_string_order():
+    """One integer key field: the task sorts key codes instead of strings — same order, same
+    winners (the last arrival per key), and the string path when codes cannot hold a key."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from pyhudi.write.prepare import latest_sorted
+
+    rng = np.random.default_rng(5)
+    ids = rng.integers(0, 3000, size=5000)  # many duplicates, 1 to 4 digits
+    for values in (ids, np.concatenate([ids, [-7, 10**17]])):
+        column = pa.array(values, pa.int64())
+        rows = pa.table({"_hoodie_record_key": pc.cast(column, pa.string()), "id": column,
+                         "arrival": pa.array(np.arange(len(values)))})
+        by_codes = latest_sorted(rows, None, "id")
+        by_strings = latest_sorted(rows, None)
+        assert by_codes.tolist() == by_strings.tolist()
+        keys = rows.column("_hoodie_record_key").take(pa.array(by_codes)).to_pylist()
+        assert keys == sorted(set(keys)) and len(keys) == len(set(values.tolist()))
+
+
+def test_latest_sorted_keeps_input_that_is_already_in_key_order():
+    from pyhudi.write.prepare import latest_sorted
+
+    keys = pa.array(["1", "10", "2", "3"])  # string order
+    rows = pa.table({"_hoodie_record_key": keys, "id": pa.array([1, 10, 2, 3], pa.int64()), "ts": [1, 2, 3, 4]})
+    assert latest_sorted(rows, None).tolist() == [0, 1, 2, 3]
+    assert latest_sorted(rows, None, "id").tolist() == [0, 1, 2, 3]
+    assert latest_sorted(rows, "ts").tolist() == [0, 1, 2, 3]
+    repeated = pa.table({"_hoodie_record_key": ["1", "1", "2"], "id": pa.array([1, 1, 2], pa.int64()), "ts": [5, 4, 1]})
+    assert latest_sorted(repeated, None).tolist() == [1, 2]  # a repeated key is no sorted input: last one wins
+    assert latest_sorted(repeated, None, "id").tolist() == [1, 2]
+    assert latest_sorted(repeated, "ts").tolist() == [0, 2]  # highest ordering value wins

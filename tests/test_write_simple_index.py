@@ -25,6 +25,7 @@ from test_write import data_files, hudi_rows, snapshot  # noqa: E402
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.float64()), ("s", pa.string()), ("p", pa.string())])
 COLS = ["id", "v", "s", "p"]
+NO_SMALL_FILES = {"hoodie.parquet.small.file.limit": 0}
 
 
 def rows(ids, tag, columns=COLS):
@@ -84,10 +85,11 @@ def test_insert_upsert_delete_sequence(tmp_path, table_type, partitioned):
         assert g.file_id.endswith("-0") and len(g.file_id) == 38
         assert g.base_files[0].name.name.startswith(f"{g.file_id}_") and g.base_files[0].instant == i1
 
-    # updates of 2 and 3 without column s (kept), inserts of 10 and 11 (s null)
+    # updates of 2 and 3 without column s (kept), inserts of 10 and 11 (s null) — to new file
+    # groups: small-file handling is off here (tests below cover it)
     update = rows([2, 3, 10, 11], 2, ["id", "v", "p"])
     g2, g3 = group_of(t, 2), group_of(t, 3)
-    i2 = t.upsert(update)
+    i2 = t.upsert(update, options=NO_SMALL_FILES)
     apply(state, update)
     check_rows(t, state)
     after = {g.file_id: g for g in t.file_groups()}
@@ -195,15 +197,21 @@ def test_row_groups_follow_parquet_block_size(tmp_path, num_buckets):
     assert t.read().sort_by("id").equals(data)
 
 
-def test_insert_does_not_look_keys_up_like_hudi(tmp_path):
-    """``insert`` skips the index (Hudi's semantics): an existing key is stored again."""
+@pytest.mark.parametrize("small_files", [True, False], ids=["small-file", "new-group"])
+def test_insert_does_not_look_keys_up_like_hudi(tmp_path, small_files):
+    """``insert`` skips the index (Hudi's semantics): an existing key is stored again — in a new
+    file group, or beside the stored one in the small file's next version
+    (``hoodie.merge.allow.duplicate.on.inserts``, true by default as in Hudi)."""
     t = make_table(tmp_path, "COPY_ON_WRITE", False)
     t.insert(rows([1, 2], 1))
-    t.insert(rows([2], 2))
-    assert len(t.file_groups()) == 2
+    t.insert(rows([2], 2), options=None if small_files else NO_SMALL_FILES)
+    assert len(t.file_groups()) == (1 if small_files else 2)
     got = sorted((r["id"], r["s"]) for r in t.read().to_pylist())
     assert got == [(1, "s1-1"), (2, "s2-1"), (2, "s2-2")]
     assert sorted((r["id"], r["s"]) for r in hudi_rows(t.path, ["id", "s"])) == got
+    if small_files:
+        (status,) = t.last_write.statuses
+        assert (status.kind, status.num_records, status.num_inserts, status.num_updates) == ("merge", 3, 1, 0)
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
@@ -251,7 +259,7 @@ def test_failed_copy_on_write_merge_is_rolled_back_old_version_stays(tmp_path, m
 def test_write_phases_copy_on_write_one_task_per_partition(tmp_path):
     t = make_table(tmp_path, "COPY_ON_WRITE", True)
     t.insert(rows(range(8), 1))
-    client = WriteClient(t)
+    client = WriteClient(t, options=NO_SMALL_FILES)
     txn = client.begin("upsert")
     assert str(txn.action) == "commit"
     x = txn.write_rows(rows([1, 3, 9], 2), task_id=0)

@@ -288,7 +288,7 @@ def new_table_properties(
             LOG_FILE_FORMAT.key: "HOODIE_LOG",
             HIVE_STYLE_PARTITIONING.key: "true" if hive_style else "false",
             URL_ENCODE_PARTITIONING.key: "false",
-            DROP_PARTITION_COLUMNS.key: "false",
+            DROP_PARTITION_COLUMNS.key: "false",  # (may be set by ``extra``, below)
             TIMELINE_TIMEZONE.key: "UTC",
             METADATA_PARTITIONS.key: "",
             METADATA_PARTITIONS_INFLIGHT.key: "",
@@ -307,6 +307,8 @@ def new_table_properties(
         props[BUCKET_NUM.key] = str(num_buckets)
         props[BUCKET_HASH_FIELD.key] = ",".join(tuple(bucket_hash_fields) or record_key_fields)
     props.update(family_properties(families or {}))
+    if extra and DROP_PARTITION_COLUMNS.key in extra:  # a writer option the table keeps (readers need it)
+        props[DROP_PARTITION_COLUMNS.key] = str(DROP_PARTITION_COLUMNS.parse(extra[DROP_PARTITION_COLUMNS.key])).lower()
     for key, value in (extra or {}).items():
         if key not in props and not is_family_key(key):
             props[key] = str(value)

@@ -13,14 +13,21 @@ Rules (table version 8, RFC-66 completion-time slicing; DESIGN §4 for families)
   base files (no suffix); a log file belongs to the slice of the greatest base instant lower
   than the log's completion time; log files in a slice are ordered by completion time, then
   version, then write token;
-- table version 6 (layout 1) names logs after the base instant and checks instants per block,
-  so there a log joins the slice whose base instant equals the log's instant.
+- table version 6 (layout 1) names logs after the base instant of their slice and checks
+  instants per block, so there a log joins the slice whose base instant equals the log's
+  instant, and slices are ordered by base instant, then version, then write token. Logs written
+  while a compaction is pending are named after the compaction's instant: they open the new
+  slice, which has no base file until the compaction completes. As Hudi 0.x does
+  (``filterCompletedAndCompactionInstants``, ``mergeCompactionPendingFileSlices``), such a log is
+  visible (its blocks are checked one by one) and its slice merges into the previous one: the
+  reader applies the previous base, its logs, then the logs named after the compaction.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 
 from pyhudi.errors import FileNameError
 from pyhudi.storage.fs import FileInfo, Storage
@@ -31,16 +38,24 @@ FULL_ROW = None
 """Family key of full-row base files (no suffix) in a family table."""
 
 
+@lru_cache(maxsize=1 << 16)
+def _parsed_name(name: str) -> BaseFileName | LogFileName:
+    """A data file name parsed once per process (names are immutable values; every scan lists them)."""
+    return parse_data_file_name(name)
+
+
 @dataclass(frozen=True)
 class _DataFile:
-    """A visible data file: where it is, its parsed name, size, and its instant's completion."""
+    """A visible data file: where it is, its parsed name, size, and its instant's completion
+    (``mtime_ns``: the listing's modification time, part of the file's identity for caches)."""
 
     partition_path: str
     name: BaseFileName | LogFileName
     size: int
     completion_time: str
+    mtime_ns: int | None = None
 
-    @property
+    @cached_property
     def relpath(self) -> str:
         return f"{self.partition_path}/{self.name.name}" if self.partition_path else self.name.name
 
@@ -54,10 +69,15 @@ class BaseFile(_DataFile):
 
 
 class LogFile(_DataFile):
-    """A log file of a file group (named after the writing instant in table version 8)."""
+    """A log file of a file group (named after the writing instant in table version 8, after
+    its slice's base instant in version 6)."""
 
     def sort_key(self) -> tuple:
         return (self.completion_time, self.name.version, self.name.write_token or "")
+
+    def base_instant_sort_key(self) -> tuple:
+        """Table version 6 order (Hudi 0.x ``LogFileComparator``): base instant, version, write token."""
+        return (self.name.instant, self.name.version, self.name.write_token or "")
 
 
 @dataclass
@@ -85,22 +105,30 @@ class FileGroup:
     file_id: str
     base_files: list[BaseFile] = field(default_factory=list)
     log_files: list[LogFile] = field(default_factory=list)
+    compactions: frozenset[str] = frozenset()
+    """Instants of compactions not completed as of the view (table version 6: slices to merge)."""
 
     def families(self) -> set[str | None]:
         return {b.name.family for b in self.base_files} | {lf.name.family for lf in self.log_files}
 
     def latest_slice(self, family: str | None, family_table: bool, layout_version: int = 2) -> FileSlice:
         """The latest slice of ``family`` (None = default family / full-row files)."""
-        bases = [b for b in self.base_files if b.name.family == family or (family_table and b.name.family is None)]
+        base, newest = None, None
+        for b in self.base_files:
+            own = b.name.family
+            if own == family or (family_table and own is None):
+                rank = (b.name.instant, own is not None)
+                if newest is None or rank > newest:
+                    base, newest = b, rank
         logs = [lf for lf in self.log_files if lf.name.family == family]
-        base = max(bases, key=lambda b: (b.instant, b.name.family is not None), default=None)
         if base is None:
             chosen = logs
-        elif layout_version == 1:
-            chosen = [lf for lf in logs if lf.instant == base.instant]
+        elif layout_version == 1:  # the base's own logs, then those of a pending compaction's slice
+            chosen = [lf for lf in logs if lf.instant == base.instant
+                      or (lf.instant > base.instant and lf.instant in self.compactions)]
         else:
             chosen = [lf for lf in logs if lf.completion_time > base.instant]
-        chosen.sort(key=LogFile.sort_key)
+        chosen.sort(key=LogFile.base_instant_sort_key if layout_version == 1 else LogFile.sort_key)
         return FileSlice(self.partition_path, self.file_id, family, base, chosen)
 
 
@@ -155,6 +183,10 @@ class FileSystemView:
         archived_before = instants[0].requested_time if instants else None
         self.visibility = Visibility(self.completion, archived_before, as_of)
         self.replaced = self._replaced_file_groups()
+        self.layout_version = getattr(timeline, "layout_version", 2)
+        self.compactions = frozenset(
+            i.requested_time for i in instants if i.is_compaction and self.completion_of(i.requested_time) is None
+        )
 
     def completion_of(self, instant: str) -> str | None:
         """When ``instant`` completed, or None if it is not visible (see :class:`Visibility`)."""
@@ -202,21 +234,29 @@ class FileSystemView:
             if wanted is not None and partition not in wanted:
                 continue
             try:
-                parsed = parse_data_file_name(name)
+                parsed = _parsed_name(name)
             except FileNameError:
                 continue  # not a Hudi data file (e.g. .hoodie_partition_metadata, _SUCCESS)
             completion = self.completion_of(parsed.instant)
             if completion is None:
-                continue  # written by an instant that is pending, failed or after as_of
+                if not self._opens_pending_slice(parsed):
+                    continue  # written by an instant that is pending, failed or after as_of
+                completion = parsed.instant  # (version 6 checks the log's blocks one by one)
             key = (partition, parsed.file_id)
             if key in self.replaced:
                 continue
-            group = groups.setdefault(key, FileGroup(partition, parsed.file_id))
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = FileGroup(partition, parsed.file_id, compactions=self.compactions)
             if isinstance(parsed, BaseFileName):
-                group.base_files.append(BaseFile(partition, parsed, info.size, completion))
+                group.base_files.append(BaseFile(partition, parsed, info.size, completion, info.mtime_ns))
             else:
-                group.log_files.append(LogFile(partition, parsed, info.size, completion))
+                group.log_files.append(LogFile(partition, parsed, info.size, completion, info.mtime_ns))
         return [groups[k] for k in sorted(groups)]
+
+    def _opens_pending_slice(self, name: BaseFileName | LogFileName) -> bool:
+        """A version 6 log named after a compaction that is not completed (as of the view)."""
+        return self.layout_version == 1 and isinstance(name, LogFileName) and name.instant in self.compactions
 
     def partitions(self) -> list[str]:
         return sorted({g.partition_path for g in self.file_groups()})

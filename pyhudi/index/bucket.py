@@ -11,14 +11,14 @@ loop per key.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.errors import SchemaError
-from pyhudi.storage.naming import bucket_file_id
+from pyhudi.errors import FileNameError, SchemaError
+from pyhudi.storage.naming import BUCKET_FILE_ID_SUFFIX, bucket_file_id, bucket_id_from_file_id
 
 
 def java_string_hash_scalar(text: str) -> int:
@@ -62,6 +62,27 @@ def _horner(units: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         for j in range(shortest, longest):
             active = active[lengths[active] > j]
             h[active] = h[active] * thirty_one + units[starts[active] + j]
+    return h
+
+
+def _ascii_padded_hash(arr: pa.Array, width: int) -> np.ndarray:
+    """``String.hashCode`` of ASCII keys of different lengths: left-padded with NULs to ``width``
+    (one Arrow kernel), they form an ``(n, width)`` matrix walked column by column. A leading
+    zero unit never changes the hash (``31*0 + 0``), so the padding is invisible."""
+    if arr.null_count:  # nulls would take no room in the padded data (they hash to 0 anyway)
+        arr = arr.fill_null("")
+    padded = pc.ascii_lpad(arr, width=width, padding="\x00")
+    buffers = padded.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64 if pa.types.is_large_string(arr.type) else np.int32)
+    first = int(offsets[padded.offset])
+    units = np.frombuffer(buffers[2], dtype=np.uint8)[first:first + len(arr) * width]
+    columns = np.ascontiguousarray(units.reshape(len(arr), width).T)
+    h = np.zeros(len(arr), dtype=np.uint32)
+    thirty_one = np.uint32(31)
+    with np.errstate(over="ignore"):
+        for column in columns:
+            h *= thirty_one
+            h += column
     return h
 
 
@@ -127,9 +148,14 @@ def java_string_hash(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
         string_of_byte = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
         counts = np.bincount(string_of_byte[positions], minlength=n)
         offsets = np.concatenate([[0], np.cumsum(counts)])
+        hashes = _horner(units, offsets)  # uint32 units; sums stay uint32
     else:
-        units = data
-    hashes = _horner(units, offsets)  # uint8 (ASCII) or uint32 units; sums stay uint32
+        lengths = np.diff(offsets)
+        longest = int(lengths.max())
+        if longest > int(lengths.min()) and n * longest <= 4 * len(data) + 1024:
+            hashes = _ascii_padded_hash(arr, longest)  # keys of close lengths: no masked passes
+        else:
+            hashes = _horner(data, offsets)
     if arr.null_count:
         hashes[np.asarray(arr.is_null())] = 0
     return hashes.view(np.int32)
@@ -162,7 +188,45 @@ def bucket_of_key(key_values: Sequence[object], num_buckets: int) -> int:
     return int(bucket_ids(columns, num_buckets)[0])
 
 
+class BucketFileIds:
+    """Which file group a bucket's rows go to, given the partition's visible file groups.
+
+    A bucket's file group is the visible (non-replaced) one whose id starts with the 8-digit
+    bucket number — after an insert overwrite that is the overwrite's new group, never the
+    replaced one. A bucket without one gets the fixed non-blocking-concurrency id
+    ``%08d-0000-0000-0000-000000000000-<n>``, with the smallest ``n`` whose file group was never
+    replaced (Hudi bumps the suffix the same way), so concurrent writers still agree on it.
+    """
+
+    def __init__(self, existing: Mapping[tuple[str, str], object],
+                 replaced: Iterable[tuple[str, str]] = ()) -> None:
+        self.replaced = set(replaced)
+        self.live: dict[tuple[str, int], tuple[str, str]] = {}
+        for partition, file_id in existing:
+            try:
+                bucket = bucket_id_from_file_id(file_id)
+            except FileNameError:
+                continue
+            group = existing[(partition, file_id)]
+            files = [*getattr(group, "base_files", ()), *getattr(group, "log_files", ())]
+            newest = max((f.instant for f in files), default="")
+            current = self.live.get((partition, bucket))
+            if current is None or (newest, file_id) > current:
+                self.live[(partition, bucket)] = (newest, file_id)
+
+    def __call__(self, partition: str, bucket: int) -> str:
+        found = self.live.get((partition, bucket))
+        if found is not None:
+            return found[1]
+        file_id, n = bucket_file_id(bucket), 0
+        while (partition, file_id) in self.replaced:
+            n += 1
+            file_id = f"{bucket:08d}{BUCKET_FILE_ID_SUFFIX}-{n}"
+        return file_id
+
+
 __all__ = [
+    "BucketFileIds",
     "java_string_hash",
     "java_string_hash_scalar",
     "java_list_hash",

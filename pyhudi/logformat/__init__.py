@@ -22,8 +22,8 @@ from pyhudi.logformat.block import (
     ParquetDataBlock,
     decode_header,
     default_parquet_options,
-    key_sorting_columns,
     encode_header,
+    key_sorting_columns,
     parquet_options_cover,
     parquet_options_for,
 )

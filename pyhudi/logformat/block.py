@@ -23,6 +23,7 @@ from pyhudi.errors import LogFormatError, SchemaError
 from pyhudi.logformat.deletes import decode_delete_records, encode_delete_records
 from pyhudi.logformat.parquet_options import (  # noqa: F401  (re-exported)
     default_parquet_options,
+    encode_parquet,
     parquet_options_cover,
     parquet_options_for,
 )
@@ -388,9 +389,7 @@ class ParquetDataBlock(DataBlock):
             sorting = key_sorting_columns(self._table)
             if sorting:
                 options["sorting_columns"] = sorting
-        sink = pa.BufferOutputStream()
-        pq.write_table(self._table, sink, **options)
-        return sink.getvalue()
+        return encode_parquet(self._table, options)
 
     def parquet_file(self) -> pq.ParquetFile:
         """The content as a ``ParquetFile``: footer parsed once, row groups read on demand."""
@@ -400,6 +399,13 @@ class ParquetDataBlock(DataBlock):
             else:
                 self._parquet_file = pq.ParquetFile(pa.BufferReader(self.encode_content()))
         return self._parquet_file
+
+    def parquet_file_with_footer(self, metadata: pq.FileMetaData | None) -> pq.ParquetFile:
+        """:meth:`parquet_file`, given the footer of these same bytes parsed before (readers keep
+        footers of immutable log files; None: parse it)."""
+        if self._parquet_file is None and self._content is not None and metadata is not None:
+            self._parquet_file = pq.ParquetFile(self._content.open(), metadata=metadata)
+        return self.parquet_file()
 
     @property
     def num_rows(self) -> int:

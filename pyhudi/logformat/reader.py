@@ -18,13 +18,13 @@ import pyarrow as pa
 
 from pyhudi.errors import LogFormatError
 from pyhudi.logformat.block import (
+    _U64,
     LOG_FORMAT_VERSION,
     MAGIC,
     BlockContent,
     BlockType,
     CorruptBlock,
     LogBlock,
-    _U64,
     block_from_content,
     decode_header,
 )
@@ -194,6 +194,25 @@ class _Cursor:
             raise _Corrupt(str(exc)) from exc
 
 
+@dataclass(frozen=True)
+class BlockLayout:
+    """Where one block of a log file sits and what its framing said: enough to rebuild the block
+    over the same bytes without reading its framing again (``block_type`` None: corrupt bytes)."""
+
+    offset: int
+    size: int
+    block_type: int | None
+    header: dict
+    footer: dict
+    content_offset: int
+    content_length: int
+
+    @property
+    def nbytes(self) -> int:
+        """About how much memory the layout holds (headers carry the block's schema)."""
+        return 96 + sum(len(v) for v in self.header.values()) + sum(len(v) for v in self.footer.values())
+
+
 @dataclass
 class LogReader:
     """Iterate the blocks of one log file, lazily and in file order.
@@ -202,6 +221,10 @@ class LogReader:
     Corrupt blocks are skipped and recorded in :attr:`corrupt_blocks` (yielded too when
     ``include_corrupt``); an empty file has no blocks. Use as a context manager to close a
     remote file; local and in-memory sources need no closing.
+
+    A complete iteration leaves the file's :attr:`layout` (every block's place and framing);
+    given back as ``layout`` for the same bytes, the blocks are rebuilt from it without reading
+    their framing again (readers keep layouts per file, :mod:`pyhudi.read.metadata_cache`).
 
     Raises (while iterating):
         LogFormatError: a well-framed block of an unknown type or framing version.
@@ -212,6 +235,7 @@ class LogReader:
     file: pa.NativeFile | None = None
     data: bytes | pa.Buffer | None = None
     include_corrupt: bool = False
+    layout: list[BlockLayout] | None = None
     corrupt_blocks: list[CorruptBlock] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
@@ -231,7 +255,11 @@ class LogReader:
         return len(self.corrupt_blocks)
 
     def __iter__(self) -> Iterator[LogBlock]:
+        if self.layout is not None:
+            yield from self._rebuilt()
+            return
         self.corrupt_blocks = []
+        layout: list[BlockLayout] = []
         source, pos = self.source, 0
         while pos < source.size:
             try:
@@ -241,12 +269,31 @@ class LogReader:
                 end = next_magic if next_magic >= 0 else source.size
                 corrupt = CorruptBlock(pos, end - pos, source)
                 self.corrupt_blocks.append(corrupt)
+                layout.append(BlockLayout(pos, end - pos, None, {}, {}, pos, end - pos))
                 if self.include_corrupt:
                     yield corrupt
                 pos = end
                 continue
+            content = block._content
+            layout.append(BlockLayout(block.offset, block.size, int(block.block_type), dict(block.header),
+                                      dict(block.footer), content.offset, content.length))
             yield block
             pos = block.offset + block.size
+        self.layout = layout
+
+    def _rebuilt(self) -> Iterator[LogBlock]:
+        self.corrupt_blocks = []
+        for entry in self.layout:
+            if entry.block_type is None:
+                corrupt = CorruptBlock(entry.offset, entry.size, self.source)
+                self.corrupt_blocks.append(corrupt)
+                if self.include_corrupt:
+                    yield corrupt
+                continue
+            block = block_from_content(entry.block_type, entry.header, entry.footer,
+                                       BlockContent(self.source, entry.content_offset, entry.content_length))
+            block.offset, block.size = entry.offset, entry.size
+            yield block
 
     def blocks(self) -> list[LogBlock]:
         """All blocks (corrupt ones only if ``include_corrupt``)."""
@@ -294,4 +341,4 @@ def read_log_blocks(storage: Storage, relpath: str, *, include_corrupt: bool = T
     return LogReader(storage, relpath, include_corrupt=include_corrupt).blocks()
 
 
-__all__ = ["FileSource", "LogReader", "read_log_blocks"]
+__all__ = ["BlockLayout", "FileSource", "LogReader", "read_log_blocks"]

@@ -28,10 +28,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pyhudi.errors import StorageError
-from pyhudi.fsview.view import FileSlice, Visibility
-from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader
+from pyhudi.fsview.view import BaseFile, FileSlice, LogFile, Visibility
+from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader, ParquetDataBlock
 from pyhudi.read.keys import RECORD_KEY, key_text
 from pyhudi.read.merge import Versions, columns_of, merge_versions
+from pyhudi.read.metadata_cache import LOG_LAYOUT, METADATA_CACHE, FileKey
 from pyhudi.read.sources import (
     SOFT_DELETE,
     LockstepInput,
@@ -64,23 +65,41 @@ class FamilyScan:
 
 
 class OpenedBase:
-    """A base file opened for one task: its footer, and a fingerprint of its key column.
+    """A base file of one task: its footer, and a fingerprint of its key column.
 
-    The fingerprint — per row group the row count, codec and raw bytes of the record-key
-    column chunk — is equal for base files holding the same keys in the same layout (families
-    written by one commit). Equal fingerprints prove equal keys without decoding them.
+    The file is opened on first use (a family proven redundant by a cached verdict is never
+    opened); its footer comes from the :data:`~pyhudi.read.metadata_cache.METADATA_CACHE` when
+    ``file_key`` identifies the file. The fingerprint — per row group the row count, codec and
+    raw bytes of the record-key column chunk — is equal for base files holding the same keys in
+    the same layout (families written by one commit). Equal fingerprints prove equal keys
+    without decoding them.
     """
 
-    def __init__(self, storage: Storage, relpath: str, files: ExitStack, memory_map: bool = False) -> None:
-        self.relpath = relpath
-        if memory_map and storage.is_local:
-            self.source = files.enter_context(_memory_map(storage, relpath))
-            self.parquet = pq.ParquetFile(self.source, pre_buffer=False)
-        else:
-            self.source = files.enter_context(storage.open_input(relpath))
-            buffer = LOCAL_BUFFER if storage.is_local else REMOTE_BUFFER
-            self.parquet = pq.ParquetFile(self.source, buffer_size=buffer, pre_buffer=False)
+    def __init__(self, storage: Storage, relpath: str, files: ExitStack, memory_map: bool = False,
+                 file_key: FileKey | None = None) -> None:
+        self.storage, self.relpath, self.file_key = storage, relpath, file_key
+        self._files, self._memory_map = files, memory_map
+        self._parquet: pq.ParquetFile | None = None
         self._fingerprint: KeyFingerprint | None | bool = False
+
+    @property
+    def parquet(self) -> pq.ParquetFile:
+        if self._parquet is None:
+            self._parquet = self._open()
+        return self._parquet
+
+    def _open(self) -> pq.ParquetFile:
+        storage, metadata = self.storage, METADATA_CACHE.footer(self.file_key)
+        if self._memory_map and storage.is_local:
+            self.source = self._files.enter_context(_memory_map(storage, self.relpath))
+            parquet = pq.ParquetFile(self.source, pre_buffer=False, metadata=metadata)
+        else:
+            self.source = self._files.enter_context(storage.open_input(self.relpath))
+            buffer = LOCAL_BUFFER if storage.is_local else REMOTE_BUFFER
+            parquet = pq.ParquetFile(self.source, buffer_size=buffer, pre_buffer=False, metadata=metadata)
+        if metadata is None:
+            METADATA_CACHE.put_footer(self.file_key, parquet.metadata)
+        return parquet
 
     @property
     def soft_deletes(self) -> bool:
@@ -106,7 +125,14 @@ class OpenedBase:
                 start = min(start, chunk.dictionary_page_offset)
             layout.append((metadata.row_group(i).num_rows, chunk.compression, chunk.total_compressed_size))
             extents.append((start, chunk.total_compressed_size))
-        return KeyFingerprint(tuple(layout), self.source, tuple(extents))
+        return KeyFingerprint(tuple(layout), self.source, tuple(extents), self.file_key)
+
+
+def file_key(storage: Storage, data_file: BaseFile | LogFile) -> FileKey:
+    """The identity of a listed data file for the metadata cache (path, size, modification time):
+    the absolute local path, or the full URI of a remote file."""
+    where = storage.root if storage.is_local else storage.base_uri.rstrip("/")
+    return f"{where}/{data_file.relpath}", data_file.size, data_file.mtime_ns
 
 
 def _memory_map(storage: Storage, relpath: str) -> pa.MemoryMappedFile:
@@ -129,12 +155,13 @@ class KeyFingerprint:
     bounded whatever the size of the file group's key column).
     """
 
-    __slots__ = ("extents", "layout", "source")
+    __slots__ = ("extents", "file_key", "layout", "source")
 
     PIECE = 1 << 20
 
-    def __init__(self, layout: tuple, source: pa.NativeFile, extents: tuple[tuple[int, int], ...]) -> None:
-        self.layout, self.source, self.extents = layout, source, extents
+    def __init__(self, layout: tuple, source: pa.NativeFile, extents: tuple[tuple[int, int], ...],
+                 file_key: FileKey | None = None) -> None:
+        self.layout, self.source, self.extents, self.file_key = layout, source, extents, file_key
 
     def __hash__(self) -> int:
         return hash(self.layout)
@@ -142,6 +169,15 @@ class KeyFingerprint:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, KeyFingerprint) or self.layout != other.layout:
             return False
+        if self is other or (self.file_key is not None and self.file_key == other.file_key):
+            return True
+        known = METADATA_CACHE.same_keys(self.file_key, other.file_key)
+        if known is None:
+            known = self._bytes_equal(other)
+            METADATA_CACHE.put_same_keys(self.file_key, other.file_key, known)
+        return known
+
+    def _bytes_equal(self, other: KeyFingerprint) -> bool:
         for (start, size), (other_start, _) in zip(self.extents, other.extents):
             for at in range(0, size, self.PIECE):
                 n = min(self.PIECE, size - at)
@@ -157,32 +193,62 @@ def _read(source: pa.NativeFile, offset: int, size: int) -> pa.Buffer:
 
 def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: pa.Schema,
                  visibility: Visibility, files: ExitStack, base_only: bool = False,
-                 opened: dict[str, OpenedBase] | None = None, sorted_cache: dict | None = None) -> list:
+                 opened: dict[str, OpenedBase] | None = None, sorted_cache: dict | None = None,
+                 with_base: bool = True) -> list:
     """The inputs of a file slice in processing order (base file, then visible log blocks).
 
     ``opened`` holds base files already opened (their footers read) by the caller;
-    ``sorted_cache`` shares sortedness checks between base files with equal key fingerprints.
+    ``sorted_cache`` shares sortedness checks between base files with equal key fingerprints;
+    ``with_base=False`` leaves the base file out (the caller adds :func:`base_input` if needed).
     """
     inputs: list = []
-    if file_slice.base_file is not None:
-        relpath = file_slice.base_file.relpath
-        base = (opened or {}).get(relpath) or OpenedBase(storage, relpath, files)
-        inputs.append(ParquetInput(base.parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache))
+    if file_slice.base_file is not None and with_base:
+        inputs.append(base_input(storage, file_slice, spec, schema, files, opened, sorted_cache))
     if base_only:
         return inputs
     blocks = []
     for log in file_slice.log_files:
-        reader = files.enter_context(LogReader(storage, log.relpath))
-        blocks.extend((log.relpath, block) for block in reader)
+        blocks.extend((log, block) for block in _log_blocks(storage, log, files))
     rolled_back = {b.target_instant_time for _, b in blocks if isinstance(b, CommandBlock) and b.target_instant_time}
-    for relpath, block in blocks:
+    for log, block in blocks:
         if not isinstance(block, (DataBlock, DeleteBlock)):
             continue  # command blocks were applied above; CDC / HFile blocks hold no table rows
         instant = block.instant_time
         if instant in rolled_back or not visibility.is_visible(instant):
             continue  # written by an instant that never completed (or is after as_of)
-        inputs.append(block_input(block, spec, schema, f"{relpath}@{block.offset}"))
+        if isinstance(block, ParquetDataBlock):
+            _parquet_block_footer(storage, log, block)
+        inputs.append(block_input(block, spec, schema, f"{log.relpath}@{block.offset}"))
     return inputs
+
+
+def base_input(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: pa.Schema, files: ExitStack,
+               opened: dict[str, OpenedBase] | None = None, sorted_cache: dict | None = None) -> ParquetInput:
+    """The input of a slice's base file (opened by the caller when in ``opened``)."""
+    relpath = file_slice.base_file.relpath
+    base = (opened or {}).get(relpath) or OpenedBase(storage, relpath, files,
+                                                    file_key=file_key(storage, file_slice.base_file))
+    return ParquetInput(base.parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache)
+
+
+def _log_blocks(storage: Storage, log: LogFile, files: ExitStack) -> list:
+    """The blocks of a log file; their framing read once per file (the metadata cache)."""
+    key = file_key(storage, log)
+    reader = files.enter_context(LogReader(storage, log.relpath, layout=METADATA_CACHE.get(LOG_LAYOUT, key)))
+    blocks = list(reader)
+    if reader.layout is not None:
+        METADATA_CACHE.put(LOG_LAYOUT, key, reader.layout, sum(entry.nbytes for entry in reader.layout))
+    return blocks
+
+
+def _parquet_block_footer(storage: Storage, log: LogFile, block: ParquetDataBlock) -> None:
+    """Open a Parquet data block with its footer from the metadata cache (parsed once per block)."""
+    kind = f"block@{block.offset}"
+    key = file_key(storage, log)
+    metadata = METADATA_CACHE.get(kind, key)
+    parquet = block.parquet_file_with_footer(metadata)
+    if metadata is None:
+        METADATA_CACHE.put(kind, key, parquet.metadata, parquet.metadata.serialized_size)
 
 
 def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bool,
@@ -286,4 +352,5 @@ def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_si
         yield merged.slice(start, batch_size)
 
 
-__all__ = ["STRATEGIES", "FamilyScan", "MemoryInput", "OpenedBase", "ParquetInput", "read_family", "slice_inputs"]
+__all__ = ["STRATEGIES", "FamilyScan", "MemoryInput", "OpenedBase", "ParquetInput", "base_input", "read_family",
+           "slice_inputs"]

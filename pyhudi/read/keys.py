@@ -101,11 +101,20 @@ def encode_keys(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     if values.type != pa.int64():
         values = values.cast(pa.int64())
     k = np.asarray(values, dtype=np.int64)
-    digits = np.ones(len(k), dtype=np.int64)
-    if len(k):
-        for power in _POWERS[: int(np.searchsorted(_POWERS, k.max(), side="right"))]:
-            digits += k >= power  # as many passes as the longest key has digits, minus one
-    codes = _SCALE[digits]
+    if not len(k):
+        return pa.array(k)
+    low = int(np.searchsorted(_POWERS, k.min(), side="right"))  # digits of the smallest key, minus one
+    high = int(np.searchsorted(_POWERS, k.max(), side="right"))
+    if low == high:  # every key has the same number of digits: one multiply
+        codes = k * (int(_SCALE[low + 1]) << 5)
+        codes += low + 1
+        return pa.array(codes)
+    digits = np.full(len(k), low + 1, dtype=np.int8)
+    at_least = np.empty(len(k), dtype=bool)
+    for power in _POWERS[low:high]:  # one pass per digit count the keys span
+        np.greater_equal(k, power, out=at_least)
+        digits += at_least
+    codes = np.take(_SCALE, digits)
     codes *= k
     codes <<= 5
     codes += digits

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -35,7 +36,7 @@ from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
 from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
-from pyhudi.read.pruning import keygen_keeps_values, partition_may_match
+from pyhudi.read.pruning import keygen_keeps_values, partition_columns_from_path, partition_may_match
 from pyhudi.read.split import key_splits, split_rows
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
 from pyhudi.schema import META_FIELDS
@@ -72,12 +73,66 @@ class ScanPlan:
         # tasks are the parallelism (Parquet decoding on more threads would only contend)
         tasks = [replace(t, settings=replace(t.settings, memory_map=True, decode_threads=workers <= 1), metrics={})
                  for t in self.tasks]
-        if workers <= 1:
-            parts = [task.run() for task in tasks]
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                parts = list(pool.map(ReadTask.run, tasks))
+        parts = run_tasks(tasks, workers)
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
+
+
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    """The process's read threads, started once: starting threads on every read costs as much
+    as a small read (a forked child starts its own)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != os.getpid():
+            _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="pyhudi-read"))
+        return _POOL[1]
+
+
+def run_tasks(tasks: Sequence[ReadTask], workers: int) -> list[pa.Table]:
+    """Run ``tasks`` on ``workers`` threads (the caller's and pool threads); results in task order.
+
+    Each thread takes the next task when it finishes one, so unequal file groups balance out.
+    The first error stops the remaining tasks and is raised.
+    """
+    if workers <= 1 or len(tasks) <= 1:
+        return [task.run() for task in tasks]
+    results: list = [None] * len(tasks)
+    pending = iter(range(len(tasks)))
+    lock = threading.Lock()
+    failed = threading.Event()
+
+    def runner() -> None:
+        while not failed.is_set():
+            with lock:
+                i = next(pending, None)
+            if i is None:
+                return
+            try:
+                results[i] = tasks[i].run()
+            except BaseException:
+                failed.set()
+                raise
+
+    pool = _shared_pool() if workers <= (os.cpu_count() or 1) else None
+    own = ThreadPoolExecutor(max_workers=workers - 1) if pool is None else None
+    try:
+        helpers = [(pool or own).submit(runner) for _ in range(workers - 1)]
+        try:
+            runner()
+        finally:
+            for helper in helpers:
+                if not helper.cancel():  # (one still queued behind other reads has nothing left to do)
+                    helper.exception()  # wait for every running helper before raising or returning
+        for helper in helpers:
+            if not helper.cancelled():
+                helper.result()
+    finally:
+        if own is not None:
+            own.shutdown()
+    return results
 
 
 def normalize_time(value: Any, what: str, timezone: str = "UTC") -> str | None:
@@ -97,7 +152,11 @@ def normalize_time(value: Any, what: str, timezone: str = "UTC") -> str | None:
     return {8: digits + "000000000", 14: digits + "999", 17: digits}[len(digits)]
 
 
-def _families_and_schema(table: Any, instant: str | None):
+def _families_and_schema(table: Any, instant: str | None, timeline: Any):
+    history = getattr(table, "_history", None)
+    if history is not None:  # C3, from the timeline this plan listed (not listed again per question)
+        schema = history.schema_at(timeline, table.config, instant)
+        return schema, history.families_at(timeline, table.config, instant, schema)
     schema = table.schema_at(instant) if hasattr(table, "schema_at") else table.schema  # C3
     if hasattr(table, "families_at"):
         families = table.families_at(instant, schema)  # C3
@@ -137,6 +196,14 @@ def _family_scans(table: Any, families: dict, schema: pa.Schema, needed: set[str
         scan = FamilyScan(family.name or None, fields, event_time, ordering, ordering_type)
         scans.append((scan, tuple(c for c in family.columns if c not in implicit)))
     return scans
+
+
+def _dropped_partition_columns(config: Any, partition_fields: Sequence[str]) -> tuple[str, ...]:
+    """Partition columns the data files do not store (``hoodie.datasource.write.drop.partition.columns``):
+    read from the partition path instead. Key columns are always stored."""
+    if not partition_fields or not config.get(tc.DROP_PARTITION_COLUMNS):
+        return ()
+    return tuple(f for f in partition_fields if f not in config.record_key_fields)
 
 
 def _window_instants(timeline: Any, begin: str, end: str) -> tuple[str, ...]:
@@ -206,14 +273,17 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     if query_type == "incremental":
         end = pinned or begin
         incremental = _window_instants(timeline, begin, end)
-    schema, families = _families_and_schema(table, pinned)
+    schema, families = _families_and_schema(table, pinned, timeline)
+    dropped = _dropped_partition_columns(config, table.partition_fields)
+    if dropped:  # (Hudi's schema resolver appends partition columns the recorded schema lacks as strings)
+        schema = pa.schema([*schema, *[pa.field(n, pa.string()) for n in dropped if n not in schema.names]])
     output = _output_schema(schema, columns, with_meta)
     filter_schema = pa.schema([*[pa.field(n, pa.string()) for n in META_FIELDS], *schema])
     normalized = normalize_filters(filters, filter_schema)
     needed = set(output.names) | {f.column for f in normalized}
     if incremental is not None:
         needed.add(COMMIT_TIME)
-    scans = _family_scans(table, families, schema, needed)
+    scans = _family_scans(table, families, schema, needed - set(dropped))
     key_columns = set(table.record_key_fields) | ({RECORD_KEY} if config.populate_meta_fields else set())
     settings = TaskSettings(
         table_schema=filter_schema,
@@ -231,13 +301,21 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     )
     groups = _pruned_groups(table, view, normalized, schema, timeline, incremental)
     tasks = []
-    has_families = bool(config.column_families)  # declared families (a plain table never gets any)
+    has_families = not all(f.is_default for f in families.values())  # (a plain table never gets any)
+    rebuilt: dict[str, dict] = {}  # partition path → values of the dropped partition columns
     for group in groups:
         parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, config.layout_version), own)
                  for scan, own in scans]
         if all(p.file_slice.is_empty for p in parts):
             continue
-        task = ReadTask(table.storage, group.partition_path, group.file_id, parts, settings)
+        values = None
+        if dropped and needed & set(dropped):
+            values = rebuilt.get(group.partition_path)
+            if values is None:
+                values = rebuilt[group.partition_path] = partition_columns_from_path(
+                    group.partition_path, table.partition_fields, config.hive_style_partitioning, schema,
+                    config.get(tc.URL_ENCODE_PARTITIONING))
+        task = ReadTask(table.storage, group.partition_path, group.file_id, parts, settings, partition_values=values)
         tasks.extend(_split(task, max_rows) if max_rows else [task])
     return ScanPlan(output, pinned, tasks, query_type)
 

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyhudi.errors import ReadError
 from pyhudi.read.filters import NULL_REJECTING, Filter, typed_scalar
 from pyhudi.read.keys import text_keys
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
@@ -58,6 +59,40 @@ def partition_values(path: str, fields: Sequence[str], hive_style: bool,
         if segment == DEFAULT_PARTITION_PATH:
             return None
         out[field] = unquote(segment) if url_encoded else segment
+    return out
+
+
+def partition_columns_from_path(path: str, fields: Sequence[str], hive_style: bool, schema: pa.Schema,
+                                url_encoded: bool = False) -> dict[str, pa.Scalar]:
+    """The partition columns' values of every row stored under ``path``, typed per ``schema``.
+
+    Tables written with ``hoodie.datasource.write.drop.partition.columns=true`` keep partition
+    columns out of their data files; readers rebuild them from the path, as Hudi's do. Segments
+    are ``col=value`` (hive-style) or ``value``; ``__HIVE_DEFAULT_PARTITION__`` (a null or empty
+    value at write time) reads as null. Raises :class:`ReadError` naming the path when it does not
+    have one segment per partition field or a value does not convert to the column's type.
+    """
+    segments = path.split("/") if path else []
+    if len(segments) != len(fields):
+        raise ReadError(f"partition path {path!r} does not hold one value per partition field ({', '.join(fields)}): "
+                        "cannot rebuild the partition columns the data files do not store")
+    out = {}
+    for field, segment in zip(fields, segments):
+        type_ = schema.field(field).type if field in schema.names else pa.string()
+        name, sep, value = segment.partition("=")
+        if hive_style:
+            if not sep or name != field:
+                raise ReadError(f"partition path {path!r}: segment {segment!r} is not {field}=<value> (hive-style)")
+            segment = value
+        if segment == DEFAULT_PARTITION_PATH:
+            out[field] = pa.scalar(None, type_)
+            continue
+        text = unquote(segment) if url_encoded else segment
+        try:
+            out[field] = pa.array([text], pa.string()).cast(type_)[0]
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            raise ReadError(f"partition path {path!r}: value {text!r} of partition column {field!r} "
+                            f"is not a {type_}") from None
     return out
 
 

@@ -97,6 +97,8 @@ def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = No
         return pa.table({KEY: pa.array([], pa.string())})
     if len({p.schema.field(KEY).type for p in live}) > 1:  # a hash-merged family has string keys
         live = [_with_string_keys(p) for p in live]
+    if len(live) > 1:
+        live = _without_covered_keys(live)
     if len(live) == 1 or _aligned(live):
         keys = live[0].column(KEY)
         parts = [(p, None) for p in live]
@@ -120,6 +122,21 @@ def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = No
         out[name] = arrays[0] if len(arrays) == 1 else pc.coalesce(*arrays)
     table = pa.table(out)
     return table.filter(keep) if keep is not None else table
+
+
+def _without_covered_keys(live: list[pa.Table]) -> list[pa.Table]:
+    """The pieces minus those that hold only keys (families read for row existence) when every
+    one of their keys is in the largest piece: they add no row and no value."""
+    bare = [p for p in live if p.num_columns == 1]
+    if not bare:
+        return live
+    spine = max(live, key=lambda p: p.num_rows)
+    if spine.num_columns == 1:
+        return live
+    others = pa.chunked_array([c for p in bare for c in p.column(KEY).chunks], spine.schema.field(KEY).type)
+    if subset_positions(spine.column(KEY), others) is None:
+        return live
+    return [p for p in live if p.num_columns > 1]
 
 
 def _union(live: list[pa.Table]) -> tuple:

@@ -6,7 +6,11 @@ code. Running it streams record batches of exactly ``settings.output`` schema: f
 (:mod:`pyhudi.read.family_reader`) → row join (:mod:`pyhudi.read.row_reader`) → exact filters →
 projection. Before reading data, the task opens the base files' footers to skip what statistics
 prove cannot match (:mod:`pyhudi.read.pruning`), and the base files of families read only for
-their keys whose keys another family already proves (equal key fingerprints). A task may cover
+their keys whose keys another family already proves (equal key fingerprints). Footers, log block
+layouts and fingerprint verdicts learnt by earlier scans come from the process's metadata cache
+(:mod:`pyhudi.read.metadata_cache`), so a family proven redundant before is not even opened. Rows
+of a table that drops its partition columns from data files get them from the partition path
+(``partition_values``). A task may cover
 one key range of its file group (``key_range``, :mod:`pyhudi.read.split`). Integer record keys
 are read as key codes when every input allows it (:mod:`pyhudi.read.keys`).
 """
@@ -15,17 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.fsview.view import FileSlice, Visibility
-from pyhudi.read.family_reader import FamilyScan, OpenedBase, read_family, slice_inputs
+from pyhudi.read.family_reader import FamilyScan, OpenedBase, base_input, file_key, read_family, slice_inputs
 from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
+from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
 from pyhudi.read.sources import KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
@@ -84,6 +89,8 @@ class ReadTask:
     """Counters of the last run (strategies, row groups read / skipped, skipped by statistics)."""
     key_range: tuple[str | None, str | None] | None = None
     """The split of the file group this task reads: record keys in ``[low, high)`` (None: all)."""
+    partition_values: dict[str, pa.Scalar] | None = None
+    """Values of partition columns the data files do not store (rebuilt from the partition path)."""
 
     def __repr__(self) -> str:
         split = f", keys={list(self.key_range)}" if self.key_range is not None else ""
@@ -114,29 +121,35 @@ class ReadTask:
             return  # statistics prove that no row of this file group matches
         prefilter = Prefilter(settings.table_schema, list(settings.key_filters), excluded, self.key_range)
         sorted_cache: dict = {}
+        string_keys = replace(settings.keys, integer=None)  # (switched to key codes only if every input can)
 
-        def inputs_of(part: FamilyPart) -> list:
-            spec = ReadSpec(list(part.scan.fields), part.scan.ordering_field, settings.keys, prefilter,
+        def spec_of(part: FamilyPart) -> ReadSpec:
+            return ReadSpec(list(part.scan.fields), part.scan.ordering_field, string_keys, prefilter,
                             settings.decode_threads)
-            return slice_inputs(self.storage, part.file_slice, spec, settings.table_schema, settings.visibility,
-                                files, base_only=settings.read_optimized, opened=opened, sorted_cache=sorted_cache)
 
-        # key-only families with a base file alone are opened (footer, key fingerprint) but their
-        # inputs are built only if that base may add rows (see _redundant_families)
-        deferred = [self._key_only(part) and not part.file_slice.log_files and part.file_slice.base_file is not None
-                    for part in self.families]
-        family_inputs = [None if later else inputs_of(part) for part, later in zip(self.families, deferred)]
-        redundant = self._redundant_families(family_inputs, opened)
+        def inputs_of(part: FamilyPart, with_base: bool) -> list:
+            return slice_inputs(self.storage, part.file_slice, spec_of(part), settings.table_schema,
+                                settings.visibility, files, base_only=settings.read_optimized, opened=opened,
+                                sorted_cache=sorted_cache, with_base=with_base)
+
+        # key-only families with a base file are opened (footer, key fingerprint) but their base
+        # input is built only if that base may add rows (see _redundant_families)
+        deferred = [self._key_only(part) and part.file_slice.base_file is not None for part in self.families]
+        family_inputs = [inputs_of(part, not later) for part, later in zip(self.families, deferred)]
+        redundant = self._redundant_families(family_inputs, opened, deferred)
         self._count("families_skipped", sum(1 for trim in redundant.values() if trim == "all"))
         self._count("bases_skipped", sum(1 for trim in redundant.values() if trim == "base"))
         kept_parts, kept_inputs = [], []
-        for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
+        for i, (part, inputs, later) in enumerate(zip(self.families, family_inputs, deferred)):
             trim = redundant.get(i)
             if trim == "all":
                 continue
-            inputs = inputs if inputs is not None else inputs_of(part)
+            if later and trim is None:
+                base = base_input(self.storage, part.file_slice, spec_of(part), settings.table_schema, files,
+                                  opened, sorted_cache)
+                inputs = [base, *inputs]
             kept_parts.append(part)
-            kept_inputs.append(inputs[1:] if trim == "base" else inputs)
+            kept_inputs.append(inputs)
         kept = list(zip([p.scan for p in kept_parts], self._integer_keys(kept_inputs)))
         for _, inputs in kept:
             for source in inputs:
@@ -178,7 +191,8 @@ class ReadTask:
         for part in self.families:
             base = part.file_slice.base_file
             if base is not None and base.relpath not in opened:
-                opened[base.relpath] = OpenedBase(self.storage, base.relpath, files, self.settings.memory_map)
+                opened[base.relpath] = OpenedBase(self.storage, base.relpath, files, self.settings.memory_map,
+                                                  file_key(self.storage, base))
         return opened
 
     def _lockstep(self, kept: list[tuple[FamilyScan, list]]) -> list[tuple[FamilyScan, list]]:
@@ -225,42 +239,48 @@ class ReadTask:
         """Whether a family is read only for its keys (row existence, DESIGN §4)."""
         return not any(f.name in part.own_columns or f.name.startswith("_hoodie_") for f in part.scan.fields)
 
-    def _redundant_families(self, family_inputs: list[list | None], opened: dict[str, OpenedBase]) -> dict[int, str]:
+    def _redundant_families(self, family_inputs: list[list], opened: dict[str, OpenedBase],
+                            deferred: list[bool]) -> dict[int, str]:
         """Key-only families (read for row existence, DESIGN §4) whose base file adds no row.
 
         A family read only for its keys needs no base file when that base is byte-identical in
         its key column (equal fingerprint) to the base of another family read in this task whose
         inputs never remove a row (no delete blocks, no soft deletes): every one of those keys is
         alive there. Its log blocks are still merged (they may add keys). Returns family index →
-        ``"all"`` (nothing left to read) or ``"base"`` (read only its log blocks). A None in
-        ``family_inputs`` is a key-only family whose inputs are its base file alone, not built yet.
+        ``"all"`` (nothing left to read) or ``"base"`` (read only its log blocks). A ``deferred``
+        family is a key-only one whose base input is not built (``family_inputs`` holds its log
+        blocks only); it is not even opened when an earlier scan proved its key column equal to a
+        known one (:data:`~pyhudi.read.metadata_cache.METADATA_CACHE`).
         """
         if len(self.families) < 2 or self.settings.strategy != "auto":
             return {}
         anchors: list = []
         candidates = []
-        for i, (part, inputs) in enumerate(zip(self.families, family_inputs)):
-            if inputs is None:
-                base = opened[part.file_slice.base_file.relpath]
-                candidates.append((i, base.key_fingerprint, True, base.soft_deletes))
+        for i, (part, inputs, later) in enumerate(zip(self.families, family_inputs, deferred)):
+            if later:
+                candidates.append((i, opened[part.file_slice.base_file.relpath], not inputs))
                 continue
             base = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) and inputs[0].fingerprint else None
-            if base is None:  # (only base inputs carry a fingerprint)
-                continue
-            if self._key_only(part):
-                candidates.append((i, base.fingerprint, len(inputs) == 1, _removes_rows(base)))
-            elif not any(_removes_rows(source) for source in inputs):
-                anchors.append(base.fingerprint)
+            if base is not None and not self._key_only(part) and not any(_removes_rows(s) for s in inputs):
+                anchors.append(base)  # (only base inputs carry a fingerprint)
         if not candidates:
             return {}
-        known = {fingerprint() for fingerprint in anchors} - {None}
+        known = {}  # fingerprint → the file key of a base holding those keys
+        for anchor in anchors:
+            fingerprint = anchor.fingerprint()
+            if fingerprint is not None:
+                known.setdefault(fingerprint, fingerprint.file_key)
         redundant: dict[int, str] = {}
-        for i, fingerprint_of, alone, removes in candidates:
-            fingerprint = fingerprint_of()
+        for i, base, alone in candidates:
+            key = base.file_key
+            if key is not None and any(METADATA_CACHE.same_keys(key, other) for other in known.values()):
+                redundant[i] = "all" if alone else "base"  # (proven by an earlier comparison)
+                continue
+            fingerprint = base.key_fingerprint()
             if fingerprint is not None and fingerprint in known:
                 redundant[i] = "all" if alone else "base"
-            elif fingerprint is not None and alone and not removes:
-                known.add(fingerprint)  # kept whole: it may anchor the next key-only family
+            elif fingerprint is not None and alone and not base.soft_deletes:
+                known.setdefault(fingerprint, fingerprint.file_key)  # kept whole: it may anchor the next
         return redundant
 
     def _excluded_ranges(self, opened: dict[str, OpenedBase]) -> list[KeyRange] | None:
@@ -287,6 +307,20 @@ class ReadTask:
             excluded.extend(ranges)
         return excluded
 
+    def _with_partition_values(self, window: pa.Table) -> pa.Table:
+        """The window with the partition columns the files do not store, from the path (the same
+        value on every row of the file group)."""
+        wanted = set(self.settings.output.names) | {f.column for f in self.settings.filters}
+        for name, value in self.partition_values.items():
+            if name not in wanted:
+                continue
+            column = pa.repeat(value, window.num_rows)
+            if name in window.column_names:
+                window = window.set_column(window.column_names.index(name), pa.field(name, value.type), column)
+            else:
+                window = window.append_column(pa.field(name, value.type), column)
+        return window
+
     def _output(self, window: pa.Table, expression) -> pa.Table | None:
         """A joined window as output rows: filtered, projected and cast to ``settings.output``."""
         output = self.settings.output
@@ -297,6 +331,8 @@ class ReadTask:
         if PARTITION_PATH in output.names and PARTITION_PATH in names:
             window = window.set_column(names.index(PARTITION_PATH), PARTITION_PATH,
                                        pc.fill_null(window.column(PARTITION_PATH), self.partition_path))
+        if self.partition_values:
+            window = self._with_partition_values(window)
         if expression is not None:
             for f in self.settings.filters:
                 if f.column not in set(window.column_names):  # a family with no rows in this file group

@@ -223,8 +223,8 @@ def _merge_into_spine(live: list[Versions], spine: int, positions: list, columns
                           piece.default_delete.take(take) if piece.default_delete is not None else None,
                           piece.ordering.take(take) if piece.ordering is not None else None))
         else:
-            views.append((np.searchsorted(touched, pos), _flags(piece.is_delete, len(pos)), piece.default_delete,
-                          piece.ordering))
+            at = np.arange(len(pos), dtype=np.int64) if pos is touched else np.searchsorted(touched, pos)
+            views.append((at, _flags(piece.is_delete, len(pos)), piece.default_delete, piece.ordering))
     use_ordering, steps = _steps(views, event_time, ordering_type)
     alive, applied = _apply(steps, len(touched), use_ordering)
     keep = None

@@ -12,10 +12,11 @@ or to the write client.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pyhudi.config.keys import ConfigKey
+from pyhudi.errors import ConfigError
 
 PATH = "path"
 
@@ -43,8 +44,10 @@ COLUMNS = ConfigKey("columns", tuple, None, "Columns to read (prunes column fami
 # --------------------------------------------------------------------------- write
 OPERATION = ConfigKey(
     "hoodie.datasource.write.operation", str, "upsert",
-    "upsert, insert, bulk_insert or delete; mode('overwrite') replaces the table's rows instead.",
-    choices=("upsert", "insert", "bulk_insert", "delete"), register=False,
+    "upsert, insert, bulk_insert, delete, insert_overwrite (replace the partitions present in the input) or "
+    "insert_overwrite_table (replace the whole table); mode('overwrite') makes upsert/insert/bulk_insert an "
+    "insert_overwrite_table, as in Hudi.",
+    choices=("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table"), register=False,
 )
 RECORD_KEY = ConfigKey(
     "hoodie.datasource.write.recordkey.field", tuple, None,
@@ -63,6 +66,23 @@ TABLE_TYPE = ConfigKey(
     "Table type of a table created by the first write.", choices=("MERGE_ON_READ", "COPY_ON_WRITE"),
     register=False,
 )
+
+def write_operation(options: Mapping[str, str], overwrite: bool) -> str:
+    """The write operation of a ``df.write`` with these options and save mode.
+
+    As in Hudi's Spark writer (``SaveMode.Overwrite`` since 0.14): ``mode("overwrite")`` of an
+    upsert / insert / bulk_insert is an ``insert_overwrite_table`` — the table keeps its history
+    and gets a replacecommit replacing every file group; an explicit ``insert_overwrite`` stays a
+    partition overwrite. A delete cannot overwrite.
+    """
+    operation = OPERATION.get(options)
+    if not overwrite or operation in ("insert_overwrite", "insert_overwrite_table"):
+        return operation
+    if operation == "delete":
+        raise ConfigError("mode('overwrite') cannot be combined with hoodie.datasource.write.operation=delete: "
+                          "an overwrite replaces the table's rows with the DataFrame's; use mode('append') to delete")
+    return "insert_overwrite_table"
+
 
 #: Options that steer one write and never become table properties.
 WRITE_ONLY_KEYS = frozenset({
@@ -89,11 +109,22 @@ def table_property_options(options: Mapping[str, str]) -> dict[str, str]:
     return out
 READ_KEYS = frozenset({PATH, QUERY_TYPE.key, AS_OF_INSTANT.key, BEGIN_INSTANT.key, END_INSTANT.key, COLUMNS.key})
 
-def lowered(options: Mapping[str, Any]) -> dict[str, str]:
-    """Spark hands options case-insensitively; pyhudi looks them up by Hudi's lower-case names.
+def lowered(options: Mapping[str, Any], families: Iterable[str] | None = None) -> dict[str, str]:
+    """Options under their canonical spelling (Spark hands ``.option()`` keys lower-cased).
 
-    ``hoodie.colFamily.<name>`` keeps the family name's case (family names are case-sensitive).
+    Declared ``hoodie.*`` keys (and the data source's own) get their declared spelling, so a
+    lower-cased ``hoodie.datasource.write.recordkey.field`` or a camel-case key of the registry
+    are found. ``hoodie.colFamily.<name>`` / ``hoodie.columnFamily.<name>``: the prefix is
+    canonical; the family name is matched case-insensitively against ``families`` (the existing
+    table's family names) and takes their spelling; without a match it keeps the case it arrives
+    in (lower case through Spark's ``.option()``; ``pyhudi.spark.write`` and SQL keep the case
+    given). Two family keys equal but for case are refused (:func:`check_family_case`): Spark
+    could not tell them apart.
     """
+    by_lower: dict[str, list[str]] = {}
+    for name in families or ():
+        by_lower.setdefault(name.lower(), []).append(name)
+    check_family_case(k for k in options if isinstance(k, str))
     out: dict[str, str] = {}
     for key, value in options.items():
         if value is None:
@@ -102,7 +133,12 @@ def lowered(options: Mapping[str, Any]) -> dict[str, str]:
         lower = k.lower()
         if lower.startswith(("hoodie.colfamily.", "hoodie.columnfamily.")):
             prefix = "hoodie.colFamily." if lower.startswith("hoodie.colfamily.") else "hoodie.columnFamily."
-            k = prefix + k.split(".", 2)[2]
+            name = k.split(".", 2)[2]
+            spellings = by_lower.get(name.lower(), [name])
+            if len(spellings) > 1:
+                raise ConfigError(f"option {k} is ambiguous: the table has column families {', '.join(spellings)}, "
+                                  "equal but for case, and Spark passes option keys lower-cased; use pyhudi.Table")
+            k = prefix + spellings[0]
         else:
             k = _canonical_names().get(lower, k)
         text = value if isinstance(value, str) else str(value)
@@ -112,6 +148,22 @@ def lowered(options: Mapping[str, Any]) -> dict[str, str]:
             text = text.strip().lower()
         out[k] = text
     return out
+
+
+def check_family_case(keys: Iterable[str]) -> None:
+    """Refuse family keys whose names are equal but for case (``hoodie.colFamily.fA`` and
+    ``hoodie.colFamily.FA``): through Spark's case-insensitive options they would be one key."""
+    seen: dict[str, str] = {}
+    for key in keys:
+        lower = key.lower()
+        if not lower.startswith(("hoodie.colfamily.", "hoodie.columnfamily.")):
+            continue
+        name = key.split(".", 2)[2]
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            raise ConfigError(f"column families {other!r} and {name!r} differ only in case: Spark passes option keys "
+                              "lower-cased, so they cannot be told apart; give the families names that differ "
+                              "in more than case")
 
 
 _UPPER_VALUES = frozenset({TABLE_TYPE.key, "hoodie.table.type", "hoodie.index.type"})

@@ -16,7 +16,6 @@ import re
 from typing import Any, Callable
 
 import pyarrow as pa
-import sqlglot
 from sqlglot import exp
 
 from pyhudi.spark.sql import DIALECT, SqlError, SqlSession, literal_value, parse_statement

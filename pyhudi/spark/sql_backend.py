@@ -16,11 +16,26 @@ the in-memory catalog entry it belongs to.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any, Mapping, Protocol, Sequence
 
 import pyarrow as pa
 
 REGISTRY_PREFIX = "spark.pyhudi.table."
+TABLE_SOURCE_PREFIX = "pyhudi_"
+
+
+def table_source_name(table: str, path: str) -> str:
+    """The provider name of a catalog table's own data source: ``pyhudi_<name>_<hash of the path>``.
+
+    Spark gives a Python source no options (no path) when it reads or writes a catalog table, so
+    each pyhudi catalog table gets a source class of its own with the path built in
+    (:func:`pyhudi.spark.datasource.table_source`); the name is unique per (table name, path) and
+    a plain identifier (``[a-z0-9_]``)."""
+    sanitized = re.sub(r"[^a-z0-9]+", "_", table.lower()).strip("_")[:40] or "table"
+    digest = hashlib.sha1(path.encode()).hexdigest()[:12]
+    return f"{TABLE_SOURCE_PREFIX}{sanitized}_{digest}"
 
 
 class SqlBackend(Protocol):
@@ -38,7 +53,7 @@ class SqlBackend(Protocol):
 
     def rename(self, df: Any, names: Sequence[str]) -> Any: ...
 
-    def write(self, df: Any, path: str, operation: str) -> str | None: ...
+    def write(self, df: Any, path: str, operation: str, options: Mapping[str, str] | None = None) -> str | None: ...
 
     def to_arrow(self, df: Any) -> pa.Table: ...
 
@@ -57,6 +72,8 @@ class SqlBackend(Protocol):
     def warehouse_dir(self) -> str: ...
 
     def table_exists(self, name: str) -> bool: ...
+
+    def register_table_source(self, table: str, path: str) -> str: ...
 
 
 class SparkBackend:
@@ -86,10 +103,10 @@ class SparkBackend:
     def rename(self, df: Any, names: Sequence[str]) -> Any:
         return df.toDF(*names)
 
-    def write(self, df: Any, path: str, operation: str) -> str | None:
+    def write(self, df: Any, path: str, operation: str, options: Mapping[str, str] | None = None) -> str | None:
         from pyhudi.spark import write
 
-        return write(df, path, operation=operation)
+        return write(df, path, operation=operation, **dict(options or {}))
 
     def to_arrow(self, df: Any) -> pa.Table:
         return df.toArrow()
@@ -120,5 +137,11 @@ class SparkBackend:
     def table_exists(self, name: str) -> bool:
         return self.spark.catalog.tableExists(name)
 
+    def register_table_source(self, table: str, path: str) -> str:
+        """Register the data source of one catalog table (path built in); returns its provider name."""
+        from pyhudi.spark.datasource import register_table_source
 
-__all__ = ["REGISTRY_PREFIX", "SparkBackend", "SqlBackend"]
+        return register_table_source(self.spark, table, path)
+
+
+__all__ = ["REGISTRY_PREFIX", "TABLE_SOURCE_PREFIX", "SparkBackend", "SqlBackend", "table_source_name"]

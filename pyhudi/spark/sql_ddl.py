@@ -30,7 +30,8 @@ from sqlglot.tokens import TokenType
 import pyhudi
 from pyhudi.config.families import is_family_key
 from pyhudi.errors import ColumnFamilyError, HudiError, SchemaError, TableNotFoundError
-from pyhudi.spark.sql import DIALECT, SOURCE_NAME, SqlError, SqlSession, TableRef, _NOT_HANDLED, quote
+from pyhudi.spark.options import check_family_case
+from pyhudi.spark.sql import _NOT_HANDLED, DIALECT, SqlError, SqlSession, TableRef, quote
 from pyhudi.spark.sql_types import arrow_field, spark_columns_sql
 from pyhudi.storage.fs import Storage
 
@@ -58,12 +59,16 @@ def create_table(session: SqlSession, tree: exp.Create) -> Any:
     partition_fields, partition_columns = _partitioning(tree)
     columns += [c for c in partition_columns if c.name not in {f.name for f in columns}]
     props = _properties(tree)
+    check_family_case(props)  # Spark options could not tell such families apart later
     location = next((p.this.name for p in tree.find_all(exp.LocationProperty)), None)
     path = location or session.catalog.default_path(ref)
     table = _create_or_open(path, columns, partition_fields, props, ref)
     partitioned = ", ".join(quote(p) for p in table.partition_fields)
+    # the entry's provider is a source of its own with the path built in: plain spark.sql
+    # SELECT / INSERT INTO on the entry reach the table (Spark passes catalog tables no path)
+    provider = session.backend.register_table_source(ref.key, path)
     session.backend.run_sql(
-        f"CREATE TABLE {ref.sql_name} ({spark_columns_sql(table.schema)}) USING {SOURCE_NAME}"
+        f"CREATE TABLE {ref.sql_name} ({spark_columns_sql(table.schema)}) USING {provider}"
         + (f" PARTITIONED BY ({partitioned})" if partitioned else "")
         + f" LOCATION {exp.Literal.string(path).sql(dialect=DIALECT)}"
     )

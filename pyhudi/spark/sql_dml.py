@@ -6,11 +6,14 @@ and subqueries are Spark's) that produce the rows to write, and one commit:
 - ``INSERT INTO t [(cols)] <query>|VALUES`` — positional like Spark; columns not listed are NULL;
   operation ``hoodie.spark.sql.insert.into.operation`` (session conf, default ``insert`` as in Hudi;
   ``upsert`` and ``bulk_insert`` also accepted); written by ``pyhudi.spark.write``.
-- ``INSERT OVERWRITE t [PARTITION (p = v)] ...`` — in ONE commit: the new rows (every column) and
-  deletes of the rows in scope whose keys the new rows do not hold. Scope: the whole table, the
-  static partitions given, or (``spark.sql.sources.partitionOverwriteMode=dynamic``) the
-  partitions the new rows touch. A kept key is upserted, so on a family with an ordering column a
-  new row with a lower ordering value than the stored one does not replace it (as for an upsert).
+- ``INSERT OVERWRITE t [PARTITION (p = v)] ...`` — Hudi's insert overwrite: ONE ``replacecommit``
+  writing the new rows to new file groups and replacing the file groups in scope. Scope, as in
+  Hudi's Spark SQL (``hoodie.datasource.overwrite.mode``, else
+  ``spark.sql.sources.partitionOverwriteMode``, default static): an unpartitioned table, or static
+  mode without PARTITION → the whole table (``insert_overwrite_table``); static mode with
+  ``PARTITION (p = v, ...)`` → the partitions matching the spec, even if the query returns no row;
+  dynamic mode → the partitions the new rows go to (``insert_overwrite``). Written by
+  ``pyhudi.spark.write`` from the executors.
 - ``DELETE FROM t [WHERE c]`` — the keys of the matching rows, written as a delete.
 - ``UPDATE t SET a = e, ... [WHERE c]`` — key + assigned columns: a partial write that touches only
   the families of the assigned columns (RFC-80: other families' files are not rewritten).
@@ -21,16 +24,17 @@ and subqueries are Spark's) that produce the rows to write, and one commit:
   MERGE that updates some columns is a partial write of their families. Updates, inserts and
   deletes commit together in one instant. Several source rows matching one target row is an error.
 
-``INSERT OVERWRITE`` and ``MERGE`` collect their change set to the driver (they commit upserts and
-deletes in one instant through the kernel's write phases); ``INSERT INTO``, ``UPDATE`` and
-``DELETE`` write from the executors.
+``MERGE`` collects its change set to the driver (it commits upserts and deletes in one instant
+through the kernel's write phases); ``INSERT INTO/OVERWRITE``, ``UPDATE`` and ``DELETE`` write from
+the executors.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -39,11 +43,14 @@ from sqlglot import exp
 
 import pyhudi
 from pyhudi.errors import SchemaError
-from pyhudi.spark.sql import DIALECT, SqlError, SqlSession, TableRef, ViewScope, check_conf_operation, quote
+from pyhudi.spark.sql import DIALECT, SqlError, SqlSession, TableRef, check_conf_operation, quote
 from pyhudi.spark.sql_types import spark_type_sql
+from pyhudi.storage.naming import partition_path
+from pyhudi.write.overwrite import OVERWRITE_PARTITIONS, partitions_option
 
 INSERT_OPERATION_KEY = "hoodie.spark.sql.insert.into.operation"
 OVERWRITE_MODE_KEY = "spark.sql.sources.partitionOverwriteMode"
+HUDI_OVERWRITE_MODE_KEY = "hoodie.datasource.overwrite.mode"
 _MATCHED = "__pyhudi_matched"
 _ACTION = "__pyhudi_action"
 
@@ -115,9 +122,8 @@ def insert(session: SqlSession, tree: exp.Insert, ref: TableRef) -> Any:
             operation = check_conf_operation(session.backend.conf_get(INSERT_OPERATION_KEY),
                                              ("insert", "upsert", "bulk_insert"), INSERT_OPERATION_KEY, "insert")
             return session.done(session.backend.write(rows, ref.path, operation))
-        deletes = _overwritten(session, views, target, rows, static)
-        instant = commit_changes(target.table, session.backend.to_arrow(rows), session.backend.to_arrow(deletes))
-    return session.done(instant)
+        operation, options = _overwrite_operation(session, target, static)
+        return session.done(session.backend.write(rows, ref.path, operation, options))
 
 
 def _static_partitions(target: Target, node: exp.Table) -> dict[str, str]:
@@ -135,25 +141,52 @@ def _static_partitions(target: Target, node: exp.Table) -> dict[str, str]:
     return out
 
 
-def _overwritten(session: SqlSession, views: ViewScope, target: Target, rows: Any, static: dict[str, str]) -> Any:
-    """Keys of the rows in the overwritten scope that the new rows do not keep."""
-    table_view = views.view_of(target.ref)
-    new_view = views.add(rows, "overwrite")
-    keys = target.keys
-    on = " AND ".join(f"__t.{quote(k)} = __n.{quote(k)}" for k in keys)
-    where = [f"__n.{_MATCHED} IS NULL"]
-    where += [f"__t.{quote(p)} = CAST({value} AS {spark_type_sql(target.schema.field(p).type)})"
-              for p, value in static.items()]
-    joins = f"LEFT JOIN (SELECT {', '.join(quote(k) for k in keys)}, TRUE AS {_MATCHED} FROM {quote(new_view)}) AS __n ON {on}"
-    partitions = target.table.partition_fields
-    mode = (session.backend.conf_get(OVERWRITE_MODE_KEY) or "static").lower()
-    if partitions and not static and mode == "dynamic":
-        part_on = " AND ".join(f"__t.{quote(p)} = __p.{quote(p)}" for p in partitions)
-        joins += (f" LEFT JOIN (SELECT DISTINCT {', '.join(quote(p) for p in partitions)}, TRUE AS __pyhudi_part "
-                  f"FROM {quote(new_view)}) AS __p ON {part_on}")
-        where.append("__p.__pyhudi_part IS NOT NULL")
-    select = ", ".join(f"__t.{quote(k)}" for k in keys)
-    return session.backend.run_sql(f"SELECT {select} FROM {quote(table_view)} AS __t {joins} WHERE {' AND '.join(where)}")
+def overwrite_mode(session: SqlSession) -> str:
+    """``hoodie.datasource.overwrite.mode`` (session conf), else Spark's
+    ``spark.sql.sources.partitionOverwriteMode``; default ``static`` (as in Hudi >= 0.15)."""
+    key = HUDI_OVERWRITE_MODE_KEY if session.backend.conf_get(HUDI_OVERWRITE_MODE_KEY) else OVERWRITE_MODE_KEY
+    mode = (session.backend.conf_get(key) or "static").strip().lower()
+    if mode not in ("static", "dynamic"):
+        raise SqlError(f"{key}={mode!r}: expected static or dynamic")
+    return mode
+
+
+def _overwrite_operation(session: SqlSession, target: Target, static: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The write operation (and its options) of an ``INSERT OVERWRITE``, as Hudi's Spark SQL decides it:
+    unpartitioned table, or static mode without a PARTITION spec → ``insert_overwrite_table``;
+    dynamic mode → ``insert_overwrite`` of the partitions the rows go to; static mode with a spec →
+    ``insert_overwrite`` of the partitions matching it (replaced even when no row goes there)."""
+    if not target.table.partition_fields:
+        return "insert_overwrite_table", {}
+    mode = overwrite_mode(session)
+    if mode == "dynamic":
+        return "insert_overwrite", {}
+    if not static:
+        return "insert_overwrite_table", {}
+    return "insert_overwrite", {OVERWRITE_PARTITIONS.key: partitions_option(_matching_partitions(session, target, static))}
+
+
+def _matching_partitions(session: SqlSession, target: Target, static: dict[str, str]) -> list[str]:
+    """Partition paths a static spec covers: its own path when every partition column is given,
+    else the table's existing partitions whose values match the given ones."""
+    from pyhudi.write.prepare import partition_paths
+
+    table = target.table
+    fields = list(table.partition_fields)
+    query = ", ".join(target.cast(value, name) for name, value in static.items())
+    values = session.backend.to_arrow(session.backend.run_sql(f"SELECT {query}"))
+    # each value spelled as the kernel spells it in partition paths (one column at a time)
+    texts = {name: partition_paths(values.select([name]), [name], False)[0].as_py() for name in static}
+    if set(texts) == set(fields):
+        return [partition_path(fields, [texts[f] for f in fields], table.config.hive_style_partitioning)]
+    out = []
+    for existing in sorted({g.partition_path for g in table.file_groups()}):
+        segments = existing.split("/")
+        have = {f: seg.split("=", 1)[1] if table.config.hive_style_partitioning else seg
+                for f, seg in zip(fields, segments)}
+        if all(have.get(name) == text for name, text in texts.items()):
+            out.append(existing)
+    return out
 
 
 # ------------------------------------------------------------------------------------ DELETE / UPDATE

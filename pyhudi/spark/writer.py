@@ -41,6 +41,7 @@ from pyhudi.storage.naming import parse_data_file_name
 from pyhudi.timeline.instant import Action
 from pyhudi.write.handle import WriteStatus
 from pyhudi.write.markers import delete_markers
+from pyhudi.write.overwrite import OVERWRITE_LOG_FILES, is_overwrite
 from pyhudi.write.rollback import HEARTBEAT_DIR, HEARTBEAT_INTERVAL_MS, Heartbeat
 from pyhudi.write.txn import WriteTxn
 
@@ -159,12 +160,6 @@ def open_or_create(path: str, schema: pa.Schema, options: Mapping[str, str], ove
         except TableExistsError:  # created concurrently: use it
             table = pyhudi.open_table(path)
     _check_matches_table(table, options)
-    if overwrite and table.active_timeline().commits_timeline():
-        raise ConfigError(
-            f"mode('overwrite') of the table at {path}, which has data, is not supported: pyhudi has no "
-            "insert_overwrite yet. Delete the rows (operation=delete) or write to a new path; "
-            "mode('overwrite') only creates a table where there is none"
-        )
     return table
 
 
@@ -184,7 +179,7 @@ def begin(path: str, schema: StructType, options: Mapping[str, str], overwrite: 
     """Driver side of ``df.write.format("pyhudi")``: table, checks, begun instant."""
     from pyhudi.write.client import WriteClient
 
-    operation = opt.OPERATION.get(options)
+    operation = opt.write_operation(options, overwrite)  # mode("overwrite"): insert_overwrite_table
     data_schema = arrow_schema(schema)
     table = open_or_create(path, data_schema, options, overwrite)
     check_columns(table, data_schema, operation)
@@ -198,6 +193,8 @@ def begin(path: str, schema: StructType, options: Mapping[str, str], overwrite: 
     task_txn = txn
     if operation == "bulk_insert" and not grouped and table.num_buckets is not None:
         task_txn = dataclasses.replace(txn, operation="insert")  # log files: no base-file collisions
+    if is_overwrite(operation) and not grouped and table.num_buckets is not None:
+        task_txn = dataclasses.replace(txn, options={**txn.options, OVERWRITE_LOG_FILES.key: "true"})  # same reason
     return HudiDataSourceWriter(path, txn, task_txn)
 
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone as dt_timezone, tzinfo
+from datetime import datetime, timedelta, tzinfo
+from datetime import timezone as dt_timezone
 from enum import Enum
 from functools import total_ordering
 

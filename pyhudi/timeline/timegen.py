@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import threading
 import uuid
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime
+from datetime import timezone as dt_timezone
 from typing import Callable, Protocol
 
 from pyhudi.errors import StorageError

@@ -88,13 +88,9 @@ class Timeline:
 
     def _add_entry(self, info: FileInfo) -> None:
         name = posixpath.basename(info.path)
-        try:
-            instant = Instant.parse(
-                name, self.layout_version, modification_time_ns=info.mtime_ns, timezone=self.timezone
-            )
-        except (FileNameError, TimelineError):
-            return
-        self._entries[name] = instant
+        instant = _parse_instant_file(name, self.layout_version, info.mtime_ns, self.timezone)
+        if instant is not None:
+            self._entries[name] = instant
 
     def _rebuild(self) -> None:
         groups: dict[_GroupKey, dict[State, list[tuple[Instant, str]]]] = {}
@@ -376,6 +372,32 @@ class _Locked:
     def __exit__(self, *exc: Any) -> None:
         if self.taken:
             self.lock.release()
+
+
+_PARSED: dict[tuple[str, int], Instant | None] = {}
+"""Instant file name -> what it says (None: not an instant file). Names never change meaning, so
+one cache serves every load of every timeline; it spares each write parsing every file name of
+the timeline again (the timeline is listed a few times per write)."""
+_PARSED_MAX = 200_000
+
+
+def _parse_instant_file(name: str, layout_version: int, mtime_ns: int | None, timezone: str) -> Instant | None:
+    """``Instant.parse`` through :data:`_PARSED`; names whose completion time comes from the file's
+    modification time (completed layout-1 and legacy names) are parsed with it every time."""
+    key = (name, layout_version)
+    if key in _PARSED:
+        instant = _PARSED[key]
+    else:
+        try:
+            instant = Instant.parse(name, layout_version)
+        except (FileNameError, TimelineError):
+            instant = None
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = instant
+    if instant is not None and instant.is_completed and instant.completion_time is None and mtime_ns is not None:
+        return Instant.parse(name, layout_version, modification_time_ns=mtime_ns, timezone=timezone)
+    return instant
 
 
 def _as_iterable(value: Any) -> Iterable[Any]:

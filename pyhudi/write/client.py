@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
+from pyhudi.config.keys import lookup
 from pyhudi.engine.base import Engine, get_engine
 from pyhudi.errors import CommitConflictError, TimelineError
 from pyhudi.evolution import check_schema_unchanged, commit_extra_metadata
@@ -34,6 +35,7 @@ from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.handle import KIND_MERGE, WriteStatus
 from pyhudi.write.markers import delete_markers, list_markers
+from pyhudi.write.overwrite import ReplacePlan, check_not_replaced, is_overwrite, requested_content
 from pyhudi.write.rollback import (
     FAILED_WRITES_POLICY,
     HEARTBEAT_DIR,
@@ -43,7 +45,7 @@ from pyhudi.write.rollback import (
     rollback_failed_writes,
     rollback_instant,
 )
-from pyhudi.write.txn import OPERATIONS, WriteTxn, check_operation, write_action
+from pyhudi.write.txn import OPERATIONS, WriteTxn, check_operation
 
 __all__ = ["OPERATIONS", "WriteClient", "WriteResult", "WriteTxn"]
 
@@ -93,7 +95,9 @@ class WriteClient:
                  on_commit: Callable[[WriteResult], None] | None = None) -> None:
         self.table = table
         self.engine = get_engine(engine)
-        self.options = {**table.properties, **{k: str(v) for k, v in (options or {}).items()}}
+        given = {k: str(v) for k, v in (options or {}).items()}
+        _check_options(given)  # a bad value is refused before the timeline changes
+        self.options = {**table.properties, **given}
         self.on_commit = on_commit
         self._open: dict[str, _OpenTxn] = {}
 
@@ -102,10 +106,15 @@ class WriteClient:
         """Validate, begin, write one task per file group on the engine, commit."""
         check_operation(operation)
         started = time.perf_counter()
-        schema = self.table.schema
+        table = self.table
+        # one listing serves the schema, the families and begin (commit re-lists under the lock,
+        # where the schema and families are checked again)
+        timeline = table.active_timeline()
+        schema = table._history.schema_at(timeline, table.config)
+        families = table._history.declared_families_at(timeline, table.config)
         # every input check happens before the timeline changes
-        prepared = self._txn(operation, schema, instant="").prepare(data)
-        txn = self.begin(operation, schema=schema)
+        prepared = self._txn(operation, schema, instant="", families=families).prepare(data)
+        txn = self.begin(operation, schema=schema, timeline=timeline, families=families)
         self._open[txn.instant].started = started
         try:
             tasks = txn.plan_tasks(prepared, timeline=self._open[txn.instant].timeline)
@@ -116,13 +125,20 @@ class WriteClient:
         return self.commit(txn, statuses)
 
     # ------------------------------------------------------------------ phases
-    def begin(self, operation: str, schema: pa.Schema | None = None) -> WriteTxn:
-        """Roll back failed writes, start the heartbeat, create the requested + inflight instant."""
+    def begin(self, operation: str, schema: pa.Schema | None = None, *, timeline: Timeline | None = None,
+              families: Mapping[str, Any] | None = None) -> WriteTxn:
+        """Roll back failed writes, start the heartbeat, create the requested + inflight instant.
+
+        ``timeline``: a listing just taken (else the timeline is listed here); ``schema`` and
+        ``families``: what the write was prepared for (else the table's, from that listing).
+        """
         check_operation(operation)
         started = time.perf_counter()
         table = self.table
-        schema = schema if schema is not None else table.schema
-        timeline = table.active_timeline()
+        timeline = timeline if timeline is not None else table.active_timeline()
+        schema = schema if schema is not None else table._history.schema_at(timeline, table.config)
+        if families is None:
+            families = table._history.declared_families_at(timeline, table.config)
         policy = FAILED_WRITES_POLICY.get(self.options)
         rolled_back = rollback_failed_writes(
             table.storage, timeline, policy,
@@ -133,14 +149,15 @@ class WriteClient:
         requested_time = timeline.new_instant_time()
         heartbeat = Heartbeat(table.storage, requested_time, HEARTBEAT_INTERVAL_MS.get(self.options),
                               enabled=policy == "LAZY").start()
+        txn = self._txn(operation, schema, instant=requested_time, families=families)
         try:
-            instant = timeline.create_requested(write_action(table.config), requested_time)
+            instant = timeline.create_requested(txn.action, requested_time, content=requested_content(txn))
             timeline.transition_to_inflight(instant)
         except BaseException:
             heartbeat.stop()
             raise
         self._open[requested_time] = _OpenTxn(heartbeat, started, rolled_back, timeline)
-        return self._txn(operation, schema, instant=requested_time)
+        return txn
 
     def commit(self, txn: WriteTxn, statuses: Sequence[WriteStatus]) -> WriteResult:
         """Commit exactly ``statuses`` (what the tasks that count reported).
@@ -164,9 +181,18 @@ class WriteClient:
             discarded = self._reconcile_markers(txn.instant, statuses)
             self._write_partition_metafiles(statuses, txn.instant)
             metadata = self._commit_metadata(statuses, txn.operation_type, txn.schema, txn.families)
-            completed = timeline.complete(pending, metadata.to_avro_bytes(), precondition=lambda current: (
+            replace = ReplacePlan(txn, statuses, timeline) if is_overwrite(txn.operation) else None
+            if replace is not None:
+                metadata = replace.metadata(metadata)
+
+            def precondition(current: Timeline) -> None:
                 # C3: checked under the timeline lock, so no ALTER completes between check and commit
-                check_schema_unchanged(self.table._history, current, self.table.config, txn.schema, txn.families)))
+                check_schema_unchanged(self.table._history, current, self.table.config, txn.schema, txn.families)
+                check_not_replaced(txn, statuses, current)  # no file written went to a just-replaced group
+                if replace is not None:
+                    replace.check(current)  # no file group appeared in (or left) the overwritten scope
+
+            completed = timeline.complete(pending, metadata.to_avro_bytes(), precondition=precondition)
         except BaseException:
             if state is not None:
                 state.heartbeat.stop(delete=False)
@@ -204,10 +230,10 @@ class WriteClient:
         self._rollback_quietly(txn.instant)
 
     # ------------------------------------------------------------------ helpers
-    def _txn(self, operation: str, schema: pa.Schema, instant: str) -> WriteTxn:
+    def _txn(self, operation: str, schema: pa.Schema, instant: str, families: Mapping[str, Any]) -> WriteTxn:
         return WriteTxn(base_uri=self.table.storage.base_uri, config=self.table.config, instant=instant,
                         operation=operation, schema=schema, options=dict(self.options),
-                        declared_families=self.table.column_families)  # C3: from the timeline
+                        declared_families=dict(families))  # C3: from the timeline
 
     def _reconcile_markers(self, instant: str, statuses: list[WriteStatus]) -> list[str]:
         """Delete data files written for ``instant`` that no committed status names."""
@@ -263,6 +289,14 @@ class WriteClient:
                 rollback_instant(self.table.storage, timeline, pending)
         except Exception:  # the original error matters more; the next writer rolls back again
             pass
+
+
+def _check_options(options: Mapping[str, str]) -> None:
+    """Parse every declared key among the write options (ConfigError naming the key)."""
+    for name, value in options.items():
+        key = lookup(name)
+        if key is not None:
+            key.parse(value)
 
 
 def _check_statuses(txn: WriteTxn, statuses: list[WriteStatus]) -> None:

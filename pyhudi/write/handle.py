@@ -19,6 +19,7 @@ A marker is created before every data file, so a failed task can be rolled back.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -34,11 +35,12 @@ from pyhudi.logformat import (
     DeleteBlock,
     ParquetDataBlock,
     data_block_header,
+    key_sorting_columns,
     parquet_options_cover,
     parquet_options_for,
     write_log_file,
 )
-from pyhudi.schema import META_FIELDS, with_meta_fields
+from pyhudi.schema import META_FIELDS, avro_schema_json, with_meta_fields
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import BaseFileName, LogFileName, WriteToken
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
@@ -64,6 +66,12 @@ FSYNC_DATA_FILES = ConfigKey(
     "across power loss on local file systems. Off by default, like Hudi on a local file system and "
     "pyarrow's own writer: a killed process loses nothing either way (uncommitted files are rolled back).",
 )
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_json(schema: pa.Schema, table_name: str) -> str:
+    """The SCHEMA header of a block (the same few schemas come back with every commit)."""
+    return avro_schema_json(schema, table_name)
 
 
 @dataclass
@@ -92,6 +100,7 @@ class FamilyPayload:
     plan: str | None = None
     parquet_options: dict[str, Any] = field(default_factory=dict)
     sort_by: tuple[str | None] | None = None
+    integer_key: str | None = None  # the one key field, if integer: sorted by key codes (latest_sorted)
 
     def _sorted_indices(self, cache: dict | None) -> pa.Array:
         """``indices`` in key order, latest row per key (shared by the payloads of one plan)."""
@@ -100,7 +109,9 @@ class FamilyPayload:
         if found is None:
             (ordering,) = self.sort_by
             columns = [RECORD_KEY] if ordering is None else [RECORD_KEY, ordering]
-            order = latest_sorted(self.source.select(columns).take(self.indices), ordering)
+            if self.integer_key is not None and self.integer_key not in columns:
+                columns.append(self.integer_key)
+            order = latest_sorted(self.source.select(columns).take(self.indices), ordering, self.integer_key)
             found = self.indices.take(pa.array(order))
             if cache is not None and self.plan is not None:
                 cache[("order", self.plan)] = found
@@ -186,6 +197,8 @@ class FileGroupWriteTask:
     ordering_field: str | None = None  # KIND_MERGE: event-time ordering column (None = commit time)
     fsync: bool = False  # FSYNC_DATA_FILES
     parquet_options: dict[str, Any] = field(default_factory=dict)
+    insert_count: int = 0  # append / merge into an existing group: rows that are new records (small files)
+    concat_inserts: bool = False  # KIND_MERGE of an ``insert``: new rows never replace stored ones
 
     def run(self) -> list[WriteStatus]:
         storage = Storage(self.base_uri)
@@ -272,13 +285,13 @@ class FileGroupWriteTask:
         else:
             name = LogFileName(self.file_id, self.instant, 1, self.write_token, family).name
             table = self._with_meta(data, self.file_id, self._cached_meta(payload, data, self.file_id, cache))
-            header = data_block_header(self.instant, table.schema, table_name=self.table_name,
-                                       is_partial=payload.is_partial)
+            header = data_block_header(self.instant, _schema_json(table.schema, self.table_name),
+                                       table_name=self.table_name, is_partial=payload.is_partial)
             block = ParquetDataBlock(table, header, table_name=self.table_name, **self._options(payload))
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
             size = write_log_file(storage, self._relpath(name), [block], fsync=self.fsync)
         n = table.num_rows
-        inserts = n if self.is_new_file_group else 0
+        inserts = n if self.is_new_file_group else min(n, self.insert_count)
         return self._status(payload.family, name, n, inserts, n - inserts, 0, size, started, data.column(RECORD_KEY))
 
     def _write_deletes(self, storage: Storage, family: str) -> WriteStatus:
@@ -306,12 +319,19 @@ class FileGroupWriteTask:
         deletes = self.delete_keys.column("record_key") if self.delete_keys is not None else None
         file_schema = payload.file_schema if payload is not None and payload.file_schema is not None else None
         merged = merge_into_base(
-            old, payload.rows() if payload is not None else None, deletes, self.ordering_field, file_schema
+            old, payload.rows() if payload is not None else None, deletes, self.ordering_field, file_schema,
+            insert_only=self.concat_inserts,
         )
         new_meta = self._meta_columns(merged.new_keys, name)
         table = merged.assemble(new_meta, name)
+        options = self._options(payload)
+        if self.concat_inserts:  # a key stored twice: sorted, but not strictly — declared only if strict
+            options = {k: v for k, v in options.items() if k != "sorting_columns"}
+            sorting = key_sorting_columns(table)
+            if sorting:
+                options["sorting_columns"] = sorting
         create_marker(storage, self.instant, self.partition_path, name, IO_MERGE)
-        size = self._write_base(storage, self._relpath(name), table, self._options(payload))
+        size = self._write_base(storage, self._relpath(name), table, options)
         return self._status(
             "", name, table.num_rows, merged.num_inserts, merged.num_updates, merged.num_deletes, size, started,
             table.column(RECORD_KEY),

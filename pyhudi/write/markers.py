@@ -8,6 +8,7 @@ commit the instant's marker folder is deleted.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from pyhudi.errors import FileNameError
@@ -37,6 +38,14 @@ def create_marker(storage: Storage, instant: str, partition_path: str, file_name
     exist before its data file does, and re-creating it (a retried task attempt) is harmless.
     """
     relpath = MarkerName(partition_path, file_name, io_type).relpath(instant)
+    if storage.is_local:  # one open() in the usual case: the folder exists after the first marker
+        path = storage.full_path(relpath)
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+        return relpath
     storage.write(relpath, b"")
     return relpath
 

@@ -91,9 +91,13 @@ def merge_into_base(
     delete_keys: pa.ChunkedArray | pa.Array | None,
     ordering_field: str | None,
     file_schema: pa.Schema | None = None,
+    insert_only: bool = False,
 ) -> MergeOutcome:
     """Apply ``updates`` (``_hoodie_record_key`` + columns, one row per key) and ``delete_keys``
-    to ``old`` (a base file read whole, meta columns first)."""
+    to ``old`` (a base file read whole, meta columns first).
+
+    ``insert_only``: every row of ``updates`` is a new record, even if its key is stored already
+    (an ``insert`` into a small file with ``hoodie.merge.allow.duplicate.on.inserts``)."""
     if file_schema is None:
         file_schema = pa.schema([f for f in old.schema if f.name not in META_FIELDS])
     data_schema = file_schema
@@ -107,7 +111,10 @@ def merge_into_base(
     num_inserts = num_updates = 0
     new_data = conform_to(pa.table({RECORD_KEY: pa.array([], pa.string())}), data_schema)
     if updates is not None and updates.num_rows:
-        positions = pc.index_in(updates.column(RECORD_KEY), value_set=old_keys.combine_chunks())
+        if insert_only:
+            positions = pa.nulls(updates.num_rows, pa.int32())
+        else:
+            positions = pc.index_in(updates.column(RECORD_KEY), value_set=old_keys.combine_chunks())
         wins = _winning_updates(updates, positions, old, ordering_field)
         if not wins.all():
             mask = pa.array(wins)

@@ -13,28 +13,33 @@ Where rows go depends on the index:
   (``%08d-0000-0000-0000-000000000000-0``), so every family of it gets one new log file (or a
   base file when bulk inserting into an empty group) — no lookup, no coordination;
 - **simple index** (:func:`plan_simple_index`, tables without buckets — Hudi's SIMPLE index):
-  upserts and deletes look their keys up in the latest base files of the partitions they touch
-  (:mod:`pyhudi.index.simple`); updates go to the key's file group (merge-on-read: a log file;
-  copy-on-write: a new version of its base file), inserts to new file groups of at most
-  ``hoodie.parquet.max.file.size`` bytes each. ``insert`` / ``bulk_insert`` skip the lookup,
-  as in Hudi: they always create new file groups (a key inserted twice is stored twice).
+  upserts and deletes look their keys up in the latest file slices (base file and log files) of
+  the partitions they touch (:mod:`pyhudi.index.simple`); updates go to the key's file group
+  (merge-on-read: a log file; copy-on-write: a new version of its base file); inserts first fill
+  the partition's small files (:mod:`pyhudi.write.small_files`; not ``bulk_insert``), the rest
+  go to new file groups of at most ``hoodie.parquet.max.file.size`` bytes each. ``insert`` /
+  ``bulk_insert`` skip the lookup, as in Hudi: a key inserted twice is stored twice.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.config.families import ColumnFamily
+from pyhudi.config.table import DROP_PARTITION_COLUMNS
 from pyhudi.config.keys import ConfigKey
 from pyhudi.fsview.view import FileGroup
+from pyhudi.index.bucket import BucketFileIds
 from pyhudi.index.simple import tag_locations
 from pyhudi.logformat import parquet_options_for
+from pyhudi.logformat.parquet_options import options_for_columns
 from pyhudi.schema import META_FIELDS
-from pyhudi.storage.naming import bucket_file_id, new_file_id
+from pyhudi.storage.naming import new_file_id
+from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.handle import (
     FSYNC_DATA_FILES,
     KIND_APPEND,
@@ -44,6 +49,14 @@ from pyhudi.write.handle import (
     META_PARQUET_OPTIONS,
     FamilyPayload,
     FileGroupWriteTask,
+)
+from pyhudi.write.small_files import (
+    MERGE_ALLOW_DUPLICATE_ON_INSERTS,
+    SMALL_FILE_LIMIT,
+    assign_inserts,
+    average_record_size,
+    pending_clustering_groups,
+    small_file_candidates,
 )
 
 if TYPE_CHECKING:
@@ -71,9 +84,16 @@ Run = tuple[tuple[str, int], int, int]
 
 
 # ------------------------------------------------------------------------------ shared steps
-def family_file_columns(family: ColumnFamily, key_fields: Sequence[str], partition_fields: Sequence[str]) -> list[str]:
-    """The data columns of a family's files: key, partition, then the family's own columns."""
+def family_file_columns(family: ColumnFamily, key_fields: Sequence[str], partition_fields: Sequence[str],
+                        drop_partition_columns: bool = False) -> list[str]:
+    """The data columns of a family's files: key, partition, then the family's own columns.
+
+    With ``hoodie.datasource.write.drop.partition.columns=true`` the partition columns are left
+    out (readers rebuild them from the partition path).
+    """
     cols = list(key_fields)
+    if drop_partition_columns:
+        return cols + [c for c in family.columns if c not in cols and c not in partition_fields]
     cols += [p for p in partition_fields if p not in cols]
     cols += [c for c in family.columns if c not in cols]
     return cols
@@ -118,14 +138,14 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     """
     n = rows.num_rows
     buckets = np.asarray(rows.column(BUCKET_COLUMN).combine_chunks(), dtype=np.int64)
-    encoded = pc.dictionary_encode(rows.column(PARTITION_COLUMN).combine_chunks())
+    encoded = _partition_codes(rows.column(PARTITION_COLUMN).combine_chunks())
     names = encoded.dictionary
     rank = np.empty(len(names), dtype=np.int64)
     rank[np.asarray(pc.sort_indices(names))] = np.arange(len(names))  # partition → its sorted rank
     width = int(buckets.max(initial=0)) + 1
     group = buckets if len(names) == 1 else rank[np.asarray(encoded.indices, dtype=np.int64)] * width + buckets
     group = group.astype(np.min_scalar_type(int(group.max(initial=0))))
-    order = np.argsort(group, kind="stable")
+    order = _stable_group_order(group)
     if n == 0:
         return order, []
     ordered = group[order]
@@ -133,6 +153,28 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     codes = np.asarray(encoded.indices)[order]
     return order, [((names[int(codes[a])].as_py(), int(buckets[order[a]])), a, b - a)
                    for a, b in zip(starts[:-1], starts[1:])]
+
+
+def _partition_codes(paths: pa.Array) -> pa.DictionaryArray:
+    """The partition paths dictionary-encoded; an unpartitioned table's paths (all ``""``) are
+    recognised from the offsets alone instead of hashing every row."""
+    if paths.null_count == 0 and len(paths) and pa.types.is_string(paths.type):
+        offsets = np.frombuffer(paths.buffers()[1], dtype=np.int32)
+        if offsets[paths.offset] == offsets[paths.offset + len(paths)]:
+            return pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(paths), dtype=np.int32)), pa.array([""]))
+    return pc.dictionary_encode(paths)
+
+
+_FEW_GROUPS = 64
+
+
+def _stable_group_order(group: np.ndarray) -> np.ndarray:
+    """Positions ordered by group, arrival order within a group (a stable argsort). With few
+    groups — the usual bucket count — one vectorised scan per group beats the sort."""
+    present = np.flatnonzero(np.bincount(group)) if len(group) and int(group.max()) < 1 << 16 else ()
+    if 0 < len(present) <= _FEW_GROUPS:
+        return np.concatenate([np.flatnonzero(group == g) for g in present])
+    return np.argsort(group, kind="stable")
 
 
 def runs_of(parts: pa.Array, buckets: np.ndarray) -> list[Run]:
@@ -149,7 +191,8 @@ def runs_of(parts: pa.Array, buckets: np.ndarray) -> list[Run]:
 
 
 def _bytes_per_row(txn: "WriteTxn", rows: pa.Table) -> float:
-    data_bytes = sum(rows.column(c).nbytes for c in rows.column_names if c in txn.schema.names)
+    names = set(txn.schema.names)
+    data_bytes = sum(column.nbytes for name, column in zip(rows.column_names, rows.columns) if name in names)
     return max(1.0, data_bytes / max(rows.num_rows, 1))
 
 
@@ -180,9 +223,13 @@ def _delete_keys(keys: pa.Array) -> pa.Table:
 
 
 # ------------------------------------------------------------------------------ bucket index
-def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for: TokenFor) -> list[FileGroupWriteTask]:
+def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for: TokenFor,
+                  replaced: Iterable[tuple[str, str]] = ()) -> list[FileGroupWriteTask]:
     """One task per (partition, bucket): log files per family (base files for bulk inserts
-    into empty file groups), or delete blocks to every family."""
+    into empty file groups), or delete blocks to every family. ``replaced``: file groups replaced
+    by completed replacecommits (a bucket's file group is never one of them, see
+    :class:`~pyhudi.index.bucket.BucketFileIds`)."""
+    file_id_of = BucketFileIds(existing, replaced)
     key_fields, partition_fields = txn.config.record_key_fields, txn.config.partition_fields
     families = txn.families
     row_group = rows_per_row_group(txn, rows)
@@ -190,7 +237,7 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         indices, runs = dedupe_plan(rows, None)
         keys_sorted = rows.column(RECORD_KEY).take(indices)
         return [
-            _task(txn, partition, bucket_file_id(bucket), KIND_DELETE, existing, token_for(index), row_group,
+            _task(txn, partition, file_id_of(partition, bucket), KIND_DELETE, existing, token_for(index), row_group,
                   delete_keys=_delete_keys(keys_sorted.slice(start, length)), delete_families=tuple(families))
             for index, ((partition, bucket), start, length) in enumerate(runs)
         ]
@@ -198,29 +245,35 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     present = set(rows.column_names)
     positions, runs = group_plan(rows)
     group_rows = [pa.array(positions[start:start + length]) for _, start, length in runs]
+    written = [c for c in rows.column_names if c not in (PARTITION_COLUMN, BUCKET_COLUMN)]
+    single = key_fields[0] if len(key_fields) == 1 else None
+    integer_key = single if single is not None and pa.types.is_integer(txn.schema.field(single).type) else None
+    all_options = parquet_options_for(rows.select(written), fixed=META_PARQUET_OPTIONS,  # one sample for all families
+                                      delta_columns=key_fields)
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
         given = [c for c in own if c in present]
         if not given and own:
             continue  # family not touched by this write
-        file_columns = family_file_columns(family, key_fields, partition_fields)
+        file_columns = family_file_columns(family, key_fields, partition_fields, txn.config.get(DROP_PARTITION_COLUMNS))
         cols = [c for c in file_columns if c in present]
         file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
         ordering = family.ordering_field if family.ordering_field in present else None
         source = rows.select([RECORD_KEY, *cols])
-        options = parquet_options_for(source, fixed=META_PARQUET_OPTIONS)  # once per family, not per file
+        options = options_for_columns(all_options, [*META_PARQUET_OPTIONS, *source.column_names])
         for (group, _, _), indices in zip(runs, group_rows):  # sort, de-duplication, gather: in the task
             payload = FamilyPayload(family.name, None, len(given) < len(own), file_schema, source=source,
                                     indices=indices, plan=f"plan:{ordering!r}", parquet_options=options,
-                                    sort_by=(ordering,))
+                                    sort_by=(ordering,), integer_key=integer_key)
             groups.setdefault(group, []).append(payload)
     tasks = []
     for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):
         # bulk_insert writes base files into file groups that have no data yet; otherwise
         # (and for upsert/insert) one new log file per family, as non-blocking writers do.
-        new_group = (partition, bucket_file_id(bucket)) not in existing
+        file_id = file_id_of(partition, bucket)
+        new_group = (partition, file_id) not in existing
         kind = KIND_CREATE if txn.operation == "bulk_insert" and new_group else KIND_APPEND
-        tasks.append(_task(txn, partition, bucket_file_id(bucket), kind, existing, token_for(index), row_group,
+        tasks.append(_task(txn, partition, file_id, kind, existing, token_for(index), row_group,
                            payloads=payloads))
     return tasks
 
@@ -243,8 +296,28 @@ def _file_group_runs(file_ids: pa.Array) -> list[tuple[str, np.ndarray]]:
     return [(ids[a].as_py(), positions[a:b]) for a, b in zip(starts[:-1], starts[1:])]
 
 
+def _fill_small_files(txn: "WriteTxn", existing: Existing, timeline: Timeline, locations: pa.Array,
+                      partition_runs: Sequence[tuple[str, int, int]],
+                      copy_on_write: bool) -> tuple[pa.Array, dict[str, int]]:
+    """Give inserts (null locations) to the small files of their partitions
+    (:mod:`~pyhudi.write.small_files`); returns the new locations and the inserts per small file."""
+    if SMALL_FILE_LIMIT.get(txn.options) <= 0 or locations.null_count == 0:
+        return locations, {}
+    by_partition: dict[str, list[FileGroup]] = {}
+    for (partition, _), group in existing.items():
+        by_partition.setdefault(partition, []).append(group)
+    excluded = pending_clustering_groups(timeline)
+    candidates = {partition: small_file_candidates(by_partition.get(partition, []), copy_on_write, txn.options,
+                                                   excluded)
+                  for partition, _, _ in partition_runs}
+    if not any(candidates.values()):
+        return locations, {}
+    return assign_inserts(locations, partition_runs, candidates, average_record_size(timeline, txn.options),
+                          MAX_FILE_SIZE.get(txn.options))
+
+
 def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
-                      token_for: TokenFor) -> list[FileGroupWriteTask]:
+                      token_for: TokenFor, timeline: Timeline | None = None) -> list[FileGroupWriteTask]:
     """Route rows of a table without a bucket index (one implicit family, see module docstring)."""
     (family,) = txn.families.values()
     key_fields, partition_fields = txn.config.record_key_fields, txn.config.partition_fields
@@ -253,17 +326,22 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
     delete = txn.operation == "delete"
     row_group = rows_per_row_group(txn, rows)
     indices, runs = dedupe_plan(rows, None if delete else ordering)
-    file_columns = family_file_columns(family, key_fields, partition_fields)
+    file_columns = family_file_columns(family, key_fields, partition_fields, txn.config.get(DROP_PARTITION_COLUMNS))
     own = [c for c in file_columns if c not in key_fields and c not in partition_fields]
     cols = [RECORD_KEY] + ([] if delete else [c for c in file_columns if c in present])
     ordered = rows.select(cols).take(indices)
     parts = rows.column(PARTITION_COLUMN).take(indices)
     partition_runs = [(partition, start, length) for (partition, _), start, length in runs]
     if txn.operation in ("upsert", "delete"):
-        locations = tag_locations(txn.storage, existing, partition_runs, ordered.column(RECORD_KEY))
+        locations = tag_locations(txn.storage, existing, partition_runs, ordered.column(RECORD_KEY),
+                                  txn.config.layout_version)
     else:
         locations = pa.nulls(ordered.num_rows, pa.string())
     copy_on_write = txn.config.table_type == "COPY_ON_WRITE"
+    inserted: dict[str, int] = {}  # small file id -> inserts assigned to it
+    if txn.operation in ("upsert", "insert") and timeline is not None:
+        locations, inserted = _fill_small_files(txn, existing, timeline, locations, partition_runs, copy_on_write)
+    concat = txn.operation == "insert" and MERGE_ALLOW_DUPLICATE_ON_INSERTS.get(txn.options)
     file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
     is_partial = len([c for c in own if c in present]) < len(own)
     event_field = ordering if txn.config.merge_mode == "EVENT_TIME_ORDERING" else None
@@ -287,7 +365,8 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
         else:
             payload = FamilyPayload(family.name, chunk, is_partial, file_schema)
             kind = KIND_MERGE if copy_on_write else KIND_APPEND
-            add(partition, file_id, kind, payloads=[payload], ordering_field=event_field)
+            add(partition, file_id, kind, payloads=[payload], ordering_field=event_field,
+                insert_count=inserted.get(file_id, 0), concat_inserts=concat)
     if delete:
         return tasks  # keys that are not in the table: nothing to delete
     inserts = ordered.filter(pc.invert(found))

@@ -151,14 +151,57 @@ def check_partition_values(paths: Iterable[str], partition_fields: Sequence[str]
             )
 
 
-def latest_sorted(rows: pa.Table, ordering: str | None) -> np.ndarray:
+def _integer_key_codes(rows: pa.Table, integer_key: str | None) -> np.ndarray | None:
+    """Key codes (int64 in the record keys' string order) when the keys spell the integer column
+    ``integer_key`` and all fit the codes (non-null, ``0 <= k < 10**17``); else None."""
+    if integer_key is None or integer_key not in rows.column_names or not len(rows):
+        return None
+    from pyhudi.read.keys import MAX_INTEGER_KEY, encode_keys  # read.keys builds on this module
+
+    column = rows.column(integer_key)
+    if column.null_count or not pa.types.is_integer(column.type):
+        return None
+    bounds = pc.min_max(column)
+    if bounds["min"].as_py() < 0 or bounds["max"].as_py() >= MAX_INTEGER_KEY:
+        return None
+    return np.asarray(encode_keys(column))
+
+
+def _strictly_increasing(keys: pa.ChunkedArray | pa.Array) -> bool:
+    """One vectorised comparison of neighbours (input that arrives sorted skips the sort)."""
+    keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    n = len(keys)
+    return keys.null_count == 0 and bool(pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py())
+
+
+def latest_sorted(rows: pa.Table, ordering: str | None, integer_key: str | None = None) -> np.ndarray:
     """Positions of ``rows`` (one file group) that keep the latest row per record key, in key
-    order. Latest = highest ``ordering`` value, ties → later arrival (the sort is stable)."""
+    order. Latest = highest ``ordering`` value, ties → later arrival (the sort is stable).
+
+    ``integer_key``: the one key field, when it is an integer column (the record key is its
+    decimal spelling); without an ordering, its key codes are sorted instead of the strings —
+    the same order, at less than half the cost.
+    """
+    n = rows.num_rows
+    codes = _integer_key_codes(rows, integer_key) if ordering is None else None
+    if codes is not None:
+        if n < 2 or bool(np.all(codes[1:] > codes[:-1])):
+            return np.arange(n)  # already in key order, one row per key: nothing to sort
+        order = np.argsort(codes, kind="stable")
+        n = len(order)
+        if n > 1:
+            ordered = codes[order]
+            keep = np.ones(n, dtype=bool)  # the last row of each key run wins
+            keep[:-1] = ordered[:-1] != ordered[1:]
+            if not keep.all():
+                order = order[keep]
+        return order
+    if n < 2 or _strictly_increasing(rows.column(META_FIELDS[2])):
+        return np.arange(n)  # already in key order, one row per key: nothing to sort
     sort_keys = [(META_FIELDS[2], "ascending", "at_start")]
     if ordering is not None:
         sort_keys.append((ordering, "ascending", "at_start"))  # a null ordering value loses
     order = np.asarray(pc.sort_indices(rows, sort_keys=sort_keys))
-    n = len(order)
     if n > 1:
         keys = rows.column(META_FIELDS[2]).take(order).combine_chunks()
         keep = np.ones(n, dtype=bool)  # the last row of each key run wins

@@ -34,9 +34,11 @@ from pyhudi.timeline.instant import Action
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write import prepare
 from pyhudi.write.handle import FileGroupWriteTask, WriteStatus
+from pyhudi.write.overwrite import is_overwrite, plan_overwrite
 from pyhudi.write.plan import BUCKET_COLUMN, PARTITION_COLUMN, RECORD_KEY, plan_bucketed, plan_simple_index
 
-OPERATIONS = {"upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}
+OPERATIONS = {"upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE",
+              "insert_overwrite": "INSERT_OVERWRITE", "insert_overwrite_table": "INSERT_OVERWRITE_TABLE"}
 DEFAULT_STAGE = 1
 
 
@@ -71,7 +73,8 @@ class WriteTxn:
     # ------------------------------------------------------------------ settings
     @property
     def action(self) -> Action:
-        return write_action(self.config)
+        """``replacecommit`` for overwrites (:mod:`pyhudi.write.overwrite`), else :func:`write_action`."""
+        return Action.REPLACECOMMIT if is_overwrite(self.operation) else write_action(self.config)
 
     @property
     def operation_type(self) -> str:
@@ -131,10 +134,6 @@ class WriteTxn:
         groups); without it each file group gets ``<index>-1-0`` (a driver-planned write whose
         tasks are file groups). ``timeline``: a listing taken since the instant was begun.
         """
-        timeline = timeline if timeline is not None else self.timeline()
-        view = FileSystemView(self.storage, timeline, len(self.config.partition_fields))
-        touched = set(prepared.column(PARTITION_COLUMN).unique().to_pylist()) if prepared.num_rows else set()
-        existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}
         if write_token is None:
             def token_for(index: int) -> str:
                 return str(WriteToken(index, DEFAULT_STAGE, 0))
@@ -143,8 +142,18 @@ class WriteTxn:
 
             def token_for(index: int) -> str:
                 return write_token
-        planner = plan_bucketed if self.config.num_buckets is not None else plan_simple_index
-        return planner(self, prepared, existing, token_for)
+        if is_overwrite(self.operation):
+            return plan_overwrite(self, prepared, token_for)  # new file groups only: nothing to look up
+        timeline = timeline if timeline is not None else self.timeline()
+        view = FileSystemView(self.storage, timeline, len(self.config.partition_fields))
+        touched = set(prepared.column(PARTITION_COLUMN).unique().to_pylist()) if prepared.num_rows else set()
+        existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}
+        if self.config.num_buckets is not None:
+            return plan_bucketed(self, prepared, existing, token_for, replaced=view.replaced)
+        # Copy-on-write small files take a new base file version: safe only when one planner sees
+        # every row (several executor tasks padding one small file would each write a version).
+        small_files = write_token is None or self.config.table_type != "COPY_ON_WRITE"
+        return plan_simple_index(self, prepared, existing, token_for, timeline=timeline if small_files else None)
 
     def write_rows(self, rows: Any, task_id: int = 0, attempt: int = 0,
                    stage: int = DEFAULT_STAGE) -> list[WriteStatus]:
