@@ -11,7 +11,12 @@ The input is a Parquet file (what a pipeline reads); both sides read it, so Spar
   split writes its rows to every file group it touches: more, smaller log files), for scale;
 - shares of the Spark write: the routing shuffle, the JVM→Python Arrow transfer (a Python sink
   that only consumes the batches), the rest (kernel write + Spark overheads); of the Spark read:
-  the Python→JVM transfer (a Python source yielding memory-mapped Arrow batches of the same data).
+  the Python→JVM transfer (a Python source yielding memory-mapped Arrow batches of the same data);
+- floors that no pyhudi code is part of: Spark's own Parquet scan of the input into the ``noop``
+  sink, the null Python source into ``noop`` (a read can never beat it), the scan routed into the
+  null Python sink (a write can never beat it) — each against the local engine.
+
+Spark sessions are built with ``pyhudi.spark.conf.configure`` (pyhudi's recommended settings).
 
 Every figure is the best of ``repeat`` runs (default 3: the first runs also warm the JVM's JIT), as
 wall time and CPU time (this process + the Spark JVM + its Python workers; the machine is shared).

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 import pyhudi
 import pyhudi.spark
-import pytest
-
 from pyhudi.spark.conf import (
     ARROW_MAX_BYTES_CONF,
     MAX_FIELDS_CONF,
