@@ -13,7 +13,6 @@ from pyspark.sql.types import StructType
 
 from pyhudi.errors import ConfigError
 from pyhudi.spark import options as opt
-from pyhudi.spark.conf import apply_runtime
 from pyhudi.spark.sql_backend import TABLE_SOURCE_PREFIX, table_source_name
 from pyhudi.spark.types import arrow_schema, project, select, spark_schema
 
@@ -101,10 +100,8 @@ def register(spark: SparkSession) -> None:
 
     Also turns on ``spark.sql.python.filterPushdown.enabled`` for the session: Spark refuses to
     plan a Python reader that implements ``pushFilters`` while it is off, and pushed filters are
-    what prune partitions and skip files. Raises ``spark.sql.codegen.maxFields`` for wide tables
-    (:func:`pyhudi.spark.conf.apply_runtime`).
+    what prune partitions and skip files.
     """
-    apply_runtime(spark)
     if spark.conf.get(PUSHDOWN_CONF, "false").lower() != "true":
         spark.conf.set(PUSHDOWN_CONF, "true")
     _register(spark, HudiDataSource)
