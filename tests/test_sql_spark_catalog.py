@@ -68,3 +68,23 @@ def test_catalog_locations_are_decoded_to_the_table_path():
     assert _local_path("file:/tmp/rv/100%25") == "/tmp/rv/100%"
     assert _local_path("file:/tmp/rv/plain") == "/tmp/rv/plain"
     assert _local_path("s3a://bucket/my%20t") == "s3a://bucket/my t"
+
+
+def test_catalog_is_scanned_once_per_session_not_on_every_call(spark, tmp_path, monkeypatch):
+    """register() lists every database; reads, writes and SQL run it once per session."""
+    from pyhudi.spark import datasource
+
+    path = str(tmp_path / "once")
+    df = spark.createDataFrame([(1, 1.5)], "id long, a double")
+    pyhudi.spark.write(df, path, **{"hoodie.datasource.write.recordkey.field": "id"})
+    scans = []
+    real = datasource.catalog_tables
+    monkeypatch.setattr(datasource, "catalog_tables", lambda s: scans.append(1) or real(s))
+    monkeypatch.delattr(spark, "_pyhudi_registered")
+    for _ in range(3):
+        assert [r.asDict() for r in pyhudi.spark.read(spark, path).collect()] == [{"id": 1, "a": 1.5}]
+        pyhudi.spark.write(df, path, **{"hoodie.datasource.write.recordkey.field": "id"})
+        pyhudi.spark.sql(spark, "SELECT 1 AS one").collect()
+    assert len(scans) == 1
+    pyhudi.spark.register(spark)  # an explicit call scans again (e.g. tables of another application)
+    assert len(scans) == 2

@@ -113,6 +113,22 @@ def register(spark: SparkSession) -> None:
         key = f"{REGISTRY_PREFIX}spark_catalog.{database}.{name}"  # pyhudi.spark.sql finds it too
         if not spark.conf.get(key, None):
             spark.conf.set(key, path)
+    try:
+        setattr(spark, _REGISTERED_ATTRIBUTE, True)
+    except AttributeError:  # a session class that takes no attributes: register on every call
+        pass
+
+
+_REGISTERED_ATTRIBUTE = "_pyhudi_registered"
+
+
+def ensure_registered(spark: SparkSession) -> None:
+    """:func:`register` once per session: what every ``pyhudi.spark`` read, write and SQL call
+    runs first. The catalog scan of :func:`register` lists every database, so it is not repeated
+    on each call; tables created later through ``pyhudi.spark.sql`` register their own source,
+    and an explicit ``pyhudi.spark.register(spark)`` scans the catalog again."""
+    if not getattr(spark, _REGISTERED_ATTRIBUTE, False):
+        register(spark)
 
 
 def _register(spark: SparkSession, source: type[HudiDataSource]) -> None:

@@ -146,9 +146,9 @@ def read(spark: SparkSession, path: str, columns: Sequence[str] | None = None,
     ``columns`` prunes families like ``Table.read(columns=...)``; ``filters`` are kernel filters
     ``[(column, op, value)]``, given to Spark as a condition that Spark pushes back to the source.
     """
-    from pyhudi.spark.datasource import register
+    from pyhudi.spark.datasource import ensure_registered
 
-    register(spark)
+    ensure_registered(spark)
     options = {k: v if isinstance(v, str) else str(v) for k, v in options.items()}
     settings = ReadSettings.from_options(opt.lowered(options))
     if settings.query_type != "incremental" and settings.as_of is None:

@@ -81,9 +81,9 @@ class SparkBackend:
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
-        from pyhudi.spark import register
+        from pyhudi.spark.datasource import ensure_registered
 
-        register(spark)  # the "pyhudi" data source must exist for CREATE TABLE ... USING pyhudi
+        ensure_registered(spark)  # the "pyhudi" data source must exist for CREATE TABLE ... USING pyhudi
 
     def run_sql(self, text: str) -> Any:
         return self.spark.sql(text)

@@ -261,13 +261,13 @@ def write(df: DataFrame, path: str, operation: str = "upsert", mode: str = "appe
     import pyhudi
     from pyhudi.spark.bucketing import route_by_bucket
     from pyhudi.spark.conf import write_settings
-    from pyhudi.spark.datasource import FORMAT, register
+    from pyhudi.spark.datasource import FORMAT, ensure_registered
 
     if mode not in ("append", "overwrite"):
         raise ConfigError(f"mode must be 'append' or 'overwrite', got {mode!r}")
     text = {k: v if isinstance(v, str) else str(v) for k, v in options.items()}
     text[opt.OPERATION.key] = opt.OPERATION.parse(operation)
-    register(df.sparkSession)
+    ensure_registered(df.sparkSession)
     table = open_or_create(path, arrow_schema(df.schema), opt.lowered(text), mode == "overwrite")
     check_columns(table, arrow_schema(df.schema), operation)
     before = _last_instant(table)
