@@ -286,3 +286,39 @@ def test_partial_upsert_pads_small_files_with_new_keys_whose_absent_columns_are_
     assert sorted((s.partition_path, s.kind, s.num_inserts, s.num_updates) for s in t.last_write.statuses) == [
         ("x", kind, 1, 1), ("y", kind, 1, 1)]
     assert {r["id"]: r["s"] for r in t.read().to_pylist()}[10] is None
+
+
+# ------------------------------------------------------------------------------ concurrent writers
+def _planned(client, data, operation):
+    """A write begun and its files written, not committed (what a concurrent writer holds)."""
+    timeline = client.table.active_timeline()
+    prepared = client._txn(operation, client.table.schema, instant="", families={}).prepare(data)
+    txn = client.begin(operation, timeline=timeline)
+    statuses = [s for task in txn.plan_tasks(prepared, timeline=timeline) for s in task.run()]
+    return txn, statuses
+
+
+@pytest.mark.parametrize("committer", ["planner", "other client"])
+@pytest.mark.parametrize("operation", ["insert", "upsert"])
+def test_concurrent_copy_on_write_writers_padding_one_small_file_the_later_commit_fails(tmp_path, operation,
+                                                                                       committer):
+    from pyhudi.errors import CommitConflictError
+
+    t = make_table(tmp_path, "COPY_ON_WRITE", False)
+    t.insert(rows(range(4), 1))
+    (group,) = t.file_groups()
+    lazy = {"hoodie.cleaner.policy.failed.writes": "LAZY"}
+    a, b = WriteClient(t, options=lazy), WriteClient(t, options=lazy)
+    txn_a, statuses_a = _planned(a, rows([10, 11], 2), operation)
+    txn_b, statuses_b = _planned(b, rows([20, 21], 3), operation)
+    assert {s.file_id for s in statuses_a} == {s.file_id for s in statuses_b} == {group.file_id}
+    a.commit(txn_a, statuses_a)
+    # b merged its inserts into the version a replaced: committing it would drop rows 10 and 11
+    with pytest.raises(CommitConflictError, match=f"^write {txn_b.instant} conflicts with commit {txn_a.instant}, "
+                                                  f"which wrote a new version of file group {group.file_id} "):
+        (b if committer == "planner" else WriteClient(t, options=lazy)).commit(txn_b, statuses_b)
+    state: dict = {}
+    apply(state, rows(range(4), 1))
+    apply(state, rows([10, 11], 2))
+    check_rows(t, state)
+    assert t.active_timeline().get(txn_b.instant) is None  # rolled back

@@ -185,10 +185,14 @@ class WriteClient:
             if replace is not None:
                 metadata = replace.metadata(metadata)
 
+            # the commits the plan saw (the listing is refreshed in place under the lock)
+            seen = {i.requested_time for i in state.timeline.completed()} if state is not None else None
+
             def precondition(current: Timeline) -> None:
                 # C3: checked under the timeline lock, so no ALTER completes between check and commit
                 check_schema_unchanged(self.table._history, current, self.table.config, txn.schema, txn.families)
                 check_not_replaced(txn, statuses, current)  # no file written went to a just-replaced group
+                check_no_concurrent_base_version(txn, statuses, seen, current)
                 if replace is not None:
                     replace.check(current)  # no file group appeared in (or left) the overwritten scope
 
@@ -289,6 +293,41 @@ class WriteClient:
                 rollback_instant(self.table.storage, timeline, pending)
         except Exception:  # the original error matters more; the next writer rolls back again
             pass
+
+
+def check_no_concurrent_base_version(txn: WriteTxn, statuses: Sequence[WriteStatus], seen: set[str] | None,
+                                     current: Timeline) -> None:
+    """Under the timeline lock: refuse a new base file version (copy-on-write merge) of a file
+    group that another commit wrote since this write was planned — Hudi's OCC check on
+    overlapping ``(partition, file id)``. Both versions start from the same older one, so the
+    later would hide the rows the earlier added (two inserts padding one small file, two upserts
+    of one group).
+
+    ``seen``: requested times of the commits completed in the listing the write was planned on;
+    without it, commits completed after the merged base files' own commits count.
+    """
+    merged = {(s.partition_path, s.file_id): s.prev_commit for s in statuses if s.kind == KIND_MERGE}
+    if not merged:
+        return
+    completion = current.completion_times()
+    since = min((completion.get(prev, "") for prev in merged.values()), default="")
+    for instant in sorted(current.completed(), key=lambda i: i.sort_time):
+        if instant.requested_time == txn.instant or str(instant.action) not in ("commit", "deltacommit",
+                                                                                 "replacecommit"):
+            continue
+        if (instant.requested_time in seen) if seen is not None else instant.sort_time <= since:
+            continue
+        metadata = current.read_metadata(instant)
+        if metadata is None or not hasattr(metadata, "partition_file_ids"):
+            continue
+        hit = sorted((p, f) for p, ids in metadata.partition_file_ids().items() for f in ids if (p, f) in merged)
+        if hit:
+            partition, file_id = hit[0]
+            raise CommitConflictError(
+                f"write {txn.instant} conflicts with {instant.action} {instant.requested_time}, which wrote a new "
+                f"version of file group {file_id} of partition {partition!r} while this write ran; the write is "
+                "rolled back, retry it"
+            )
 
 
 def _check_options(options: Mapping[str, str]) -> None:
