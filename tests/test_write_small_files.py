@@ -322,3 +322,24 @@ def test_concurrent_copy_on_write_writers_padding_one_small_file_the_later_commi
     apply(state, rows([10, 11], 2))
     check_rows(t, state)
     assert t.active_timeline().get(txn_b.instant) is None  # rolled back
+
+
+def test_upsert_of_a_key_an_insert_stored_twice_in_a_small_file_updates_both_copies(tmp_path):
+    """``insert`` keeps a key the small file already holds as a second record (Hudi's default);
+    an upsert of that key merges it into every stored copy (Hudi's merge handle) and the file
+    stays readable (it may not declare strictly sorted keys)."""
+    t = make_table(tmp_path, "COPY_ON_WRITE", False)
+    t.insert(rows(range(4), 1))
+    t.insert(rows([1], 2))
+    (group,) = t.file_groups()
+    assert [(r["id"], r["v"]) for r in t.read().sort_by([("id", "ascending"), ("v", "ascending")]).to_pylist()] == [
+        (0, 0.1), (1, 1.1), (1, 1.2), (2, 2.1), (3, 3.1)]
+    i3 = t.upsert(rows([1, 2], 3))
+    assert [g.file_id for g in t.file_groups()] == [group.file_id]
+    expected = [(0, 0.1, "s0-1"), (1, 1.3, "s1-3"), (1, 1.3, "s1-3"), (2, 2.3, "s2-3"), (3, 3.1, "s3-1")]
+    assert [(r["id"], r["v"], r["s"]) for r in t.read().sort_by("id").to_pylist()] == expected
+    assert [(r["id"], r["v"], r["s"]) for r in hudi_rows(t.path, COLS)] == expected
+    assert stats(t) == [("", group.file_id, "merge", 5, 0, 3)]
+    base = Path(t.path) / t.last_write.files[0]
+    assert pq.ParquetFile(base).metadata.row_group(0).sorting_columns == ()
+    assert t.last_write.instant == i3

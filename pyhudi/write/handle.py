@@ -325,11 +325,12 @@ class FileGroupWriteTask:
         new_meta = self._meta_columns(merged.new_keys, name)
         table = merged.assemble(new_meta, name)
         options = self._options(payload)
-        if self.concat_inserts:  # a key stored twice: sorted, but not strictly — declared only if strict
-            options = {k: v for k, v in options.items() if k != "sorting_columns"}
-            sorting = key_sorting_columns(table)
-            if sorting:
-                options["sorting_columns"] = sorting
+        # the old file may hold a key twice (an insert into a small file): sorted, but not
+        # strictly — the order is declared only if strict
+        options = {k: v for k, v in options.items() if k != "sorting_columns"}
+        sorting = key_sorting_columns(table)
+        if sorting:
+            options["sorting_columns"] = sorting
         create_marker(storage, self.instant, self.partition_path, name, IO_MERGE)
         size = self._write_base(storage, self._relpath(name), table, options)
         return self._status(

@@ -85,6 +85,26 @@ def _winning_updates(updates: pa.Table, positions: pa.Array, old: pa.Table, orde
     return ~np.asarray(loses.fill_null(False), dtype=bool)
 
 
+def _update_occurrences(old_keys: pa.ChunkedArray, updates: pa.Table) -> tuple[np.ndarray, pa.Array]:
+    """(update row, stored row or null) pairs in update order: an update meets every stored row of
+    its key — a file may hold a key twice after an ``insert`` that allows duplicates, and Hudi's
+    merge handle merges the update into each copy — and an update of no stored key is an insert."""
+    old_keys = old_keys.combine_chunks() if isinstance(old_keys, pa.ChunkedArray) else old_keys
+    update_of = pc.index_in(old_keys, value_set=updates.column(RECORD_KEY).combine_chunks())
+    stored = np.flatnonzero(np.asarray(update_of.is_valid(), dtype=bool))
+    if len(stored) == 0:
+        return np.arange(updates.num_rows), pa.nulls(updates.num_rows, pa.int64())
+    targets = np.asarray(update_of.filter(update_of.is_valid()), dtype=np.int64)
+    matched = np.zeros(updates.num_rows, dtype=bool)
+    matched[targets] = True
+    alone = np.flatnonzero(~matched)
+    picks = np.concatenate([targets, alone])
+    rows = np.concatenate([stored, np.full(len(alone), -1, dtype=np.int64)])
+    order = np.argsort(picks, kind="stable")  # update (key) order; copies of one key stay in file order
+    rows = rows[order]
+    return picks[order], pa.array(rows, mask=rows < 0, type=pa.int64())
+
+
 def merge_into_base(
     old: pa.Table,
     updates: pa.Table | None,
@@ -112,18 +132,18 @@ def merge_into_base(
     new_data = conform_to(pa.table({RECORD_KEY: pa.array([], pa.string())}), data_schema)
     if updates is not None and updates.num_rows:
         if insert_only:
-            positions = pa.nulls(updates.num_rows, pa.int32())
+            picks, positions = np.arange(updates.num_rows), pa.nulls(updates.num_rows, pa.int64())
         else:
-            positions = pc.index_in(updates.column(RECORD_KEY), value_set=old_keys.combine_chunks())
-        wins = _winning_updates(updates, positions, old, ordering_field)
-        if not wins.all():
-            mask = pa.array(wins)
-            updates, positions = updates.filter(mask), positions.filter(mask)
+            picks, positions = _update_occurrences(old_keys, updates)
+            wins = _winning_updates(updates.take(pa.array(picks)), positions, old, ordering_field)
+            if not wins.all():
+                picks, positions = picks[wins], positions.filter(pa.array(wins))
         found = np.asarray(positions.is_valid(), dtype=bool)
         hit = np.asarray(positions.fill_null(0), dtype=np.int64)[found]
         replaced[hit] = True
         num_updates = int(found.sum())
-        num_inserts = updates.num_rows - num_updates
+        num_inserts = len(picks) - num_updates
+        updates = updates.take(pa.array(picks))
         new_data = conform_to(updates, data_schema)
         absent = [f.name for f in data_schema if f.name not in updates.column_names and f.name in old.column_names]
         for name in absent:  # a partial update keeps the stored values of the columns it lacks
