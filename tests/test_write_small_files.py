@@ -343,3 +343,26 @@ def test_upsert_of_a_key_an_insert_stored_twice_in_a_small_file_updates_both_cop
     base = Path(t.path) / t.last_write.files[0]
     assert pq.ParquetFile(base).metadata.row_group(0).sorting_columns == ()
     assert t.last_write.instant == i3
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_updates_and_deletes_reach_every_file_group_holding_a_key(tmp_path, table_type):
+    """Inserts keep duplicates, so one key can live in two file groups of its partition; as in
+    Hudi's simple index, an upsert updates and a delete removes it in every one of them."""
+    t = make_table(tmp_path, table_type, True)
+    t.insert(rows([1, 3], 1), options=NO_SMALL_FILES)
+    t.insert(rows([1, 5], 2), options=NO_SMALL_FILES)  # key 1 again, in a second file group of "x"
+    holders = {g.file_id for g in t.file_groups() if g.partition_path == "x"}
+    assert len(holders) == 2
+    assert sorted((r["id"], r["s"]) for r in t.read().to_pylist()) == [(1, "s1-1"), (1, "s1-2"), (3, "s3-1"),
+                                                                       (5, "s5-2")]
+    t.upsert(rows([1], 3))
+    assert {s.file_id for s in t.last_write.statuses} == holders  # both holders got the update
+    assert sorted((r["id"], r["s"]) for r in t.read().to_pylist()) == [(1, "s1-3"), (1, "s1-3"), (3, "s3-1"),
+                                                                       (5, "s5-2")]
+    assert sorted((r["id"], r["s"]) for r in hudi_rows(t.path, COLS)) == [(1, "s1-3"), (1, "s1-3"), (3, "s3-1"),
+                                                                          (5, "s5-2")]
+    t.delete(pa.table({"id": pa.array([1], pa.int64()), "p": ["x"]}))
+    assert {s.file_id for s in t.last_write.statuses} == holders
+    assert sorted(r["id"] for r in t.read().to_pylist()) == [3, 5]
+    assert sorted(r["id"] for r in hudi_rows(t.path, COLS)) == [3, 5]

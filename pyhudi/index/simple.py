@@ -18,6 +18,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -88,17 +89,22 @@ def tag_locations(
     partition_runs: Sequence[tuple[str, int, int]],
     keys: pa.ChunkedArray | pa.Array,
     layout_version: int = 2,
-) -> pa.Array:
-    """The file id holding each key (null: not in the table).
+) -> tuple[pa.Array, tuple[np.ndarray, pa.Array]]:
+    """The file id holding each key (null: not in the table), and the other holders.
 
     ``keys`` are sorted by partition; ``partition_runs`` gives ``(partition, start, length)`` of
-    each partition's slice of them.
+    each partition's slice of them. A key may be stored in several file groups of its partition
+    (inserts keep duplicates, ``hoodie.merge.allow.duplicate.on.inserts``); as in Hudi's simple
+    index, an update or delete must reach every one, so the second result lists the extra
+    holders as ``(positions in keys, file ids)``.
     """
     by_partition: dict[str, list[FileGroup]] = {}
     for (partition, _), group in existing.items():
         by_partition.setdefault(partition, []).append(group)
     keys = pa.chunked_array([keys]) if isinstance(keys, pa.Array) else keys
     pieces = []
+    extra_positions: list[np.ndarray] = []
+    extra_ids: list[pa.Array] = []
     for partition, start, length in partition_runs:
         wanted = keys.slice(start, length)
         stored_keys, stored_ids = partition_key_locations(storage, by_partition.get(partition, []), layout_version)
@@ -106,8 +112,38 @@ def tag_locations(
             pieces.append(pa.nulls(length, pa.string()))
             continue
         positions = pc.index_in(wanted, value_set=stored_keys)
-        pieces.append(stored_ids.take(positions).combine_chunks() if isinstance(positions, pa.ChunkedArray)
-                      else stored_ids.take(positions))
+        positions = positions.combine_chunks() if isinstance(positions, pa.ChunkedArray) else positions
+        pieces.append(stored_ids.take(positions))
+        rows, ids = _other_holders(wanted, positions, stored_keys, stored_ids)
+        if len(rows):
+            extra_positions.append(rows + start)
+            extra_ids.append(ids)
     if not pieces:
-        return pa.array([], pa.string())
-    return pa.concat_arrays(pieces)
+        return pa.array([], pa.string()), (np.zeros(0, dtype=np.int64), pa.array([], pa.string()))
+    extra = (np.concatenate(extra_positions) if extra_positions else np.zeros(0, dtype=np.int64),
+             pa.concat_arrays(extra_ids) if extra_ids else pa.array([], pa.string()))
+    return pa.concat_arrays(pieces), extra
+
+
+def _other_holders(wanted: pa.ChunkedArray, first: pa.Array, stored_keys: pa.Array,
+                   stored_ids: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """``(positions in wanted, file ids)`` of stored copies other than the first found one."""
+    counts = pc.value_counts(stored_keys)
+    repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+    if len(repeated) == 0:
+        return np.zeros(0, dtype=np.int64), pa.array([], pa.string())
+    dup_stored = np.flatnonzero(np.asarray(pc.is_in(stored_keys, value_set=repeated)))
+    dup_keys = stored_keys.take(pa.array(dup_stored))
+    # which wanted row each duplicated stored copy belongs to (-1: not wanted)
+    owner = pc.index_in(dup_keys, value_set=wanted.combine_chunks()).fill_null(-1)
+    owner = np.asarray(owner, dtype=np.int64)
+    keep = owner >= 0
+    owner, dup_stored = owner[keep], dup_stored[keep]
+    ids = stored_ids.take(pa.array(dup_stored))
+    first_ids = stored_ids.take(first.take(pa.array(owner)))
+    # other file groups only (a group holding two copies is one holder: its merge meets both),
+    # each (row, file group) once
+    other = np.asarray(pc.not_equal(ids, first_ids))
+    pairs = pa.table({"row": owner[other], "id": ids.filter(pa.array(other))})
+    pairs = pairs.group_by(["row", "id"], use_threads=False).aggregate([])
+    return np.asarray(pairs.column("row"), dtype=np.int64), pairs.column("id").combine_chunks()

@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.config.families import ColumnFamily
-from pyhudi.config.table import DROP_PARTITION_COLUMNS
 from pyhudi.config.keys import ConfigKey
+from pyhudi.config.table import DROP_PARTITION_COLUMNS
 from pyhudi.fsview.view import FileGroup
 from pyhudi.index.bucket import BucketFileIds
 from pyhudi.index.simple import tag_locations
@@ -332,9 +332,10 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
     ordered = rows.select(cols).take(indices)
     parts = rows.column(PARTITION_COLUMN).take(indices)
     partition_runs = [(partition, start, length) for (partition, _), start, length in runs]
+    extra: tuple[np.ndarray, pa.Array] = (np.zeros(0, dtype=np.int64), pa.array([], pa.string()))
     if txn.operation in ("upsert", "delete"):
-        locations = tag_locations(txn.storage, existing, partition_runs, ordered.column(RECORD_KEY),
-                                  txn.config.layout_version)
+        locations, extra = tag_locations(txn.storage, existing, partition_runs, ordered.column(RECORD_KEY),
+                                         txn.config.layout_version)
     else:
         locations = pa.nulls(ordered.num_rows, pa.string())
     copy_on_write = txn.config.table_type == "COPY_ON_WRITE"
@@ -351,9 +352,15 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
         tasks.append(_task(txn, partition, file_id, kind, existing, token_for(len(tasks)), row_group, **kwargs))
 
     found = locations.is_valid()
-    updates = ordered.filter(found)
-    update_parts = parts.filter(found)
-    for file_id, positions in _file_group_runs(locations.filter(found)):
+    # keys stored in several file groups: the extra holders get the update / delete too; rows stay
+    # in key order (positions ascending), which each file group's run keeps
+    positions = np.concatenate([np.flatnonzero(np.asarray(found)), extra[0]])
+    order = np.argsort(positions, kind="stable")
+    taken = pa.array(positions[order])
+    updates = ordered.take(taken)
+    update_parts = parts.take(taken)
+    update_ids = pa.concat_arrays([locations.filter(found), extra[1]]).take(pa.array(order))
+    for file_id, positions in _file_group_runs(update_ids):
         chunk = updates.take(pa.array(positions))
         partition = update_parts[int(positions[0])].as_py()
         if delete:
