@@ -11,7 +11,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pyarrow as pa
+
 import pyhudi
+
+# The table the Spark write and engine tests write: a key, two families' columns, a partition.
+SCHEMA = pa.schema([
+    pa.field("id", pa.int64(), False),
+    ("a", pa.float64()), ("b", pa.string()), ("ts", pa.int64()),
+    ("c", pa.int64()),
+    ("p", pa.string()),
+])
 
 _TOKEN = re.compile(r"(?<=_)\d+-\d+-\d+(?=_<I|$|')")
 _SIZE_FIELDS = ("totalWriteBytes", "fileSizeInBytes", "total_write_bytes", "file_size_in_bytes")

@@ -18,14 +18,8 @@ from pyhudi.engine.spark import SparkEngine, _run_indexed, _TaskFailure
 from pyhudi.errors import ConfigError, SchemaError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from spark_helpers import commit_stats, data_files
+from spark_helpers import SCHEMA, commit_stats, data_files
 
-SCHEMA = pa.schema([
-    pa.field("id", pa.int64(), False),
-    ("a", pa.float64()), ("b", pa.string()), ("ts", pa.int64()),
-    ("c", pa.int64()),
-    ("p", pa.string()),
-])
 FAMILIES = {"fa": "a,b;ts", "fc": "c"}
 
 

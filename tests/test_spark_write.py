@@ -19,14 +19,8 @@ from pyhudi.spark import options as opt
 from pyhudi.spark.writer import _table_settings, check_columns
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from spark_helpers import commit_stats, data_files, leftovers, timeline_states
+from spark_helpers import SCHEMA, commit_stats, data_files, leftovers, timeline_states
 
-SCHEMA = pa.schema([
-    pa.field("id", pa.int64(), False),
-    ("a", pa.float64()), ("b", pa.string()), ("ts", pa.int64()),
-    ("c", pa.int64()),
-    ("p", pa.string()),
-])
 DDL = "id bigint NOT NULL, a double, b string, ts bigint, c bigint, p string"
 FAMILIES = {"fA": "a,b;ts", "fC": "c"}
 HUDI_OPTIONS = {
