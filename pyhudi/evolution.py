@@ -99,11 +99,10 @@ class SchemaHistory:
         key = (instant.requested_time, instant.completion_time)
         found = self._cache.get(key)
         if found is None:
-            metadata = timeline.read_metadata(instant)
-            extra = getattr(metadata, "extra_metadata", None) or {}
+            operation, extra = timeline.read_commit_summary(instant)
             found = InstantSchema(
                 extra.get(SCHEMA_KEY), extra.get(FAMILIES_KEY), extra.get(PREVIOUS_FAMILIES_KEY),
-                getattr(metadata, "operation_type", None), extra.get(PROPERTY_EDITS_KEY),
+                operation, extra.get(PROPERTY_EDITS_KEY),
             )
             self._cache[key] = found
         return found

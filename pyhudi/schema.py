@@ -10,6 +10,7 @@ timestamp logical types).
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Iterable, Mapping
 
@@ -102,8 +103,12 @@ def avro_schema_from_arrow(schema: pa.Schema, record_name: str, namespace: str) 
     return _record_from_fields(list(schema), record_name, namespace)
 
 
+@functools.lru_cache(maxsize=256)
 def avro_schema_json(schema: pa.Schema, table_name: str) -> str:
-    """Compact Avro JSON for ``schema`` with Hudi's record naming for ``table_name``."""
+    """Compact Avro JSON for ``schema`` with Hudi's record naming for ``table_name``.
+
+    Memoised: every commit and every data block header spells the table's schema, and a wide
+    schema takes milliseconds to convert (Arrow schemas are immutable and hashable)."""
     record_name, namespace = hudi_record_names(table_name)
     return json.dumps(avro_schema_from_arrow(schema, record_name, namespace), separators=(",", ":"))
 

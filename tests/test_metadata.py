@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pyhudi.errors import MetadataError
 from pyhudi.timeline import schemas
 from pyhudi.timeline.metadata import (
+    decode_commit_summary,
     ActionInstant,
     CleanerPlan,
     CleanFileInfo,
@@ -196,6 +197,9 @@ def test_every_fixture_instant_decodes(tables: dict[str, pathlib.Path], zip_rel:
             assert type(obj) is CommitMetadata, path.name
         if state == "COMPLETED" and action == "replacecommit":
             assert type(obj) is ReplaceCommitMetadata, path.name
+        if state == "COMPLETED" and action in ("commit", "deltacommit", "replacecommit"):
+            # the cheap summary every write reads agrees with the full model
+            assert decode_commit_summary(action, data) == (obj.operation_type, obj.extra_metadata or {}), path.name
         if isinstance(obj, AvroModel):
             assert_round_trip(obj)
             if data[:4] == b"Obj\x01":  # Hudi-written Avro: re-encoding keeps every record value
@@ -510,6 +514,17 @@ def test_undecodable_bytes_raise(data: bytes) -> None:
     assert "COMPLETED" in str(info.value)
     with pytest.raises(MetadataError, match="indexing"):
         decode_instant_metadata("indexing", "REQUESTED", data)
+    with pytest.raises(MetadataError, match=r"deltacommit instant \(COMPLETED\)"):
+        decode_commit_summary("deltacommit", data)
+
+
+def test_commit_summary_of_empty_and_json_commits() -> None:
+    assert decode_commit_summary("commit", b"") == (None, {})
+    data = V6_COMMIT_JSON.read_bytes()
+    operation, extra = decode_commit_summary("commit", data)
+    assert operation == "UPSERT" and extra["schema"].startswith('{"type":"record","name":"v6_nonpartitioned_record"')
+    with pytest.raises(MetadataError, match="extraMetadata is a list"):
+        decode_commit_summary("commit", b'{"extraMetadata": [1]}')
 
 
 def test_wrong_record_kind_and_state_raise() -> None:

@@ -19,6 +19,7 @@ every column: it is a plain Hudi bucket table.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -76,9 +77,17 @@ def validate_family_name(name: str) -> str:
 
 def parse_family_value(name: str, value: str) -> ColumnFamily:
     """Parse ``"c1,c2;ts"`` for family ``name`` (syntax only; see :func:`validate_families`)."""
+    if isinstance(name, str) and isinstance(value, str):
+        return _parse_family_value(name, value)
     validate_family_name(name)
-    if not isinstance(value, str):
-        raise ColumnFamilyError(f"column family {name!r}: definition must be a string, got {value!r}")
+    raise ColumnFamilyError(f"column family {name!r}: definition must be a string, got {value!r}")
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_family_value(name: str, value: str) -> ColumnFamily:
+    """:func:`parse_family_value` of strings, memoised: every write parses the table's families
+    (from ``hoodie.properties`` and the timeline) several times, and the result is immutable."""
+    validate_family_name(name)
     if value.count(";") > 1:
         raise ColumnFamilyError(
             f"column family {name!r}: definition {value!r} has more than one ';' "

@@ -262,6 +262,37 @@ def decode_instant_metadata(action: str, state: str, data: bytes) -> object | No
     raise MetadataError(f"{where}: content is neither an Avro container nor JSON (starts with {bytes(data[:8])!r})")
 
 
+def decode_commit_summary(action: str, data: bytes) -> tuple[str | None, dict[str, str]]:
+    """``(operationType, extraMetadata)`` of a completed commit's file, without building the
+    whole model.
+
+    Every write looks up the schema and families the latest commit recorded; decoding every
+    write stat of a large commit into model objects for two fields would cost milliseconds.
+
+    Raises:
+        MetadataError: naming the action, if the bytes are neither an Avro container nor JSON.
+    """
+    fmt = detect_format(data)
+    if fmt == "empty":
+        return None, {}
+    where = f"{action.lower()} instant (COMPLETED)"
+    try:
+        if fmt == "avro":
+            record = read_container(data)[1]
+        elif fmt == "json":
+            record = read_json(data)
+        else:
+            raise MetadataError(f"content is neither an Avro container nor JSON (starts with {bytes(data[:8])!r})")
+    except MetadataError as exc:
+        raise MetadataError(f"{where}: {exc}") from exc
+    record = record or {}
+    extra = record.get("extraMetadata") or {}
+    if not isinstance(extra, dict):
+        raise MetadataError(f"{where}: extraMetadata is a {type(extra).__name__}, not a map")
+    operation = record.get("operationType")
+    return (str(operation) if operation is not None else None), {str(k): v for k, v in extra.items()}
+
+
 def _model_for(expected: type[AvroModel], record_name: str, where: str) -> type[AvroModel]:
     """The model to decode an Avro record with: the expected one unless the file says otherwise."""
     found = model_for_record(record_name)
@@ -278,6 +309,7 @@ def encode_instant_metadata(metadata: AvroModel | None) -> bytes:
 
 
 __all__ = [
+    "decode_commit_summary",
     "SCHEMA_KEY",
     "REQUESTED",
     "INFLIGHT",

@@ -26,7 +26,7 @@ from pyhudi.timeline.instant import (
     to_action,
 )
 from pyhudi.timeline.lock import FileLock
-from pyhudi.timeline.metadata import decode_instant_metadata
+from pyhudi.timeline.metadata import decode_commit_summary, decode_instant_metadata
 from pyhudi.timeline.timegen import InstantTimeGenerator, TimelineLock, _max_time
 
 DEFAULT_TIMELINE_DIR = ".hoodie/timeline"
@@ -217,6 +217,11 @@ class Timeline:
     def read_bytes(self, instant: Instant) -> bytes:
         """The raw content of the instant's file for its state."""
         return self.storage.read(self.path_of(instant))
+
+    def read_commit_summary(self, instant: Instant) -> tuple[str | None, dict[str, str]]:
+        """``(operationType, extraMetadata)`` of a completed commit, decoded cheaply
+        (:func:`~pyhudi.timeline.metadata.decode_commit_summary`)."""
+        return decode_commit_summary(instant.action.value, self.read_bytes(instant))
 
     def read_metadata(self, instant: Instant) -> Any:
         """The decoded metadata (commit metadata, plan, ...) of the instant's file for its state."""

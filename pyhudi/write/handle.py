@@ -19,7 +19,6 @@ A marker is created before every data file, so a failed task can be rolled back.
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -66,12 +65,6 @@ FSYNC_DATA_FILES = ConfigKey(
     "across power loss on local file systems. Off by default, like Hudi on a local file system and "
     "pyarrow's own writer: a killed process loses nothing either way (uncommitted files are rolled back).",
 )
-
-
-@functools.lru_cache(maxsize=256)
-def _schema_json(schema: pa.Schema, table_name: str) -> str:
-    """The SCHEMA header of a block (the same few schemas come back with every commit)."""
-    return avro_schema_json(schema, table_name)
 
 
 @dataclass
@@ -285,7 +278,7 @@ class FileGroupWriteTask:
         else:
             name = LogFileName(self.file_id, self.instant, 1, self.write_token, family).name
             table = self._with_meta(data, self.file_id, self._cached_meta(payload, data, self.file_id, cache))
-            header = data_block_header(self.instant, _schema_json(table.schema, self.table_name),
+            header = data_block_header(self.instant, avro_schema_json(table.schema, self.table_name),
                                        table_name=self.table_name, is_partial=payload.is_partial)
             block = ParquetDataBlock(table, header, table_name=self.table_name, **self._options(payload))
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
