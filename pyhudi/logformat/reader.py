@@ -25,9 +25,9 @@ from pyhudi.logformat.block import (
     BlockType,
     CorruptBlock,
     LogBlock,
-    block_from_content,
     decode_header,
 )
+from pyhudi.logformat.data_block import block_from_content
 from pyhudi.storage.fs import Storage
 
 _HEAD = len(MAGIC) + 8
