@@ -131,7 +131,8 @@ class WriteClient:
         table = self.table
         timeline = table.active_timeline()
         schema = table._history.schema_at(timeline, table.config)
-        return self._txn(operation, schema, instant="", families=table._history.declared_families_at(timeline, table.config))
+        families = table._history.declared_families_at(timeline, table.config)
+        return self._txn(operation, schema, instant="", families=families)
 
     # ------------------------------------------------------------------ phases
     def begin(self, operation: str, schema: pa.Schema | None = None, *, timeline: Timeline | None = None,
