@@ -252,14 +252,14 @@ def _parquet_block_footer(storage: Storage, log: LogFile, block: ParquetDataBloc
 
 
 def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bool,
-                strategy: str = "auto", metrics: dict | None = None) -> Iterator[pa.Table]:
+                strategy: str = "auto", metrics: dict | None = None) -> FamilyStream:
     """The family's latest live rows (``_key`` + ``scan.fields``), in batches, sorted by key
     unless a single input is passed through with ``need_sorted=False``.
 
     ``metrics`` (optional) counts the strategy used under ``"strategy.<name>"``.
     """
     if not inputs:
-        return
+        return FamilyStream(iter(()))
     fields = list(scan.fields)
     if strategy == "auto" and len(inputs) == 1 and inputs[0].streamable and not need_sorted:
         chosen, rows = "pass_through", _pass_through(inputs[0], fields, batch_size)
@@ -269,15 +269,34 @@ def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bo
         chosen, rows = "hash_merge", _hash_merge(inputs, scan, fields, batch_size)
     if metrics is not None:
         metrics[f"strategy.{chosen}"] = metrics.get(f"strategy.{chosen}", 0) + 1
-    yield from rows
+    return FamilyStream(rows)
 
 
-def _pass_through(source: ParquetInput | LockstepInput, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
+class FamilyStream:
+    """A family's rows as an iterator of tables that tells, once a table is taken, whether it
+    was the last one (``done``): a join need not stop its window before the end of a stream
+    that has nothing more to give."""
+
+    def __init__(self, tables: Iterator[tuple[pa.Table, bool]]) -> None:
+        self._tables = tables
+        self.done = False
+
+    def __iter__(self) -> FamilyStream:
+        return self
+
+    def __next__(self) -> pa.Table:
+        table, self.done = next(self._tables)
+        return table
+
+
+def _pass_through(source: ParquetInput | LockstepInput, fields: list[pa.Field],
+                  batch_size: int) -> Iterator[tuple[pa.Table, bool]]:
     for v in source.chunks(batch_size):
+        last = v.last
         if np.any(v.is_delete):  # soft-deleted rows
             v = _without_soft_deletes(v)
         if len(v.keys):
-            yield _project_versions(v, fields, pa.schema([pa.field("_key", v.keys.type), *fields]))
+            yield _project_versions(v, fields, pa.schema([pa.field("_key", v.keys.type), *fields])), last
 
 
 def _without_soft_deletes(v: Versions) -> Versions:
@@ -297,31 +316,35 @@ def _project_versions(v: Versions, fields: list[pa.Field], schema: pa.Schema) ->
 
 
 class _Cursor:
-    """The current batch of one sorted input, consumed range by range."""
+    """The current batch of one sorted input, consumed range by range (``final``: the input has
+    no batch after it)."""
 
     def __init__(self, chunks: Iterator[Versions]) -> None:
         self._chunks = chunks
         self.buffer: Versions | None = None
+        self.final = False
         self._advance()
 
     def _advance(self) -> None:
         for chunk in self._chunks:
             if len(chunk.keys):
-                self.buffer = chunk
+                self.buffer, self.final = chunk, chunk.last
                 return
+            if chunk.last:
+                break
         self.buffer = None
 
     @property
     def last_key(self) -> str:
         return key_text(self.buffer.keys[-1])
 
-    def take_through(self, bound: str) -> Versions | None:
-        """The buffered rows with key <= ``bound``; refills when the buffer is used up."""
+    def take_through(self, bound: str | None) -> Versions | None:
+        """The buffered rows with key <= ``bound`` (None: all); refills when the buffer is used up."""
         buffer = self.buffer
         if buffer is None:
             return None
         keys = buffer.keys
-        n = bisect.bisect_right(keys, bound, key=key_text)
+        n = len(keys) if bound is None else bisect.bisect_right(keys, bound, key=key_text)
         if n == 0:
             return None
         if n == len(keys):
@@ -331,26 +354,31 @@ class _Cursor:
         return slice_versions(buffer, 0, n)
 
 
-def _sort_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
-    """Merge sorted inputs range by range (see the module docstring)."""
+def _sort_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field],
+                batch_size: int) -> Iterator[tuple[pa.Table, bool]]:
+    """Merge sorted inputs range by range (see the module docstring). A range ends at the
+    smallest last key of the inputs that have more batches to come: once every input holds its
+    final batch, one range takes the rest."""
     cursors = [_Cursor(i.chunks(batch_size)) for i in inputs]
     while True:
         active = [c for c in cursors if c.buffer is not None]
         if not active:
             return
-        bound = min(c.last_key for c in active)
+        bounding = [c for c in active if not c.final]
+        bound = min(c.last_key for c in bounding) if bounding else None
         pieces = [c.take_through(bound) for c in cursors]
         merged = merge_window(pieces, fields, scan.event_time, scan.ordering_type)
         if merged.num_rows:
-            yield merged
+            yield merged, all(c.buffer is None for c in cursors)
 
 
-def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
+def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field],
+                batch_size: int) -> Iterator[tuple[pa.Table, bool]]:
     versions = [v for i in inputs for v in i.chunks(batch_size, verify=False)]
     merged = merge_versions(versions, fields, scan.event_time, scan.ordering_type)
     for start in range(0, merged.num_rows, batch_size):
-        yield merged.slice(start, batch_size)
+        yield merged.slice(start, batch_size), start + batch_size >= merged.num_rows
 
 
-__all__ = ["STRATEGIES", "FamilyScan", "MemoryInput", "OpenedBase", "ParquetInput", "base_input", "read_family",
+__all__ = ["STRATEGIES", "FamilyScan", "FamilyStream", "MemoryInput", "OpenedBase", "ParquetInput", "base_input", "read_family",
            "slice_inputs"]

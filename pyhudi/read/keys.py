@@ -43,6 +43,7 @@ MAX_INTEGER_KEY = 10**17
 """Integer keys from 0 up to (not including) this have key codes."""
 _POWERS = np.array([10**k for k in range(1, 18)], dtype=np.int64)  # 10 .. 10^17
 _SCALE = np.array([10 ** max(0, 17 - d) for d in range(19)], dtype=np.int64)  # by digit count
+_SHIFTED_SCALE = _SCALE << 5
 
 
 @dataclass(frozen=True)
@@ -95,30 +96,42 @@ def integer_key_column(fields: Sequence[str], schema: pa.Schema, keygen_type: st
 
 # ----------------------------------------------------------------------------- key codes
 def encode_keys(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Key codes of integer keys in ``[0, MAX_INTEGER_KEY)`` (see the module docstring)."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+    """Key codes of integer keys in ``[0, MAX_INTEGER_KEY)`` (see the module docstring).
+
+    The codes are written into a buffer of Arrow's memory pool, which reuses freed memory: a
+    fresh NumPy array of that size would fault in new pages on every read.
+    """
+    values = single_array(values)
     if values.type != pa.int64():
         values = values.cast(pa.int64())
     k = np.asarray(values, dtype=np.int64)
-    if not len(k):
+    n = len(k)
+    if not n:
         return pa.array(k)
+    buffer = pa.allocate_buffer(n * 8)
+    codes = np.frombuffer(buffer, dtype=np.int64)
     low = int(np.searchsorted(_POWERS, k.min(), side="right"))  # digits of the smallest key, minus one
     high = int(np.searchsorted(_POWERS, k.max(), side="right"))
     if low == high:  # every key has the same number of digits: one multiply
-        codes = k * (int(_SCALE[low + 1]) << 5)
+        np.multiply(k, int(_SCALE[low + 1]) << 5, out=codes)
         codes += low + 1
-        return pa.array(codes)
-    digits = np.full(len(k), low + 1, dtype=np.int8)
-    at_least = np.empty(len(k), dtype=bool)
+        return pa.Array.from_buffers(pa.int64(), n, [None, buffer])
+    digits = np.full(n, low + 1, dtype=np.intp)
+    at_least = np.empty(n, dtype=bool)
     for power in _POWERS[low:high]:  # one pass per digit count the keys span
         np.greater_equal(k, power, out=at_least)
         digits += at_least
-    codes = np.take(_SCALE, digits)
+    np.take(_SHIFTED_SCALE, digits, out=codes)
     codes *= k
-    codes <<= 5
     codes += digits
-    return pa.array(codes)
+    return pa.Array.from_buffers(pa.int64(), n, [None, buffer])
+
+
+def single_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``column`` as one array: its only chunk as is (``combine_chunks`` copies even that)."""
+    if isinstance(column, pa.ChunkedArray):
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column
 
 
 def decode_keys(codes: pa.Array) -> pa.Array:

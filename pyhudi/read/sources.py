@@ -95,6 +95,10 @@ class Prefilter:
             return table  # a file stores the column with another type: keep every row (sound)
 
 
+def _rows_in(metadata: pq.FileMetaData, row_groups: Sequence[int]) -> int:
+    return sum(metadata.row_group(i).num_rows for i in row_groups)
+
+
 def _overlaps(keys: KeyRange, bounds: tuple[str | None, str | None]) -> bool:
     """Whether the inclusive range ``keys`` meets the half-open ``bounds``."""
     low, high = bounds
@@ -270,13 +274,17 @@ class ParquetInput:
         return True
 
     def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
-        """The versions batch by batch (``verify``: check a declared key order on the way)."""
+        """The versions batch by batch (``verify``: check a declared key order on the way); the
+        final batch says so (``Versions.last``)."""
         if not self.row_groups:
             return
         last = None
+        left = _rows_in(self.parquet.metadata, self.row_groups)
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
                                                columns=self.columns, use_threads=self.spec.decode_threads):
+            left -= batch.num_rows
             v = self.spec.versions(pa.Table.from_batches([batch]), owned=True)
+            v.last = left <= 0
             if verify and self.declared_sorted:  # (the rows read must be sorted; others never merge)
                 last = self._check_declared_order(v.keys, last)
             yield v
@@ -332,13 +340,16 @@ class LockstepInput:
                                            use_threads=threads)
                     for m, cols in zip(self.followers, self.follower_columns)]
         last = schema = None
+        left = _rows_in(self.lead.parquet.metadata, self.row_groups)
         for batches in zip_longest(*streams):
             if any(b is None or b.num_rows != batches[0].num_rows for b in batches):
                 raise ReadError(f"{self.label}: base files with equal key columns returned unequal batches")
             if schema is None:
                 schema = pa.schema([f for b in batches for f in b.schema])
+            left -= batches[0].num_rows
             v = self.spec.versions(pa.Table.from_arrays([c for b in batches for c in b.columns], schema=schema),
                                    owned=True)
+            v.last = left <= 0
             if verify and self.lead.declared_sorted:
                 last = self.lead._check_declared_order(v.keys, last)
             yield v
@@ -378,7 +389,7 @@ class MemoryInput:
 
     def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
         if len(self.versions.keys):
-            yield self.versions
+            yield replace(self.versions, last=True)
 
 
 def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schema, label: str) -> ParquetInput | MemoryInput:

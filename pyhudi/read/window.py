@@ -38,8 +38,36 @@ def merge_window(pieces: list[Versions | None], columns: list[pa.Field], event_t
         return _project(live[0].keys, live[0].data, columns, out_schema)
     spine, positions = _spine_positions(live)
     if positions is not None:
+        if spine == 0 and len(live) == 2 and _plain_update(live, event_time, ordering_type):
+            return _overwrite_spine(live[0], live[1], positions[1], columns, out_schema)
         return _merge_into_spine(live, spine, positions, columns, event_time, ordering_type, out_schema)
     return _merge_union(live, columns, event_time, ordering_type, out_schema)
+
+
+def _plain_update(live: list[Versions], event_time: bool, ordering_type: pa.DataType | None) -> bool:
+    """Whether the second piece simply wins over the first on every key it holds: neither
+    deletes a row, and no ordering value is compared (commit-time ordering, or no values)."""
+    if np.any(live[0].is_delete) or np.any(live[1].is_delete):
+        return False
+    return not (event_time and ordering_type is not None and any(p.ordering is not None for p in live))
+
+
+def _overwrite_spine(spine: Versions, update: Versions, at: np.ndarray, columns: list[pa.Field],
+                     out_schema: pa.Schema) -> pa.Table:
+    """The usual update window: the base batch with the rows ``at`` (where the update block's
+    keys are, increasing) overwritten by the columns the block carries (a partial block keeps
+    the base values of the others)."""
+    n = len(spine.keys)
+    base, new = columns_of(spine.data), columns_of(update.data)
+    arrays = [spine.keys]
+    for field in columns:
+        column, values = base.get(field.name), new.get(field.name)
+        patched = _cast(column, field.type) if column is not None else pa.nulls(n, field.type)
+        if values is not None:
+            in_place = spine.owned and column is not None and column.type == field.type
+            patched = scatter(patched, at, _contiguous(_cast(values, field.type)), in_place=in_place)
+        arrays.append(patched)
+    return pa.Table.from_arrays(arrays, schema=out_schema)
 
 
 def _project(keys: pa.Array, data: pa.Table | None, columns: list[pa.Field], out_schema: pa.Schema) -> pa.Table:
