@@ -208,17 +208,21 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
         return inputs
     blocks = []
     for log in file_slice.log_files:
-        blocks.extend((log, block) for block in _log_blocks(storage, log, files))
-    rolled_back = {b.target_instant_time for _, b in blocks if isinstance(b, CommandBlock) and b.target_instant_time}
-    for log, block in blocks:
+        key = file_key(storage, log)
+        blocks.extend((log, key, block) for block in _log_blocks(storage, log, key, files))
+    rolled_back = {b.target_instant_time for _, _, b in blocks
+                   if isinstance(b, CommandBlock) and b.target_instant_time}
+    for log, key, block in blocks:
         if not isinstance(block, (DataBlock, DeleteBlock)):
             continue  # command blocks were applied above; CDC / HFile blocks hold no table rows
         instant = block.instant_time
         if instant in rolled_back or not visibility.is_visible(instant):
             continue  # written by an instant that never completed (or is after as_of)
         if isinstance(block, ParquetDataBlock):
-            _parquet_block_footer(storage, log, block)
-        inputs.append(block_input(block, spec, schema, f"{log.relpath}@{block.offset}"))
+            _parquet_block_footer(key, block)
+        source = block_input(block, spec, schema, f"{log.relpath}@{block.offset}")
+        source.block_key = (key, block.offset)
+        inputs.append(source)
     return inputs
 
 
@@ -228,12 +232,13 @@ def base_input(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: 
     relpath = file_slice.base_file.relpath
     base = (opened or {}).get(relpath) or OpenedBase(storage, relpath, files,
                                                     file_key=file_key(storage, file_slice.base_file))
-    return ParquetInput(base.parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache)
+    source = ParquetInput(base.parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache)
+    source.file_key = base.file_key
+    return source
 
 
-def _log_blocks(storage: Storage, log: LogFile, files: ExitStack) -> list:
+def _log_blocks(storage: Storage, log: LogFile, key: FileKey, files: ExitStack) -> list:
     """The blocks of a log file; their framing read once per file (the metadata cache)."""
-    key = file_key(storage, log)
     reader = files.enter_context(LogReader(storage, log.relpath, layout=METADATA_CACHE.get(LOG_LAYOUT, key)))
     blocks = list(reader)
     if reader.layout is not None:
@@ -241,10 +246,9 @@ def _log_blocks(storage: Storage, log: LogFile, files: ExitStack) -> list:
     return blocks
 
 
-def _parquet_block_footer(storage: Storage, log: LogFile, block: ParquetDataBlock) -> None:
+def _parquet_block_footer(key: FileKey, block: ParquetDataBlock) -> None:
     """Open a Parquet data block with its footer from the metadata cache (parsed once per block)."""
     kind = f"block@{block.offset}"
-    key = file_key(storage, log)
     metadata = METADATA_CACHE.get(kind, key)
     parquet = block.parquet_file_with_footer(metadata)
     if metadata is None:
@@ -360,16 +364,35 @@ def _sort_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field],
     smallest last key of the inputs that have more batches to come: once every input holds its
     final batch, one range takes the rest."""
     cursors = [_Cursor(i.chunks(batch_size)) for i in inputs]
+    learning = _blocks_of_base(inputs)
+    within = [True] if learning else None
     while True:
         active = [c for c in cursors if c.buffer is not None]
         if not active:
-            return
+            break
         bounding = [c for c in active if not c.final]
         bound = min(c.last_key for c in bounding) if bounding else None
         pieces = [c.take_through(bound) for c in cursors]
-        merged = merge_window(pieces, fields, scan.event_time, scan.ordering_type)
+        merged = merge_window(pieces, fields, scan.event_time, scan.ordering_type, within)
         if merged.num_rows:
             yield merged, all(c.buffer is None for c in cursors)
+    if learning and within[0]:  # every key of the log blocks was found in the base file
+        base_key, blocks = learning
+        for block in blocks:
+            METADATA_CACHE.put_block_within(block.block_key, base_key)
+
+
+def _blocks_of_base(inputs: list) -> tuple | None:
+    """(base file key, block inputs) when ``inputs`` are a whole base file and its log blocks,
+    read without restriction: a merge then learns whether the blocks' keys are all the base's
+    (:meth:`~pyhudi.read.metadata_cache.MetadataCache.block_within`)."""
+    if len(inputs) < 2 or not isinstance(inputs[0], (ParquetInput, LockstepInput)):
+        return None
+    lead = inputs[0].lead if isinstance(inputs[0], LockstepInput) else inputs[0]
+    if lead.file_key is None or not lead.spec.prefilter.unrestricted:
+        return None
+    blocks = inputs[1:]
+    return (lead.file_key, blocks) if all(b.block_key is not None for b in blocks) else None
 
 
 def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field],

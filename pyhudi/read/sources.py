@@ -59,6 +59,11 @@ class Prefilter:
     def columns(self) -> list[str]:
         return list(dict.fromkeys(f.column for f in self.key_filters))
 
+    @property
+    def unrestricted(self) -> bool:
+        """Whether every row of the inputs is read (no key filter, excluded range or split)."""
+        return not self.key_filters and not self.excluded and self.key_range is None
+
     def row_groups(self, metadata: pq.FileMetaData, key_column: str | None) -> list[int]:
         if not self.key_filters and not self.excluded and self.key_range is None:
             return list(range(metadata.num_row_groups))
@@ -187,9 +192,12 @@ class ReadSpec:
 
 
 class ParquetInput:
-    """A Parquet base file or data block, read batch by batch."""
+    """A Parquet base file or data block, read batch by batch (``file_key``: the base file's
+    identity; ``block_key``: the log block's, :mod:`pyhudi.read.metadata_cache`)."""
 
     streamable = True
+    file_key = None
+    block_key = None
 
     def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema,
                  fingerprint: Callable[[], tuple | None] | None = None, sorted_cache: dict | None = None) -> None:
@@ -289,6 +297,24 @@ class ParquetInput:
                 last = self._check_declared_order(v.keys, last)
             yield v
 
+    def plain_tables(self, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
+        """The rows' ``fields`` alone, batch by batch: no keys, no versions (for an input whose
+        rows are the result as they are, see ``ReadTask._keyless``)."""
+        available = set(self.arrow_schema.names)
+        names = [f.name for f in fields if f.name in available]
+        schema = pa.schema(fields)
+        for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=names,
+                                               use_threads=self.spec.decode_threads):
+            present = dict(zip(batch.schema.names, batch.columns))
+            arrays = []
+            for f in fields:
+                column = present.get(f.name)
+                if column is None:
+                    arrays.append(pa.nulls(batch.num_rows, f.type))
+                else:
+                    arrays.append(column.cast(f.type) if column.type != f.type else column)
+            yield pa.Table.from_arrays(arrays, schema=schema)
+
     def _check_declared_order(self, keys: pa.Array, last: str | None) -> str | None:
         if not len(keys):
             return last
@@ -359,6 +385,7 @@ class MemoryInput:
     """A block decoded whole (Avro data or deletes): one chunk of versions."""
 
     streamable = False
+    block_key = None
 
     def __init__(self, versions: Versions, label: str) -> None:
         self.versions, self.label = versions, label
@@ -373,7 +400,9 @@ class MemoryInput:
         if not canonical.all() and (v.data is not None or not np.all(v.is_delete)):
             return None
         v = Versions(values, v.data, v.is_delete, v.ordering, v.default_delete)
-        return MemoryInput(filter_versions(v, canonical), self.label)
+        converted = MemoryInput(filter_versions(v, canonical), self.label)
+        converted.block_key = self.block_key
+        return converted
 
     def sorted_by_key(self, batch_size: int) -> bool:
         """Sort the block by key if its keys are distinct; False if a key repeats."""

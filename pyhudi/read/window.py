@@ -27,16 +27,25 @@ _Step = tuple  # (positions, is_delete, default_delete, ordering values, orderin
 
 
 def merge_window(pieces: list[Versions | None], columns: list[pa.Field], event_time: bool,
-                 ordering_type: pa.DataType | None = None) -> pa.Table:
+                 ordering_type: pa.DataType | None = None, within_first: list[bool] | None = None) -> pa.Table:
     """Merge one key range of sorted inputs: the latest live row per key, sorted by key
-    (``_key`` + ``columns``). A range only one input touches is passed through without copying."""
+    (``_key`` + ``columns``). A range only one input touches is passed through without copying.
+
+    ``within_first`` (optional, a one-element list): set to False unless every key of the other
+    pieces is a key of the first (the base file's batch).
+    """
     live = [p for p in pieces if p is not None and len(p.keys)]
     out_schema = pa.schema([pa.field("_key", live[0].keys.type if live else pa.string()), *columns])
+    first = pieces[0] if pieces and pieces[0] is not None and len(pieces[0].keys) else None
+    if within_first is not None and live and first is None:
+        within_first[0] = False  # other pieces have keys, the first none
     if not live:
         return out_schema.empty_table()
     if len(live) == 1 and not np.any(live[0].is_delete):
         return _project(live[0].keys, live[0].data, columns, out_schema)
     spine, positions = _spine_positions(live)
+    if within_first is not None and (positions is None or live[spine] is not first):
+        within_first[0] = False
     if positions is not None:
         if spine == 0 and len(live) == 2 and _plain_update(live, event_time, ordering_type):
             return _overwrite_spine(live[0], live[1], positions[1], columns, out_schema)
