@@ -213,11 +213,18 @@ class ParquetInput:
         self.row_groups = spec.prefilter.row_groups(parquet.metadata, self.stats_key)
         self.declared_sorted = self._declared_sorted()
 
+    def supplies_codes(self) -> bool:
+        """Whether this input reads key codes, and the file can supply them."""
+        column = self.spec.keys.integer
+        return column is not None and self._integer_keys_fit(column)
+
     def with_keys(self, keys: KeySpec) -> ParquetInput | None:
         """This input reading its keys per ``keys`` (None: the file cannot supply them — the
         integer key column is missing, or its statistics do not prove every value has a code)."""
         if keys.integer is not None and not self._integer_keys_fit(keys.integer):
             return None
+        if keys == self.spec.keys:
+            return self
         clone = copy.copy(self)
         clone.spec = replace(self.spec, keys=keys)
         clone.columns = clone.spec.file_columns(self.arrow_schema.names)
@@ -435,7 +442,8 @@ def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schem
         return MemoryInput(filter_versions(v, in_range) if in_range is not None else v, label)
     if isinstance(block, ParquetDataBlock):
         return ParquetInput(block.parquet_file(), label, spec, schema)
-    if isinstance(block, AvroDataBlock):
+    if isinstance(block, AvroDataBlock):  # (string keys: converted to codes after a canonical check)
+        spec = replace(spec, keys=replace(spec.keys, integer=None))
         available = block.arrow_schema().names
         table = block.read().select(spec.file_columns(available))
         return MemoryInput(spec.versions(table), label)

@@ -121,10 +121,12 @@ class ReadTask:
             return  # statistics prove that no row of this file group matches
         prefilter = Prefilter(settings.table_schema, list(settings.key_filters), excluded, self.key_range)
         sorted_cache: dict = {}
-        string_keys = replace(settings.keys, integer=None)  # (switched to key codes only if every input can)
+        # Parquet inputs are built to read key codes when the table's key allows it, and switched
+        # back to string keys unless every input can supply codes (see _integer_keys)
+        keys = settings.keys if settings.strategy == "auto" else replace(settings.keys, integer=None)
 
         def spec_of(part: FamilyPart) -> ReadSpec:
-            return ReadSpec(list(part.scan.fields), part.scan.ordering_field, string_keys, prefilter,
+            return ReadSpec(list(part.scan.fields), part.scan.ordering_field, keys, prefilter,
                             settings.decode_threads)
 
         def inputs_of(part: FamilyPart, with_base: bool) -> list:
@@ -223,16 +225,20 @@ class ReadTask:
 
     def _integer_keys(self, family_inputs: list[list]) -> list[list]:
         """The inputs reading integer keys instead of strings (:mod:`pyhudi.read.keys`), when the
-        table's key allows it and every input of every family can supply them; else unchanged
-        (families are joined by key, so they all read keys the same way)."""
+        table's key allows it and every input of every family can supply them; else all of them
+        reading string keys (families are joined by key, so they all read keys the same way).
+        Parquet inputs come built for key codes (no copy when they can supply them); blocks
+        decoded whole come with string keys and are converted."""
         keys = self.settings.keys
         if keys.integer is None or self.settings.strategy != "auto":
             return family_inputs
         converted = []
         for inputs in family_inputs:
-            mine = [source.with_keys(keys) for source in inputs]
+            mine = [source if isinstance(source, ParquetInput) and source.supplies_codes() else source.with_keys(keys)
+                    for source in inputs]
             if any(source is None for source in mine):
-                return family_inputs
+                strings = replace(keys, integer=None)
+                return [[source.with_keys(strings) for source in inputs] for inputs in family_inputs]
             converted.append(mine)
         self._count("integer_keys", 1)
         return converted

@@ -16,11 +16,13 @@ Windows that add keys take the general path over the sorted union of their keys.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.read.keys import sorted_keys
+from pyhudi.read.keys import single_array, sorted_keys
 from pyhudi.read.merge import Versions, cast_ordering, columns_of, dense_ranks
 
 _Step = tuple  # (positions, is_delete, default_delete, ordering values, ordering validity)
@@ -35,7 +37,7 @@ def merge_window(pieces: list[Versions | None], columns: list[pa.Field], event_t
     pieces is a key of the first (the base file's batch).
     """
     live = [p for p in pieces if p is not None and len(p.keys)]
-    out_schema = pa.schema([pa.field("_key", live[0].keys.type if live else pa.string()), *columns])
+    out_schema = _window_schema(live[0].keys.type if live else pa.string(), tuple(columns))
     first = pieces[0] if pieces and pieces[0] is not None and len(pieces[0].keys) else None
     if within_first is not None and live and first is None:
         within_first[0] = False  # other pieces have keys, the first none
@@ -51,6 +53,11 @@ def merge_window(pieces: list[Versions | None], columns: list[pa.Field], event_t
             return _overwrite_spine(live[0], live[1], positions[1], columns, out_schema)
         return _merge_into_spine(live, spine, positions, columns, event_time, ordering_type, out_schema)
     return _merge_union(live, columns, event_time, ordering_type, out_schema)
+
+
+@functools.lru_cache(maxsize=256)
+def _window_schema(key_type: pa.DataType, columns: tuple[pa.Field, ...]) -> pa.Schema:
+    return pa.schema([pa.field("_key", key_type), *columns])
 
 
 def _plain_update(live: list[Versions], event_time: bool, ordering_type: pa.DataType | None) -> bool:
@@ -90,7 +97,7 @@ def _project(keys: pa.Array, data: pa.Table | None, columns: list[pa.Field], out
 
 
 # --------------------------------------------------------------------------- key positions
-def subset_positions(spine: pa.Array | pa.ChunkedArray, others: pa.ChunkedArray) -> np.ndarray | None:
+def subset_positions(spine: pa.Array | pa.ChunkedArray, others: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     """Row of ``spine`` (distinct keys, sorted) holding each of ``others``, or None if one is
     missing. ``others`` may repeat keys (several log blocks updating one key).
 
@@ -113,7 +120,7 @@ def subset_positions(spine: pa.Array | pa.ChunkedArray, others: pa.ChunkedArray)
     return _positions_of(reverse, len(distinct))[np.asarray(_combined(pc.index_in(others, value_set=distinct)))]
 
 
-def _searched_positions(spine: pa.Array | pa.ChunkedArray, others: pa.ChunkedArray) -> np.ndarray | None:
+def _searched_positions(spine: pa.Array | pa.ChunkedArray, others: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     """``subset_positions`` for key codes: binary search in the (sorted) spine."""
     haystack = np.asarray(_combined(spine), dtype=np.int64)
     needles = np.asarray(_combined(others), dtype=np.int64)
@@ -131,17 +138,17 @@ def _positions_of(reverse: pa.Array, n: int) -> np.ndarray:
 
 
 def _combined(array):
-    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    return single_array(array)
 
 
 def _spine_positions(live: list[Versions]) -> tuple[int, list[np.ndarray | None] | None]:
     """The largest piece and, when it holds every key of the window, each other piece's rows'
     positions in it (None for the spine itself)."""
     sizes = [len(p.keys) for p in live]
-    spine = int(np.argmax(sizes))
+    spine = max(range(len(sizes)), key=sizes.__getitem__)  # (the first of the largest)
     spine_keys = live[spine].keys
     others = [p.keys for i, p in enumerate(live) if i != spine]
-    found = subset_positions(spine_keys, pa.chunked_array(others, spine_keys.type))
+    found = subset_positions(spine_keys, others[0] if len(others) == 1 else pa.chunked_array(others, spine_keys.type))
     if found is None:
         return spine, None
     positions: list[np.ndarray | None] = []
