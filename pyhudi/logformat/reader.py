@@ -87,8 +87,10 @@ class FileSource:
         *,
         file: pa.NativeFile | None = None,
         data: bytes | pa.Buffer | None = None,
+        size: int | None = None,
     ) -> None:
         self.storage, self.relpath = storage, relpath
+        self._listed_size = size
         self._file: pa.NativeFile | None = file
         self._buffer: pa.Buffer | None = None
         if data is not None:
@@ -103,12 +105,15 @@ class FileSource:
             self.size = self._buffer.size
 
     def _open_storage(self) -> None:
-        size = self.storage.size(self.relpath)
+        size = self._listed_size if self._listed_size is not None else self.storage.size(self.relpath)
         if size == 0:
             self._buffer = pa.py_buffer(b"")
         elif self.storage.is_local:
             with pa.memory_map(self.storage.full_path(self.relpath), "r") as mm:
                 self._buffer = mm.read_buffer()  # the mapping lives as long as this buffer
+            if self._buffer.size > size:  # (appended since it was listed: read what was listed)
+                self._buffer = self._buffer.slice(0, size)
+            size = self._buffer.size
         elif size <= _SMALL_FILE:
             self._buffer = pa.py_buffer(self.storage.read(self.relpath))
         else:
@@ -236,10 +241,13 @@ class LogReader:
     data: bytes | pa.Buffer | None = None
     include_corrupt: bool = False
     layout: list[BlockLayout] | None = None
+    size: int | None = None
+    """The file's size when listed (saves asking the storage; a file that grew since is read up
+    to that size, as listed)."""
     corrupt_blocks: list[CorruptBlock] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
-        self.source = FileSource(self.storage, self.relpath, file=self.file, data=self.data)
+        self.source = FileSource(self.storage, self.relpath, file=self.file, data=self.data, size=self.size)
 
     def __enter__(self) -> LogReader:
         return self

@@ -32,7 +32,7 @@ from pyhudi.fsview.view import BaseFile, FileSlice, LogFile, Visibility
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader, ParquetDataBlock
 from pyhudi.read.keys import RECORD_KEY, key_text
 from pyhudi.read.merge import Versions, columns_of, merge_versions
-from pyhudi.read.metadata_cache import LOG_LAYOUT, METADATA_CACHE, FileKey
+from pyhudi.read.metadata_cache import FOOTER, LOG_LAYOUT, METADATA_CACHE, FileKey
 from pyhudi.read.sources import (
     SOFT_DELETE,
     LockstepInput,
@@ -218,9 +218,11 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
         instant = block.instant_time
         if instant in rolled_back or not visibility.is_visible(instant):
             continue  # written by an instant that never completed (or is after as_of)
+        arrow_schema = None
         if isinstance(block, ParquetDataBlock):
             _parquet_block_footer(key, block)
-        source = block_input(block, spec, schema, f"{log.relpath}@{block.offset}")
+            arrow_schema = _arrow_schema(f"block@{block.offset}", key, block.parquet_file())
+        source = block_input(block, spec, schema, f"{log.relpath}@{block.offset}", arrow_schema)
         source.block_key = (key, block.offset)
         inputs.append(source)
     return inputs
@@ -232,14 +234,28 @@ def base_input(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: 
     relpath = file_slice.base_file.relpath
     base = (opened or {}).get(relpath) or OpenedBase(storage, relpath, files,
                                                     file_key=file_key(storage, file_slice.base_file))
-    source = ParquetInput(base.parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache)
+    parquet = base.parquet
+    source = ParquetInput(parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache,
+                          arrow_schema=_arrow_schema(FOOTER, base.file_key, parquet))
     source.file_key = base.file_key
     return source
 
 
+def _arrow_schema(kind: str, key: FileKey | None, parquet: pq.ParquetFile) -> pa.Schema:
+    """The Arrow schema of a Parquet file's footer (``ParquetFile.schema_arrow`` converts it on
+    every call), kept in the metadata cache beside the footer."""
+    kind = f"arrow:{kind}"
+    schema = METADATA_CACHE.get(kind, key)
+    if schema is None:
+        schema = parquet.schema_arrow
+        METADATA_CACHE.put(kind, key, schema, 64 * len(schema))
+    return schema
+
+
 def _log_blocks(storage: Storage, log: LogFile, key: FileKey, files: ExitStack) -> list:
     """The blocks of a log file; their framing read once per file (the metadata cache)."""
-    reader = files.enter_context(LogReader(storage, log.relpath, layout=METADATA_CACHE.get(LOG_LAYOUT, key)))
+    reader = files.enter_context(LogReader(storage, log.relpath, layout=METADATA_CACHE.get(LOG_LAYOUT, key),
+                                           size=log.size))
     blocks = list(reader)
     if reader.layout is not None:
         METADATA_CACHE.put(LOG_LAYOUT, key, reader.layout, sum(entry.nbytes for entry in reader.layout))

@@ -200,10 +200,12 @@ class ParquetInput:
     block_key = None
 
     def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema,
-                 fingerprint: Callable[[], tuple | None] | None = None, sorted_cache: dict | None = None) -> None:
+                 fingerprint: Callable[[], tuple | None] | None = None, sorted_cache: dict | None = None,
+                 arrow_schema: pa.Schema | None = None) -> None:
         self.parquet, self.label, self.spec, self.schema = parquet, label, spec, schema
         self.fingerprint, self.sorted_cache = fingerprint, sorted_cache
-        self.arrow_schema = parquet.schema_arrow  # (a property that converts the schema on every call)
+        # (``schema_arrow`` is a property that converts the footer's schema on every call)
+        self.arrow_schema = arrow_schema if arrow_schema is not None else parquet.schema_arrow
         self.leaves = parquet.metadata.schema.names
         available = self.arrow_schema.names
         self.soft_deletes = SOFT_DELETE in available
@@ -428,8 +430,9 @@ class MemoryInput:
             yield replace(self.versions, last=True)
 
 
-def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schema, label: str) -> ParquetInput | MemoryInput:
-    """The input for one visible data or delete block."""
+def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schema, label: str,
+                arrow_schema: pa.Schema | None = None) -> ParquetInput | MemoryInput:
+    """The input for one visible data or delete block (``arrow_schema``: of a Parquet block, if known)."""
     if isinstance(block, DeleteBlock):
         deletes = block.deletes()
         default = deletes.column("is_default_ordering").combine_chunks()
@@ -441,7 +444,7 @@ def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schem
         in_range = spec.prefilter.range_mask(keys)
         return MemoryInput(filter_versions(v, in_range) if in_range is not None else v, label)
     if isinstance(block, ParquetDataBlock):
-        return ParquetInput(block.parquet_file(), label, spec, schema)
+        return ParquetInput(block.parquet_file(), label, spec, schema, arrow_schema=arrow_schema)
     if isinstance(block, AvroDataBlock):  # (string keys: converted to codes after a canonical check)
         spec = replace(spec, keys=replace(spec.keys, integer=None))
         available = block.arrow_schema().names
