@@ -111,14 +111,13 @@ class FileSource:
         elif self.storage.is_local:
             with pa.memory_map(self.storage.full_path(self.relpath), "r") as mm:
                 self._buffer = mm.read_buffer()  # the mapping lives as long as this buffer
-            if self._buffer.size > size:  # (appended since it was listed: read what was listed)
-                self._buffer = self._buffer.slice(0, size)
-            size = self._buffer.size
         elif size <= _SMALL_FILE:
             self._buffer = pa.py_buffer(self.storage.read(self.relpath))
         else:
             self._file = self.storage.open_input(self.relpath)
-        self.size = size
+        if self._buffer is not None and self._buffer.size > size:  # (appended since listed: read what was)
+            self._buffer = self._buffer.slice(0, size)
+        self.size = size if self._buffer is None else self._buffer.size
 
     def _handle(self) -> pa.NativeFile:
         if self._file is None or self._file.closed:
