@@ -62,9 +62,11 @@ class KeySpec:
             return [RECORD_KEY]
         return [c for c in self.fields if c in available]
 
-    def keys(self, table: pa.Table) -> pa.Array:
+    def keys(self, table: pa.Table, bounds: tuple[int, int] | None = None) -> pa.Array:
+        """The record keys of ``table``'s rows (``bounds``: known lowest and highest integer key,
+        e.g. from Parquet statistics, saving a pass over them)."""
         if self.integer is not None:
-            return encode_keys(table.column(self.integer))
+            return encode_keys(table.column(self.integer), bounds)
         if self.populate_meta and RECORD_KEY in table.column_names:
             column = table.column(RECORD_KEY)
         else:
@@ -95,8 +97,9 @@ def integer_key_column(fields: Sequence[str], schema: pa.Schema, keygen_type: st
 
 
 # ----------------------------------------------------------------------------- key codes
-def encode_keys(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Key codes of integer keys in ``[0, MAX_INTEGER_KEY)`` (see the module docstring).
+def encode_keys(values: pa.Array | pa.ChunkedArray, bounds: tuple[int, int] | None = None) -> pa.Array:
+    """Key codes of integer keys in ``[0, MAX_INTEGER_KEY)`` (see the module docstring);
+    ``bounds``: a lowest and a highest value if known (any bounds that hold, within that range).
 
     The codes are written into a buffer of Arrow's memory pool, which reuses freed memory: a
     fresh NumPy array of that size would fault in new pages on every read.
@@ -110,8 +113,9 @@ def encode_keys(values: pa.Array | pa.ChunkedArray) -> pa.Array:
         return pa.array(k)
     buffer = pa.allocate_buffer(n * 8)
     codes = np.frombuffer(buffer, dtype=np.int64)
-    low = int(np.searchsorted(_POWERS, k.min(), side="right"))  # digits of the smallest key, minus one
-    high = int(np.searchsorted(_POWERS, k.max(), side="right"))
+    smallest, largest = bounds if bounds is not None else (k.min(), k.max())
+    low = int(np.searchsorted(_POWERS, smallest, side="right"))  # digits of the smallest key, minus one
+    high = int(np.searchsorted(_POWERS, largest, side="right"))
     if low == high:  # every key has the same number of digits: one multiply
         np.multiply(k, int(_SCALE[low + 1]) << 5, out=codes)
         codes += low + 1

@@ -167,12 +167,13 @@ class ReadSpec:
         extra = [*self.keys.columns(available), self.ordering_field, SOFT_DELETE, *self.prefilter.columns]
         return list(dict.fromkeys([*wanted, *[c for c in extra if c and c in available]]))
 
-    def versions(self, table: pa.Table, prefilter: bool = True, owned: bool = False) -> Versions:
+    def versions(self, table: pa.Table, prefilter: bool = True, owned: bool = False,
+                 key_bounds: tuple[int, int] | None = None) -> Versions:
         """The versions of ``table``'s rows (``owned``: its buffers were decoded for this read
-        alone, see :class:`~pyhudi.read.merge.Versions`)."""
+        alone, see :class:`~pyhudi.read.merge.Versions`; ``key_bounds``: see ``KeySpec.keys``)."""
         if prefilter:
             table = self.prefilter.apply(table)
-        keys = self.keys.keys(table)
+        keys = self.keys.keys(table, key_bounds)
         names = set(table.column_names)
         ordering = None
         if self.ordering_field and self.ordering_field in names:
@@ -198,6 +199,7 @@ class ParquetInput:
     streamable = True
     file_key = None
     block_key = None
+    key_bounds = None  # lowest and highest integer key by the statistics (set once they prove codes fit)
 
     def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema,
                  fingerprint: Callable[[], tuple | None] | None = None, sorted_cache: dict | None = None,
@@ -234,6 +236,8 @@ class ParquetInput:
         return clone
 
     def _integer_keys_fit(self, column: str) -> bool:
+        """Whether the statistics prove every value of ``column`` has a key code (and then keep
+        their bounds for the encoding, ``key_bounds``)."""
         arrow = self.arrow_schema
         if column not in arrow.names or not pa.types.is_integer(arrow.field(column).type):
             return False
@@ -241,12 +245,16 @@ class ParquetInput:
         leaf = self.leaves.index(column) if column in self.leaves else -1
         if leaf < 0:
             return False
+        low = high = None
         for i in self.row_groups:
             stats = metadata.row_group(i).column(leaf).statistics
             if stats is None or not stats.has_null_count or stats.null_count or not stats.has_min_max:
                 return False
             if not (isinstance(stats.min, int) and 0 <= stats.min and stats.max < MAX_INTEGER_KEY):
                 return False
+            low = stats.min if low is None else min(low, stats.min)
+            high = stats.max if high is None else max(high, stats.max)
+        self.key_bounds = (low, high) if low is not None else None
         return True
 
     def _declared_sorted(self) -> bool:
@@ -300,7 +308,8 @@ class ParquetInput:
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
                                                columns=self.columns, use_threads=self.spec.decode_threads):
             left -= batch.num_rows
-            v = self.spec.versions(pa.Table.from_batches([batch]), owned=True)
+            bounds = self.key_bounds if self.spec.keys.integer is not None else None
+            v = self.spec.versions(pa.Table.from_batches([batch]), owned=True, key_bounds=bounds)
             v.last = left <= 0
             if verify and self.declared_sorted:  # (the rows read must be sorted; others never merge)
                 last = self._check_declared_order(v.keys, last)
