@@ -208,3 +208,41 @@ def _parquet_bytes() -> pa.Buffer:
     pq_module = __import__("pyarrow.parquet", fromlist=["write_table"])
     pq_module.write_table(pa.table({"x": [1, 2, 3]}), sink)
     return sink.getvalue()
+
+
+def test_declared_key_order_is_checked_once_per_file(tmp_path, monkeypatch):
+    """A file declaring its rows sorted is checked while read whole, and not again while its
+    bytes stay the same; a file rewritten with a false order is refused again."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    from pyhudi.errors import ReadError
+    from pyhudi.read.sources import ParquetInput
+    from pyhudi.schema import META_FIELDS
+
+    table = _table(tmp_path)
+    checked = []
+    original = ParquetInput._check_declared_order
+
+    def spy(self, keys, last):
+        checked.append(self.label)
+        return original(self, keys, last)
+
+    monkeypatch.setattr(ParquetInput, "_check_declared_order", spy)
+    first, _ = _read(table, ["id", "a"])
+    assert len(checked) == 2  # fa's base and its Parquet log block
+    checked.clear()
+    again, _ = _read(table, ["id", "a"])
+    assert checked == [] and again.sort_by("id").equals(first.sort_by("id"))
+    _read(table, ["id", "a"], filters=[("id", ">", 3)])
+    assert checked == []
+    base = next(b for b in next(iter(table.file_groups())).base_files if b.name.family == "fa")
+    path = table.storage.full_path(base.relpath)
+    rows = pq.read_table(path)
+    stat = os.stat(path)
+    liar = rows.take(list(reversed(range(rows.num_rows))))
+    pq.write_table(liar, path, sorting_columns=[pq.SortingColumn(liar.schema.names.index(META_FIELDS[2]))])
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    with pytest.raises(ReadError, match="declares its rows sorted"):
+        _read(table, ["id", "a"])

@@ -36,9 +36,12 @@ from pyhudi.read.keys import (
     strictly_increasing,
 )
 from pyhudi.read.merge import Versions
+from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.pruning import KeyRange, excluded_mask, key_range_of, range_covered, row_group_may_match
 
 SOFT_DELETE = "_hoodie_is_deleted"
+ORDERED = "ordered"
+"""Metadata cache kind: a file declaring its rows sorted by key was read whole and found so."""
 
 
 @dataclass
@@ -305,15 +308,39 @@ class ParquetInput:
             return
         last = None
         left = _rows_in(self.parquet.metadata, self.row_groups)
+        check = self._order_to_check(verify)
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
                                                columns=self.columns, use_threads=self.spec.decode_threads):
             left -= batch.num_rows
             bounds = self.key_bounds if self.spec.keys.integer is not None else None
             v = self.spec.versions(pa.Table.from_batches([batch]), owned=True, key_bounds=bounds)
             v.last = left <= 0
-            if verify and self.declared_sorted:  # (the rows read must be sorted; others never merge)
+            if check:  # (the rows read must be sorted; others never merge)
                 last = self._check_declared_order(v.keys, last)
             yield v
+        self._order_checked(check)
+
+    def _order_to_check(self, verify: bool) -> bool | tuple:
+        """Whether to check the declared key order while reading (False: not declared, not
+        asked, or verified by an earlier read of the whole file — a verdict of the metadata
+        cache); a read of the whole file checks it for the cache (returns where to keep it)."""
+        if not verify or not self.declared_sorted:
+            return False
+        if self.file_key is not None:
+            kind, key = ORDERED, self.file_key
+        elif self.block_key is not None:
+            kind, key = f"{ORDERED}@{self.block_key[1]}", self.block_key[0]
+        else:
+            return True
+        if METADATA_CACHE.get(kind, key):
+            return False
+        whole = self.spec.prefilter.unrestricted and len(self.row_groups) == self.parquet.metadata.num_row_groups
+        return (kind, key) if whole else True
+
+    @staticmethod
+    def _order_checked(check: bool | tuple) -> None:
+        if isinstance(check, tuple):  # every key of the file was read and found increasing
+            METADATA_CACHE.put(*check, True, 16)
 
     def plain_tables(self, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
         """The rows' ``fields`` alone, batch by batch: no keys, no versions (for an input whose
@@ -385,6 +412,7 @@ class LockstepInput:
                     for m, cols in zip(self.followers, self.follower_columns)]
         last = schema = None
         left = _rows_in(self.lead.parquet.metadata, self.row_groups)
+        check = self.lead._order_to_check(verify)
         for batches in zip_longest(*streams):
             if any(b is None or b.num_rows != batches[0].num_rows for b in batches):
                 raise ReadError(f"{self.label}: base files with equal key columns returned unequal batches")
@@ -394,9 +422,10 @@ class LockstepInput:
             v = self.spec.versions(pa.Table.from_arrays([c for b in batches for c in b.columns], schema=schema),
                                    owned=True)
             v.last = left <= 0
-            if verify and self.lead.declared_sorted:
+            if check:
                 last = self.lead._check_declared_order(v.keys, last)
             yield v
+        self.lead._order_checked(check)
 
 
 class MemoryInput:
