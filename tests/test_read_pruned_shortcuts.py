@@ -246,3 +246,23 @@ def test_declared_key_order_is_checked_once_per_file(tmp_path, monkeypatch):
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     with pytest.raises(ReadError, match="declares its rows sorted"):
         _read(table, ["id", "a"])
+
+
+def test_key_code_statistics_are_read_once_per_file(tmp_path, monkeypatch):
+    from pyhudi.read.sources import ParquetInput
+
+    table = _table(tmp_path)
+    calls = []
+    original = ParquetInput._statistics_fit
+    monkeypatch.setattr(ParquetInput, "_statistics_fit", lambda self, column: calls.append(self.label) or
+                        original(self, column))
+    first, (metrics,) = _read(table, ["id", "a"])
+    assert len(calls) == 2 and metrics["integer_keys"] == 1  # fa's base and block
+    calls.clear()
+    again, (metrics,) = _read(table, ["id", "a"])
+    assert calls == [] and metrics["integer_keys"] == 1
+    assert again.sort_by("id").equals(first.sort_by("id"))
+    table.upsert(pa.table({"id": pa.array([10**17], pa.int64()), "a": [1.0]}))  # a key without a code
+    got, (metrics,) = _read(table, ["id", "a"])
+    assert "integer_keys" not in metrics and got.num_rows == 21
+    assert got.sort_by("id").column("id").to_pylist()[-1] == 10**17

@@ -238,9 +238,30 @@ class ParquetInput:
         clone.key_columns = keys.columns(self.arrow_schema.names)
         return clone
 
+    def _identity(self, kind: str) -> tuple[str, tuple] | None:
+        """Where the metadata cache keeps a ``kind`` of fact about this file (None: unknown file)."""
+        if self.file_key is not None:
+            return kind, self.file_key
+        if self.block_key is not None:
+            return f"{kind}@{self.block_key[1]}", self.block_key[0]
+        return None
+
     def _integer_keys_fit(self, column: str) -> bool:
         """Whether the statistics prove every value of ``column`` has a key code (and then keep
-        their bounds for the encoding, ``key_bounds``)."""
+        their bounds for the encoding, ``key_bounds``). The answer for the whole file is kept in
+        the metadata cache (it holds for any of its row groups)."""
+        identity = self._identity(f"codes:{column}")
+        known = METADATA_CACHE.get(*identity) if identity is not None else None
+        if known is not None and known[0]:
+            self.key_bounds = known[1]
+            return True
+        whole = len(self.row_groups) == self.parquet.metadata.num_row_groups
+        fit = self._statistics_fit(column)
+        if identity is not None and whole and known is None:
+            METADATA_CACHE.put(*identity, (fit, self.key_bounds if fit else None), 64)
+        return fit
+
+    def _statistics_fit(self, column: str) -> bool:
         arrow = self.arrow_schema
         if column not in arrow.names or not pa.types.is_integer(arrow.field(column).type):
             return False
@@ -326,16 +347,13 @@ class ParquetInput:
         cache); a read of the whole file checks it for the cache (returns where to keep it)."""
         if not verify or not self.declared_sorted:
             return False
-        if self.file_key is not None:
-            kind, key = ORDERED, self.file_key
-        elif self.block_key is not None:
-            kind, key = f"{ORDERED}@{self.block_key[1]}", self.block_key[0]
-        else:
+        identity = self._identity(ORDERED)
+        if identity is None:
             return True
-        if METADATA_CACHE.get(kind, key):
+        if METADATA_CACHE.get(*identity):
             return False
         whole = self.spec.prefilter.unrestricted and len(self.row_groups) == self.parquet.metadata.num_row_groups
-        return (kind, key) if whole else True
+        return identity if whole else True
 
     @staticmethod
     def _order_checked(check: bool | tuple) -> None:
