@@ -6,10 +6,14 @@ and blocks rolled back by a command block are skipped). The reader picks a strat
 
 - **streaming sort-merge** when every input is sorted by record key (pyhudi writes every base
   file and data block sorted): inputs are read batch by batch and merged in key ranges — the
-  range ends at the smallest "last key" among the inputs' current batches, so every version of a
-  key in the range is in memory and nothing past it is. Memory is bounded by the batch size
-  times the number of inputs, whatever the file group's size. Ranges that only one input touches
-  pass through without a copy (:func:`pyhudi.read.window.merge_window`);
+  range ends at the smallest "last key" among the current batches of the inputs that have more
+  batches to come, so every version of a key in the range is in memory and nothing past it is
+  (once every input holds its final batch, one range takes the rest: a small file group merges
+  in one range). Memory is bounded by the batch size times the number of inputs, whatever the
+  file group's size. Ranges that only one input touches pass through without a copy
+  (:func:`pyhudi.read.window.merge_window`). A merge of a whole base file with its log blocks
+  also learns whether every key of the blocks is a key of the base (a verdict of the metadata
+  cache that lets a later read skip the blocks of a family it reads only for its keys);
 - **pass-through** when the slice is a single Parquet input and no sorted output is needed;
 - **hash merge** otherwise (Apache Hudi's unsorted base files, Avro blocks with repeated keys):
   every version is read and merged at once by :func:`pyhudi.read.merge.merge_versions` — correct,

@@ -6,13 +6,16 @@ code. Running it streams record batches of exactly ``settings.output`` schema: f
 (:mod:`pyhudi.read.family_reader`) → row join (:mod:`pyhudi.read.row_reader`) → exact filters →
 projection. Before reading data, the task opens the base files' footers to skip what statistics
 prove cannot match (:mod:`pyhudi.read.pruning`), and the base files of families read only for
-their keys whose keys another family already proves (equal key fingerprints). Footers, log block
-layouts and fingerprint verdicts learnt by earlier scans come from the process's metadata cache
-(:mod:`pyhudi.read.metadata_cache`), so a family proven redundant before is not even opened. Rows
-of a table that drops its partition columns from data files get them from the partition path
-(``partition_values``). A task may cover
-one key range of its file group (``key_range``, :mod:`pyhudi.read.split`). Integer record keys
-are read as key codes when every input allows it (:mod:`pyhudi.read.keys`).
+their keys whose keys another family already proves (equal key fingerprints) — and their log
+blocks too once a read found every key of those blocks in their base (a merge of that family, or
+this join). Footers, log block layouts and these verdicts learnt by earlier scans come from the
+process's metadata cache (:mod:`pyhudi.read.metadata_cache`), so a family proven redundant before
+is not even opened. A task left with one base file read as it is (no merge, no join, nothing
+that needs record keys) reads it without its key column (``_keyless``). Rows of a table that
+drops its partition columns from data files get them from the partition path
+(``partition_values``). A task may cover one key range of its file group (``key_range``,
+:mod:`pyhudi.read.split`). Integer record keys are read as key codes when every input allows it
+(:mod:`pyhudi.read.keys`).
 """
 
 from __future__ import annotations
@@ -137,7 +140,8 @@ class ReadTask:
         # key-only families with a base file are opened (footer, key fingerprint) but their base
         # input is built only if that base may add rows (see _redundant_families)
         deferred = [self._key_only(part) and part.file_slice.base_file is not None for part in self.families]
-        family_inputs = [inputs_of(part, not later) for part, later in zip(self.families, deferred)]
+        family_inputs = [inputs_of(part, not later) if not later or part.file_slice.log_files else []
+                         for part, later in zip(self.families, deferred)]
         redundant, anchor_of = self._redundant_families(family_inputs, opened, deferred)
         self._count("families_skipped", sum(1 for trim in redundant.values() if trim == "all"))
         self._count("bases_skipped", sum(1 for trim in redundant.values() if trim == "base"))
