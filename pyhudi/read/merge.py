@@ -38,6 +38,7 @@ class Versions:
     ordering: pa.Array | None = None  # ordering values (None: block has none)
     default_delete: pa.Array | None = None  # bool per delete: default ordering value
     owned: bool = False  # data buffers decoded for this read alone: a merge may patch them in place
+    last: bool = False  # the input's final batch: no version follows (a merge window need not stop before its end)
 
 
 def cast_ordering(values: pa.Array, target: pa.DataType) -> pa.Array:
