@@ -78,7 +78,6 @@ def test_sessions_made_by_new_session_read_and_write_without_registering(spark, 
 
 def test_the_static_registration_module_names_the_pyhudi_source():
     import pyspark_pyhudi
-
     from pyhudi.spark.datasource import FORMAT, HudiDataSource
 
     assert pyspark_pyhudi.DefaultSource is HudiDataSource and pyspark_pyhudi.DefaultSource.name() == FORMAT
