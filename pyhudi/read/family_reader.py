@@ -242,6 +242,7 @@ def base_input(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: 
     source = ParquetInput(parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache,
                           arrow_schema=_arrow_schema(FOOTER, base.file_key, parquet))
     source.file_key = base.file_key
+    source.is_base = True
     return source
 
 
@@ -417,8 +418,10 @@ def _blocks_of_base(inputs: list) -> tuple | None:
 
 def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field],
                 batch_size: int) -> Iterator[tuple[pa.Table, bool]]:
-    versions = [v for i in inputs for v in i.chunks(batch_size, verify=False)]
-    merged = merge_versions(versions, fields, scan.event_time, scan.ordering_type)
+    per_input = [list(i.chunks(batch_size, verify=False)) for i in inputs]
+    versions = [v for chunks in per_input for v in chunks]
+    base_rows = sum(len(v.keys) for v in per_input[0]) if getattr(inputs[0], "is_base", False) else 0
+    merged = merge_versions(versions, fields, scan.event_time, scan.ordering_type, base_rows=base_rows)
     for start in range(0, merged.num_rows, batch_size):
         yield merged.slice(start, batch_size), start + batch_size >= merged.num_rows
 

@@ -202,6 +202,7 @@ class ParquetInput:
     streamable = True
     file_key = None
     block_key = None
+    is_base = False  # a file slice's base file (its rows may hold a key twice: see merge_versions)
     key_bounds = None  # lowest and highest integer key by the statistics (set once they prove codes fit)
 
     def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema,
@@ -395,6 +396,7 @@ class LockstepInput:
     """
 
     streamable = True
+    is_base = True
 
     def __init__(self, lead: ParquetInput, followers: list[ParquetInput]) -> None:
         self.lead, self.followers = lead, followers
