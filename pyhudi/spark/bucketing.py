@@ -146,9 +146,10 @@ def route_by_file_group(df: DataFrame, txn) -> DataFrame:
     def tag(batches):
         import pyarrow as pa
 
-        rows = pa.Table.from_batches([b for b in batches if b.num_rows])
-        if rows.num_rows == 0:
+        batches = [b for b in batches if b.num_rows]
+        if not batches:  # an empty input partition
             return
+        rows = pa.Table.from_batches(batches)
         # one lookup per task: the index reads the key sets of the touched partitions
         routed = rows.append_column(pa.field(FILE_GROUP_COLUMN, pa.string(), False), txn.routes(rows))
         yield from routed.to_batches(max_chunksize=10_000)
