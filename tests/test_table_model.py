@@ -1,0 +1,411 @@
+"""Model-based test of the whole table: random writes through the public API, every read checked
+against a plain-Python reference model (DESIGN §4 and §5).
+
+The machine (:class:`TableMachine`) creates one small table — merge-on-read bucketed (1-4
+buckets) with or without column families, or without a bucket index (simple index) as
+copy-on-write or merge-on-read, partitioned or not, integer or string keys — then runs a random
+sequence of ``upsert`` / ``insert`` / ``bulk_insert`` / ``delete`` and reads: full, column-pruned,
+filtered, streamed, time travel to every past instant, incremental windows, with meta columns.
+
+The model (:class:`Model`) is a dict key -> copies of the row; a copy is a dict family -> the
+family's live record (its own columns, and the instant that wrote the winning version) or None.
+Bucketed tables hold at most one copy of a key; tables without a bucket index keep a second copy
+when ``insert`` / ``bulk_insert`` write a key that exists (Hudi's insert never looks keys up), and an
+upsert or delete reaches every copy. The rules modelled (DESIGN §4):
+
+- a write carries any subset of the columns; each family with some of its columns present gets
+  one record per key; a family with only some columns present is a partial write: the absent
+  columns keep their values (null for a new record);
+- duplicates of a key in one batch: per family, the highest ordering value wins (ties: the later
+  row), or the later row when the family's ordering column is not in the batch;
+- merging into a live record: a family with an ordering column merges by event time when the
+  write carries it (the write loses only if its value is lower than the stored one; ties and a
+  stored null: the write wins); a write without the ordering column wins (commit time);
+- a delete removes every family's record; a later write starts a fresh record;
+- a row exists while any family has a live record; its ``_hoodie_commit_time`` is the newest of
+  its families' winning writes;
+- incremental ``(start, end]``: the rows live at ``end`` whose version in some family was written
+  by an instant completed in the window, in their state at ``end``.
+
+Ordering values are never null in writes (Hudi's rule for a null ordering value differs between
+merge paths; see the report). ``HYPOTHESIS_PROFILE=long`` runs many more and longer sequences.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+import pyhudi
+
+# ------------------------------------------------------------------------------ table shapes
+DATA_COLUMNS = {
+    "a": pa.int64(), "b": pa.float64(), "ts": pa.int64(), "c": pa.string(), "d": pa.int64(),
+    "e": pa.string(), "f": pa.float64(), "g": pa.string(),
+}
+FAMILIES = {"fone": "a,b,ts;ts", "ftwo": "c,d,e", "fthree": "f,g;g"}  # int, no, string ordering
+ORDERING_COLUMNS = {"ts", "g"}
+INT_KEYS = [0, 1, 2, 7, 10, 123]
+STR_KEYS = ["k0", "k1", "k10", "k2", "A", "zz"]
+
+NON_NULL = {
+    "a": st.integers(-3, 3),
+    "b": st.sampled_from([0.5, -2.25, 1e300, 3.0]),
+    "ts": st.integers(0, 3),
+    "c": st.sampled_from(["x", "y", "", "xyz"]),
+    "d": st.integers(-2, 2),
+    "e": st.sampled_from(["p", "q"]),
+    "f": st.sampled_from([1.5, -0.25, 2.0]),
+    "g": st.sampled_from(["g0", "g1", "g2", "g3"]),
+}
+NULLABLE = {"b", "d", "e", "f"}  # the others are never null: ordering columns, and a, c (null only when unwritten)
+VALUES = {c: (st.none() | s) if c in NULLABLE else s for c, s in NON_NULL.items()}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One table configuration."""
+
+    layout: str  # "families" | "bucketed" | "cow" | "mor" (the last two: no bucket index)
+    num_buckets: int | None
+    partitioned: bool
+    int_keys: bool
+    ordering: str | None  # table ordering field (tables without families)
+    max_file_size: int | None = None  # tables without a bucket index: small-file handling
+
+    @property
+    def bucketed(self) -> bool:
+        return self.num_buckets is not None
+
+
+def shapes() -> st.SearchStrategy[Shape]:
+    common = dict(partitioned=st.booleans(), int_keys=st.booleans())
+    return st.one_of(
+        st.builds(Shape, layout=st.just("families"), num_buckets=st.integers(1, 4), ordering=st.none(), **common),
+        st.builds(Shape, layout=st.just("bucketed"), num_buckets=st.integers(1, 4),
+                  ordering=st.sampled_from([None, "ts"]), **common),
+        st.builds(Shape, layout=st.sampled_from(["cow", "mor"]), num_buckets=st.none(),
+                  ordering=st.sampled_from([None, "ts"]), max_file_size=st.sampled_from([150, 8000]), **common),
+    )
+
+
+def create(path: str, shape: Shape) -> pyhudi.Table:
+    key_type = pa.int64() if shape.int_keys else pa.string()
+    fields = [pa.field("id", key_type, nullable=False)]
+    if shape.partitioned:
+        fields.append(pa.field("part", pa.string()))
+    fields += [pa.field(n, t) for n, t in DATA_COLUMNS.items()]
+    options: dict[str, Any] = {}
+    if not shape.bucketed:  # tiny files: inserts fill small files, or spread over new file groups
+        options = {"hoodie.parquet.small.file.limit": 100_000, "hoodie.parquet.max.file.size": shape.max_file_size,
+                   "hoodie.copyonwrite.record.size.estimate": 1000}
+    return pyhudi.create_table(
+        path, pa.schema(fields), "id", partition_fields=["part"] if shape.partitioned else (),
+        table_type="COPY_ON_WRITE" if shape.layout == "cow" else "MERGE_ON_READ",
+        num_buckets=shape.num_buckets, ordering_field=shape.ordering,
+        column_families=FAMILIES if shape.layout == "families" else None, options=options,
+    )
+
+
+# ------------------------------------------------------------------------------ the model
+@dataclass(frozen=True)
+class Family:
+    name: str
+    columns: tuple[str, ...]  # own columns (not key, not partition)
+    ordering: str | None  # merges by event time on it (None: commit time)
+
+
+def model_families(shape: Shape) -> list[Family]:
+    if shape.layout == "families":
+        out = []
+        for name, spec in FAMILIES.items():
+            cols, _, ordering = spec.partition(";")
+            out.append(Family(name, tuple(cols.split(",")), ordering or None))
+        return out
+    return [Family("", tuple(DATA_COLUMNS), shape.ordering)]
+
+
+@dataclass
+class Record:
+    """A family's live record of one row copy: its columns and the instant of the winning write."""
+
+    values: dict[str, Any]
+    instant: str
+
+
+Copy = dict  # family name -> Record | None
+
+
+def partition_of(shape: Shape, key: Any) -> str | None:
+    if not shape.partitioned:
+        return None
+    pool = INT_KEYS if shape.int_keys else STR_KEYS
+    return f"p{pool.index(key) % 2}"
+
+
+@dataclass
+class Model:
+    shape: Shape
+    families: list[Family]
+    rows: dict[Any, list[Copy]] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ writes
+    def winners(self, family: Family, present: set[str], batch: list[dict]) -> dict[Any, dict]:
+        """The batch row each key keeps for ``family``: highest ordering value, ties and no
+        ordering column -> the later row."""
+        best: dict[Any, tuple] = {}
+        for position, row in enumerate(batch):
+            rank = (row[family.ordering], position) if family.ordering in present else (position,)
+            if row["id"] not in best or rank >= best[row["id"]][0]:
+                best[row["id"]] = (rank, row)
+        return {key: row for key, (_, row) in best.items()}
+
+    def merged(self, family: Family, record: Record | None, row: dict, present: set[str], instant: str) -> Record:
+        given = {c: row[c] for c in family.columns if c in present}
+        if record is None:
+            return Record({c: given.get(c) for c in family.columns}, instant)
+        if family.ordering is not None and family.ordering in present:
+            stored = record.values[family.ordering]
+            if stored is not None and row[family.ordering] < stored:
+                return record  # an older event: the stored version stays
+        return Record({**record.values, **given}, instant)
+
+    def write(self, operation: str, present: set[str], batch: list[dict], instant: str) -> None:
+        touched = [f for f in self.families if any(c in present for c in f.columns)]
+        winners = {f.name: self.winners(f, present, batch) for f in touched}
+        keys = list(dict.fromkeys(r["id"] for r in batch))
+        for key in keys:
+            copies = self.rows.get(key, [])
+            adds_copy = not self.shape.bucketed and operation in ("insert", "bulk_insert")
+            if adds_copy or not copies:
+                copies = [*copies, {f.name: None for f in self.families}]
+                targets = copies[-1:]
+            else:
+                targets = copies
+            for target in targets:
+                for f in touched:
+                    target[f.name] = self.merged(f, target[f.name], winners[f.name][key], present, instant)
+            self.rows[key] = copies
+
+    def delete(self, keys: list) -> None:
+        for key in keys:
+            self.rows.pop(key, None)
+
+    # ------------------------------------------------------------------ reads
+    def expected(self, window: set[str] | None = None) -> list[dict]:
+        """Every row copy as a dict (schema columns + ``_hoodie_commit_time``), sorted; with
+        ``window``, only copies with a family version written by one of those instants."""
+        out = []
+        for key, copies in self.rows.items():
+            for copy_ in copies:
+                live = [r for r in copy_.values() if r is not None]
+                if window is not None and not any(r.instant in window for r in live):
+                    continue
+                row: dict[str, Any] = {"id": key}
+                if self.shape.partitioned:
+                    row["part"] = partition_of(self.shape, key)
+                for f in self.families:
+                    record = copy_[f.name]
+                    row.update({c: (record.values[c] if record else None) for c in f.columns})
+                row["_hoodie_commit_time"] = max(r.instant for r in live)
+                out.append(row)
+        return sort_rows(out)
+
+
+def _order(value: Any) -> tuple:
+    return (value is not None, value if value is not None else 0)
+
+
+def sort_rows(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: [(k, *_order(v)) for k, v in sorted(r.items())])
+
+
+def project(rows: list[dict], columns: list[str]) -> list[dict]:
+    return sort_rows([{c: r[c] for c in columns} for r in rows])
+
+
+def matches(value: Any, op: str, operand: Any) -> bool:
+    """SQL semantics: a null satisfies only ``is null``."""
+    if op == "is null":
+        return value is None
+    if value is None:
+        return False
+    if op == "is not null":
+        return True
+    if op in ("in", "not in"):
+        return (value in operand) == (op == "in")
+    return {"=": value == operand, "!=": value != operand, "<": value < operand, ">=": value >= operand}[op]
+
+
+def rows_of(table: pa.Table) -> list[dict]:
+    return sort_rows(table.to_pylist())
+
+
+# ------------------------------------------------------------------------------ the machine
+class TableMachine(RuleBasedStateMachine):
+    """Random writes and reads on one table, checked against :class:`Model`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.directory = tempfile.mkdtemp(prefix="pyhudi-model-")
+        self.table: pyhudi.Table | None = None
+        self.model: Model | None = None
+        self.history: list[tuple[str, str, Model]] = []  # (instant, completion time, model after it)
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    @initialize(shape=shapes())
+    def create_table(self, shape: Shape) -> None:
+        self.shape = shape
+        self.table = create(os.path.join(self.directory, "t"), shape)
+        self.model = Model(shape, model_families(shape))
+        self.keys = INT_KEYS if shape.int_keys else STR_KEYS
+        self.columns = self.table.schema.names
+
+    # ------------------------------------------------------------------ helpers
+    def _completion(self, instant: str) -> str:
+        return next(i.completion_time for i in self.table.timeline if i.requested_time == instant)
+
+    def _record(self, instant: str) -> None:
+        completion = self._completion(instant)
+        assert not self.history or completion > self.history[-1][1]
+        self.history.append((instant, completion, copy.deepcopy(self.model)))
+
+    def _frame(self, present: list[str], rows: list[dict]) -> pa.Table:
+        schema = self.table.schema
+        names = ["id", *(["part"] if self.shape.partitioned else []), *present]
+        data = {n: [r[n] for r in rows] for n in names}
+        return pa.table(data, schema=pa.schema([schema.field(n) for n in names]))
+
+    # ------------------------------------------------------------------ writes
+    @rule(data=st.data(), operation=st.sampled_from(["upsert", "upsert", "insert", "bulk_insert"]))
+    def write(self, data: st.DataObject, operation: str) -> None:
+        present = data.draw(st.lists(st.sampled_from(list(DATA_COLUMNS)), min_size=1, max_size=len(DATA_COLUMNS),
+                                     unique=True), label="columns")
+        keys = self.keys
+        if self.shape.layout == "mor" and operation == "insert":
+            # an insert into a merge-on-read small file merges with a stored copy of its key, one
+            # into a new file group keeps both: which happens depends on file sizes — new keys only
+            keys = [k for k in self.keys if k not in self.model.rows]
+            if not keys:
+                operation, keys = "upsert", self.keys
+        ids = data.draw(st.lists(st.sampled_from(keys), min_size=1, max_size=4), label="ids")
+        rows = []
+        for key in ids:
+            row = {"id": key, "part": partition_of(self.shape, key)}
+            row.update({c: data.draw(VALUES[c], label=c) for c in present})
+            rows.append(row)
+        instant = getattr(self.table, operation)(self._frame(present, rows))
+        self.model.write(operation, set(present), rows, instant)
+        self._record(instant)
+
+    @rule(data=st.data())
+    def delete(self, data: st.DataObject) -> None:
+        ids = data.draw(st.lists(st.sampled_from(self.keys), min_size=1, max_size=3), label="ids")
+        rows = [{"id": k, "part": partition_of(self.shape, k)} for k in ids]
+        instant = self.table.delete(self._frame([], rows))
+        self.model.delete(ids)
+        self._record(instant)
+
+    # ------------------------------------------------------------------ reads
+    @invariant()
+    def full_read_matches(self) -> None:
+        if self.table is None:
+            return
+        got = self.table.read()
+        assert got.column_names == self.columns
+        expected = project(self.model.expected(), self.columns)
+        assert rows_of(got) == expected
+
+    @rule(data=st.data())
+    def read_with_meta(self, data: st.DataObject) -> None:
+        columns = data.draw(st.lists(st.sampled_from(self.columns), min_size=1, unique=True), label="columns")
+        got = self.table.read(columns=columns, with_meta=True)
+        assert got.column_names[5:] == columns
+        assert rows_of(got.select(["_hoodie_commit_time", *columns])) == project(
+            self.model.expected(), ["_hoodie_commit_time", *columns])
+
+    @rule(data=st.data())
+    def read_pruned_and_filtered(self, data: st.DataObject) -> None:
+        columns = data.draw(st.lists(st.sampled_from(self.columns), min_size=1, unique=True), label="columns")
+        column = data.draw(st.sampled_from(self.columns), label="filter column")
+        op = data.draw(st.sampled_from(["=", "!=", "<", ">=", "in", "not in", "is null", "is not null"]), label="op")
+        values = self.keys if column == "id" else (["p0", "p1"] if column == "part" else None)
+        value_strategy = st.sampled_from(values) if values else NON_NULL[column]
+        operand = None
+        if op in ("in", "not in"):
+            operand = tuple(data.draw(st.lists(value_strategy, min_size=1, max_size=3), label="values"))
+        elif op not in ("is null", "is not null"):
+            operand = data.draw(value_strategy, label="value")
+        filters = [(column, op) if operand is None else (column, op, operand)]
+        got = self.table.read(columns=columns, filters=filters)
+        assert got.column_names == columns
+        wanted = [r for r in self.model.expected() if matches(r[column], op, operand)]
+        assert rows_of(got) == project(wanted, columns)
+
+    @rule(batch_size=st.integers(1, 3))
+    def scan_in_small_batches(self, batch_size: int) -> None:
+        reader = self.table.scan(batch_size=batch_size)
+        batches = list(reader)
+        assert all(b.num_rows <= batch_size for b in batches)
+        got = pa.Table.from_batches(batches, schema=reader.schema)
+        assert rows_of(got) == project(self.model.expected(), self.columns)
+
+    @precondition(lambda self: self.history)
+    @rule(data=st.data())
+    def time_travel(self, data: st.DataObject) -> None:
+        index = data.draw(st.integers(0, len(self.history) - 1), label="instant")
+        _, completion, model = self.history[index]
+        columns = data.draw(st.none() | st.lists(st.sampled_from(self.columns), min_size=1, unique=True),
+                            label="columns")
+        names = columns or self.columns
+        assert rows_of(self.table.read(columns=columns, as_of=completion)) == project(model.expected(), names)
+        before = self.history[index - 1][2] if index else Model(self.shape, self.model.families)
+        just_before = str(int(completion) - 1)
+        assert rows_of(self.table.read(columns=columns, as_of=just_before)) == project(before.expected(), names)
+
+    @precondition(lambda self: self.history)
+    @rule(data=st.data())
+    def incremental(self, data: st.DataObject) -> None:
+        n = len(self.history)
+        first = data.draw(st.integers(-1, n - 1), label="start")
+        last = data.draw(st.integers(max(first, 0), n - 1) | st.none(), label="end")
+        start = self.history[first][1] if first >= 0 else str(int(self.history[0][1]) - 1)
+        end = self.history[last][1] if last is not None else None
+        at_end = self.history[last if last is not None else n - 1][2]
+        window = {instant for instant, _, _ in self.history[first + 1:(last if last is not None else n - 1) + 1]}
+        columns = data.draw(st.none() | st.lists(st.sampled_from(self.columns), min_size=1, unique=True),
+                            label="columns")
+        names = columns or self.columns
+        got = self.table.read_incremental(start, end, columns=columns)
+        assert got.column_names == names
+        assert rows_of(got) == project(at_end.expected(window), names)
+
+    @precondition(lambda self: self.shape.layout == "cow")
+    @rule()
+    def read_optimized_is_the_snapshot_on_copy_on_write(self) -> None:
+        got = self.table.read(query_type="read_optimized")
+        assert rows_of(got) == project(self.model.expected(), self.columns)
+
+
+PROFILES = {
+    "default": dict(max_examples=12, stateful_step_count=8),
+    "long": dict(max_examples=400, stateful_step_count=25),
+}
+_profile = PROFILES[os.environ.get("HYPOTHESIS_PROFILE", "default")]
+TableMachine.TestCase.settings = settings(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    **_profile,
+)
+test_table_model = TableMachine.TestCase
