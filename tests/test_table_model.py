@@ -289,10 +289,20 @@ class TableMachine(RuleBasedStateMachine):
         return pa.table(data, schema=pa.schema([schema.field(n) for n in names]))
 
     # ------------------------------------------------------------------ writes
-    @rule(data=st.data(), operation=st.sampled_from(["upsert", "upsert", "insert", "bulk_insert"]))
-    def write(self, data: st.DataObject, operation: str) -> None:
+    def _batch(self, data: st.DataObject, keys: list) -> tuple[list[str], list[dict]]:
+        """Random columns (at least one besides key and partition) and 1-4 rows of ``keys``."""
         present = data.draw(st.lists(st.sampled_from(list(DATA_COLUMNS)), min_size=1, max_size=len(DATA_COLUMNS),
                                      unique=True), label="columns")
+        ids = data.draw(st.lists(st.sampled_from(keys), min_size=1, max_size=4), label="ids")
+        rows = []
+        for key in ids:
+            row = {"id": key, "part": partition_of(self.shape, key)}
+            row.update({c: data.draw(VALUES[c], label=c) for c in present})
+            rows.append(row)
+        return present, rows
+
+    @rule(data=st.data(), operation=st.sampled_from(["upsert", "upsert", "insert", "bulk_insert"]))
+    def write(self, data: st.DataObject, operation: str) -> None:
         keys = self.keys
         if self.shape.layout == "mor" and operation == "insert":
             # an insert into a merge-on-read small file merges with a stored copy of its key, one
@@ -300,14 +310,34 @@ class TableMachine(RuleBasedStateMachine):
             keys = [k for k in self.keys if k not in self.model.rows]
             if not keys:
                 operation, keys = "upsert", self.keys
-        ids = data.draw(st.lists(st.sampled_from(keys), min_size=1, max_size=4), label="ids")
-        rows = []
-        for key in ids:
-            row = {"id": key, "part": partition_of(self.shape, key)}
-            row.update({c: data.draw(VALUES[c], label=c) for c in present})
-            rows.append(row)
+        present, rows = self._batch(data, keys)
         instant = getattr(self.table, operation)(self._frame(present, rows))
         self.model.write(operation, set(present), rows, instant)
+        self._record(instant)
+
+    @rule(data=st.data(), whole_table=st.booleans())
+    def overwrite(self, data: st.DataObject, whole_table: bool) -> None:
+        """``insert_overwrite`` (the partitions of the rows, plus ``partitions``) or
+        ``insert_overwrite_table``: those rows go, the batch's rows are the new ones."""
+        present, rows = self._batch(data, self.keys)
+        if data.draw(st.booleans(), label="no rows") and (whole_table or self.shape.partitioned):
+            rows = []
+        frame = self._frame(present, rows)
+        if whole_table:
+            instant = self.table.insert_overwrite_table(frame if rows else None)
+            replaced = None
+        else:
+            extra = []
+            if self.shape.partitioned:
+                extra = data.draw(st.lists(st.sampled_from(["p0", "p1"]), unique=True), label="partitions")
+            if not rows and not extra:
+                extra = ["p0"]
+            instant = self.table.insert_overwrite(frame if rows else None, partitions=extra or None)
+            replaced = {r["part"] for r in rows} | set(extra)
+        for key in list(self.model.rows):
+            if replaced is None or partition_of(self.shape, key) in replaced:
+                del self.model.rows[key]
+        self.model.write("bulk_insert", set(present), rows, instant)
         self._record(instant)
 
     @rule(data=st.data())
@@ -400,7 +430,7 @@ class TableMachine(RuleBasedStateMachine):
 
 
 PROFILES = {
-    "default": dict(max_examples=12, stateful_step_count=8),
+    "default": dict(max_examples=150, stateful_step_count=15),
     "long": dict(max_examples=400, stateful_step_count=25),
 }
 _profile = PROFILES[os.environ.get("HYPOTHESIS_PROFILE", "default")]
