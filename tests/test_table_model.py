@@ -349,6 +349,14 @@ class TableMachine(RuleBasedStateMachine):
         self._record(instant)
 
     # ------------------------------------------------------------------ reads
+    def _knobs(self, data: st.DataObject) -> dict:
+        """Read options that must not change the rows: merge strategy, key-range split tasks, batch size."""
+        return data.draw(st.fixed_dictionaries({}, optional={
+            "strategy": st.sampled_from(["auto", "hash"]),
+            "max_rows_per_task": st.integers(1, 3),
+            "batch_size": st.integers(1, 3),
+        }), label="read options")
+
     @invariant()
     def full_read_matches(self) -> None:
         if self.table is None:
@@ -379,7 +387,7 @@ class TableMachine(RuleBasedStateMachine):
         elif op not in ("is null", "is not null"):
             operand = data.draw(value_strategy, label="value")
         filters = [(column, op) if operand is None else (column, op, operand)]
-        got = self.table.read(columns=columns, filters=filters)
+        got = self.table.read(columns=columns, filters=filters, **self._knobs(data))
         assert got.column_names == columns
         wanted = [r for r in self.model.expected() if matches(r[column], op, operand)]
         assert rows_of(got) == project(wanted, columns)
@@ -400,7 +408,8 @@ class TableMachine(RuleBasedStateMachine):
         columns = data.draw(st.none() | st.lists(st.sampled_from(self.columns), min_size=1, unique=True),
                             label="columns")
         names = columns or self.columns
-        assert rows_of(self.table.read(columns=columns, as_of=completion)) == project(model.expected(), names)
+        knobs = self._knobs(data)
+        assert rows_of(self.table.read(columns=columns, as_of=completion, **knobs)) == project(model.expected(), names)
         before = self.history[index - 1][2] if index else Model(self.shape, self.model.families)
         just_before = str(int(completion) - 1)
         assert rows_of(self.table.read(columns=columns, as_of=just_before)) == project(before.expected(), names)
@@ -418,7 +427,7 @@ class TableMachine(RuleBasedStateMachine):
         columns = data.draw(st.none() | st.lists(st.sampled_from(self.columns), min_size=1, unique=True),
                             label="columns")
         names = columns or self.columns
-        got = self.table.read_incremental(start, end, columns=columns)
+        got = self.table.read_incremental(start, end, columns=columns, **self._knobs(data))
         assert got.column_names == names
         assert rows_of(got) == project(at_end.expected(window), names)
 
