@@ -19,16 +19,16 @@ upsert or delete reaches every copy. The rules modelled (DESIGN §4):
 - duplicates of a key in one batch: per family, the highest ordering value wins (ties: the later
   row), or the later row when the family's ordering column is not in the batch;
 - merging into a live record: a family with an ordering column merges by event time when the
-  write carries it (the write loses only if its value is lower than the stored one; ties and a
-  stored null: the write wins); a write without the ordering column wins (commit time);
+  write carries it (the write loses if its value is lower than the stored one, or null while the
+  stored one is not; ties and a stored null: the write wins); a write without the ordering
+  column wins (commit time);
 - a delete removes every family's record; a later write starts a fresh record;
 - a row exists while any family has a live record; its ``_hoodie_commit_time`` is the newest of
   its families' winning writes;
 - incremental ``(start, end]``: the rows live at ``end`` whose version in some family was written
   by an instant completed in the window, in their state at ``end``.
 
-Ordering values are never null in writes (Hudi's rule for a null ordering value differs between
-merge paths; see the report). ``HYPOTHESIS_PROFILE=long`` runs many more and longer sequences.
+``HYPOTHESIS_PROFILE=long`` runs many more and longer sequences.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ NON_NULL = {
     "f": st.sampled_from([1.5, -0.25, 2.0]),
     "g": st.sampled_from(["g0", "g1", "g2", "g3"]),
 }
-NULLABLE = {"b", "d", "e", "f"}  # the others are never null: ordering columns, and a, c (null only when unwritten)
+NULLABLE = {"b", "d", "e", "f", "ts", "g"}  # a, c are null only when unwritten
 VALUES = {c: (st.none() | s) if c in NULLABLE else s for c, s in NON_NULL.items()}
 
 
@@ -165,7 +165,8 @@ class Model:
         ordering column -> the later row."""
         best: dict[Any, tuple] = {}
         for position, row in enumerate(batch):
-            rank = (row[family.ordering], position) if family.ordering in present else (position,)
+            # a null ordering value loses (to any value; among nulls the later row wins)
+            rank = (*_order(row[family.ordering]), position) if family.ordering in present else (position,)
             if row["id"] not in best or rank >= best[row["id"]][0]:
                 best[row["id"]] = (rank, row)
         return {key: row for key, (_, row) in best.items()}
@@ -175,9 +176,9 @@ class Model:
         if record is None:
             return Record({c: given.get(c) for c in family.columns}, instant)
         if family.ordering is not None and family.ordering in present:
-            stored = record.values[family.ordering]
-            if stored is not None and row[family.ordering] < stored:
-                return record  # an older event: the stored version stays
+            stored, incoming = record.values[family.ordering], row[family.ordering]
+            if stored is not None and (incoming is None or incoming < stored):
+                return record  # an older event (or one without a time): the stored version stays
         return Record({**record.values, **given}, instant)
 
     def write(self, operation: str, present: set[str], batch: list[dict], instant: str) -> None:
@@ -436,6 +437,25 @@ class TableMachine(RuleBasedStateMachine):
     def read_optimized_is_the_snapshot_on_copy_on_write(self) -> None:
         got = self.table.read(query_type="read_optimized")
         assert rows_of(got) == project(self.model.expected(), self.columns)
+
+
+# ------------------------------------------------------------------------------ regressions
+# Minimal examples of failures the machine found (kept as plain tests, named after the behaviour).
+NULL_ORDERING_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.int64()), ("ts", pa.int64())])
+
+
+@pytest.mark.parametrize("table_kw", [dict(table_type="COPY_ON_WRITE"), dict(table_type="MERGE_ON_READ"),
+                                      dict(num_buckets=1)], ids=["cow", "mor", "mor-bucketed"])
+def test_update_with_null_ordering_value_loses_to_stored_value_on_every_table_type(tmp_path, table_kw):
+    """Event-time merge: an update whose ordering value is null loses to a stored row that has
+    one (as de-duplication within a batch treats it); the copy-on-write merge used to let it win."""
+    t = pyhudi.create_table(str(tmp_path / "t"), NULL_ORDERING_SCHEMA, "id", ordering_field="ts", **table_kw)
+    t.upsert(pa.table({"id": [1, 2], "a": [1, 1], "ts": [2, None]}, schema=NULL_ORDERING_SCHEMA))
+    t.upsert(pa.table({"id": [1, 2], "a": [2, 2], "ts": [None, None]}, schema=NULL_ORDERING_SCHEMA))
+    by_id = lambda: sorted(t.read().to_pylist(), key=lambda r: r["id"])  # noqa: E731
+    assert by_id() == [{"id": 1, "a": 1, "ts": 2}, {"id": 2, "a": 2, "ts": None}]  # stored null: update wins
+    t.upsert(pa.table({"id": [1], "a": [3], "ts": [2]}, schema=NULL_ORDERING_SCHEMA))  # a tie wins
+    assert by_id() == [{"id": 1, "a": 3, "ts": 2}, {"id": 2, "a": 2, "ts": None}]
 
 
 PROFILES = {
