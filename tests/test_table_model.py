@@ -289,6 +289,18 @@ class TableMachine(RuleBasedStateMachine):
         data = {n: [r[n] for r in rows] for n in names}
         return pa.table(data, schema=pa.schema([schema.field(n) for n in names]))
 
+    def _input(self, data: st.DataObject, frame: pa.Table) -> Any:
+        """``frame`` as a user may pass it: an Arrow table (columns in any order), a stream of
+        one-row batches (chunked columns), or a pandas DataFrame (nullable ints become floats)."""
+        form = data.draw(st.sampled_from(["table", "reordered", "batches", "pandas"]), label="input form")
+        if form == "reordered":
+            return frame.select(data.draw(st.permutations(frame.column_names), label="column order"))
+        if form == "batches":
+            return pa.RecordBatchReader.from_batches(frame.schema, frame.to_batches(max_chunksize=1))
+        if form == "pandas":
+            return frame.to_pandas()
+        return frame
+
     # ------------------------------------------------------------------ writes
     def _batch(self, data: st.DataObject, keys: list) -> tuple[list[str], list[dict]]:
         """Random columns (at least one besides key and partition) and 1-4 rows of ``keys``."""
@@ -312,7 +324,7 @@ class TableMachine(RuleBasedStateMachine):
             if not keys:
                 operation, keys = "upsert", self.keys
         present, rows = self._batch(data, keys)
-        instant = getattr(self.table, operation)(self._frame(present, rows))
+        instant = getattr(self.table, operation)(self._input(data, self._frame(present, rows)))
         self.model.write(operation, set(present), rows, instant)
         self._record(instant)
 
@@ -323,9 +335,9 @@ class TableMachine(RuleBasedStateMachine):
         present, rows = self._batch(data, self.keys)
         if data.draw(st.booleans(), label="no rows") and (whole_table or self.shape.partitioned):
             rows = []
-        frame = self._frame(present, rows)
+        frame = self._input(data, self._frame(present, rows)) if rows else None
         if whole_table:
-            instant = self.table.insert_overwrite_table(frame if rows else None)
+            instant = self.table.insert_overwrite_table(frame)
             replaced = None
         else:
             extra = []
@@ -333,7 +345,7 @@ class TableMachine(RuleBasedStateMachine):
                 extra = data.draw(st.lists(st.sampled_from(["p0", "p1"]), unique=True), label="partitions")
             if not rows and not extra:
                 extra = ["p0"]
-            instant = self.table.insert_overwrite(frame if rows else None, partitions=extra or None)
+            instant = self.table.insert_overwrite(frame, partitions=extra or None)
             replaced = {r["part"] for r in rows} | set(extra)
         for key in list(self.model.rows):
             if replaced is None or partition_of(self.shape, key) in replaced:
@@ -345,7 +357,7 @@ class TableMachine(RuleBasedStateMachine):
     def delete(self, data: st.DataObject) -> None:
         ids = data.draw(st.lists(st.sampled_from(self.keys), min_size=1, max_size=3), label="ids")
         rows = [{"id": k, "part": partition_of(self.shape, k)} for k in ids]
-        instant = self.table.delete(self._frame([], rows))
+        instant = self.table.delete(self._input(data, self._frame([], rows)))
         self.model.delete(ids)
         self._record(instant)
 
@@ -375,23 +387,42 @@ class TableMachine(RuleBasedStateMachine):
         assert rows_of(got.select(["_hoodie_commit_time", *columns])) == project(
             self.model.expected(), ["_hoodie_commit_time", *columns])
 
+    def _filter(self, data: st.DataObject, meta: bool = False) -> tuple:
+        """One random filter on a table column (or on ``_hoodie_commit_time`` with ``meta``)."""
+        names = [*self.columns, *(["_hoodie_commit_time"] if meta and self.history else [])]
+        column = data.draw(st.sampled_from(names), label="filter column")
+        op = data.draw(st.sampled_from(["=", "!=", "<", ">=", "in", "not in", "is null", "is not null"]), label="op")
+        if column == "_hoodie_commit_time":
+            value_strategy = st.sampled_from([instant for instant, _, _ in self.history])
+        elif column in ("id", "part"):
+            value_strategy = st.sampled_from(self.keys if column == "id" else ["p0", "p1"])
+        else:
+            value_strategy = NON_NULL[column]
+        if op in ("in", "not in"):
+            return column, op, tuple(data.draw(st.lists(value_strategy, min_size=1, max_size=3), label="values"))
+        if op in ("is null", "is not null"):
+            return column, op
+        return column, op, data.draw(value_strategy, label="value")
+
+    @staticmethod
+    def _matching(rows: list[dict], filters: list[tuple]) -> list[dict]:
+        return [r for r in rows if all(matches(r[f[0]], f[1], f[2] if len(f) == 3 else None) for f in filters)]
+
     @rule(data=st.data())
     def read_pruned_and_filtered(self, data: st.DataObject) -> None:
         columns = data.draw(st.lists(st.sampled_from(self.columns), min_size=1, unique=True), label="columns")
-        column = data.draw(st.sampled_from(self.columns), label="filter column")
-        op = data.draw(st.sampled_from(["=", "!=", "<", ">=", "in", "not in", "is null", "is not null"]), label="op")
-        values = self.keys if column == "id" else (["p0", "p1"] if column == "part" else None)
-        value_strategy = st.sampled_from(values) if values else NON_NULL[column]
-        operand = None
-        if op in ("in", "not in"):
-            operand = tuple(data.draw(st.lists(value_strategy, min_size=1, max_size=3), label="values"))
-        elif op not in ("is null", "is not null"):
-            operand = data.draw(value_strategy, label="value")
-        filters = [(column, op) if operand is None else (column, op, operand)]
+        filters = [self._filter(data) for _ in range(data.draw(st.integers(0, 2), label="filters"))]
         got = self.table.read(columns=columns, filters=filters, **self._knobs(data))
         assert got.column_names == columns
-        wanted = [r for r in self.model.expected() if matches(r[column], op, operand)]
-        assert rows_of(got) == project(wanted, columns)
+        assert rows_of(got) == project(self._matching(self.model.expected(), filters), columns)
+
+    @precondition(lambda self: self.history)
+    @rule(data=st.data())
+    def read_filtered_on_commit_time(self, data: st.DataObject) -> None:
+        filters = [self._filter(data, meta=True)]
+        got = self.table.read(columns=["id"], filters=filters, with_meta=True)
+        expected = self._matching(self.model.expected(), filters)
+        assert rows_of(got.select(["_hoodie_commit_time", "id"])) == project(expected, ["_hoodie_commit_time", "id"])
 
     @rule(batch_size=st.integers(1, 3))
     def scan_in_small_batches(self, batch_size: int) -> None:
@@ -409,8 +440,9 @@ class TableMachine(RuleBasedStateMachine):
         columns = data.draw(st.none() | st.lists(st.sampled_from(self.columns), min_size=1, unique=True),
                             label="columns")
         names = columns or self.columns
-        knobs = self._knobs(data)
-        assert rows_of(self.table.read(columns=columns, as_of=completion, **knobs)) == project(model.expected(), names)
+        filters = [self._filter(data) for _ in range(data.draw(st.integers(0, 1), label="filters"))]
+        got = self.table.read(columns=columns, as_of=completion, filters=filters, **self._knobs(data))
+        assert rows_of(got) == project(self._matching(model.expected(), filters), names)
         before = self.history[index - 1][2] if index else Model(self.shape, self.model.families)
         just_before = str(int(completion) - 1)
         assert rows_of(self.table.read(columns=columns, as_of=just_before)) == project(before.expected(), names)
