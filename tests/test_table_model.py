@@ -82,6 +82,11 @@ class Shape:
     int_keys: bool
     ordering: str | None  # table ordering field (tables without families)
     max_file_size: int | None = None  # tables without a bucket index: small-file handling
+    hive_style: bool = False  # partition folders part=p0
+    drop_partition_columns: bool = False  # partition values only in the folder names
+
+    def partition_path(self, value: str) -> str:
+        return f"part={value}" if self.hive_style else value
 
     @property
     def bucketed(self) -> bool:
@@ -89,7 +94,8 @@ class Shape:
 
 
 def shapes() -> st.SearchStrategy[Shape]:
-    common = dict(partitioned=st.booleans(), int_keys=st.booleans())
+    common = dict(partitioned=st.booleans(), int_keys=st.booleans(), hive_style=st.booleans(),
+                  drop_partition_columns=st.booleans())
     return st.one_of(
         st.builds(Shape, layout=st.just("families"), num_buckets=st.integers(1, 4), ordering=st.none(), **common),
         st.builds(Shape, layout=st.just("bucketed"), num_buckets=st.integers(1, 4),
@@ -105,9 +111,10 @@ def create(path: str, shape: Shape) -> pyhudi.Table:
     if shape.partitioned:
         fields.append(pa.field("part", pa.string()))
     fields += [pa.field(n, t) for n, t in DATA_COLUMNS.items()]
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"hoodie.datasource.write.hive_style_partitioning": shape.hive_style,
+                               "hoodie.datasource.write.drop.partition.columns": shape.drop_partition_columns}
     if not shape.bucketed:  # tiny files: inserts fill small files, or spread over new file groups
-        options = {"hoodie.parquet.small.file.limit": 100_000, "hoodie.parquet.max.file.size": shape.max_file_size,
+        options |= {"hoodie.parquet.small.file.limit": 100_000, "hoodie.parquet.max.file.size": shape.max_file_size,
                    "hoodie.copyonwrite.record.size.estimate": 1000}
     return pyhudi.create_table(
         path, pa.schema(fields), "id", partition_fields=["part"] if shape.partitioned else (),
@@ -345,7 +352,8 @@ class TableMachine(RuleBasedStateMachine):
                 extra = data.draw(st.lists(st.sampled_from(["p0", "p1"]), unique=True), label="partitions")
             if not rows and not extra:
                 extra = ["p0"]
-            instant = self.table.insert_overwrite(frame, partitions=extra or None)
+            paths = [self.shape.partition_path(p) for p in extra]
+            instant = self.table.insert_overwrite(frame, partitions=paths or None)
             replaced = {r["part"] for r in rows} | set(extra)
         for key in list(self.model.rows):
             if replaced is None or partition_of(self.shape, key) in replaced:
@@ -376,6 +384,7 @@ class TableMachine(RuleBasedStateMachine):
             return
         got = self.table.read()
         assert got.column_names == self.columns
+        assert [f.type for f in got.schema] == [self.table.schema.field(c).type for c in self.columns]
         expected = project(self.model.expected(), self.columns)
         assert rows_of(got) == expected
 
@@ -462,6 +471,7 @@ class TableMachine(RuleBasedStateMachine):
         names = columns or self.columns
         got = self.table.read_incremental(start, end, columns=columns, **self._knobs(data))
         assert got.column_names == names
+        assert [f.type for f in got.schema] == [self.table.schema.field(c).type for c in names]
         assert rows_of(got) == project(at_end.expected(window), names)
 
     @precondition(lambda self: self.shape.layout == "cow")
