@@ -54,6 +54,8 @@ DATA_COLUMNS = {
     "e": pa.string(), "f": pa.float64(), "g": pa.string(),
 }
 FAMILIES = {"fone": "a,b,ts;ts", "ftwo": "c,d,e", "fthree": "f,g;g"}  # int, no, string ordering
+ADDED_FAMILY = ("ffour", "h,i;h", {"h": pa.int64(), "i": pa.float64()})  # ALTER TABLE adds it
+TYPES = {**DATA_COLUMNS, **ADDED_FAMILY[2]}
 ORDERING_COLUMNS = {"ts", "g"}
 INT_KEYS = [0, 1, 2, 7, 10, 123]
 STR_KEYS = ["k0", "k1", "k10", "k2", "A", "zz"]
@@ -67,8 +69,10 @@ NON_NULL = {
     "e": st.sampled_from(["p", "q"]),
     "f": st.sampled_from([1.5, -0.25, 2.0]),
     "g": st.sampled_from(["g0", "g1", "g2", "g3"]),
+    "h": st.integers(0, 2),
+    "i": st.sampled_from([0.0, 7.5]),
 }
-NULLABLE = {"b", "d", "e", "f", "ts", "g"}  # a, c are null only when unwritten
+NULLABLE = {"b", "d", "e", "f", "ts", "g", "h", "i"}  # a, c are null only when unwritten
 VALUES = {c: (st.none() | s) if c in NULLABLE else s for c, s in NON_NULL.items()}
 
 
@@ -165,6 +169,26 @@ class Model:
     shape: Shape
     families: list[Family]
     rows: dict[Any, list[Copy]] = field(default_factory=dict)
+
+    def columns(self) -> list[str]:
+        """The table's columns (schema order): key, partition, then every family's own columns."""
+        return ["id", *(["part"] if self.shape.partitioned else []), *(c for f in self.families for c in f.columns)]
+
+    def add_family(self, family: Family) -> None:
+        self.families.append(family)
+        for copies in self.rows.values():
+            for copy_ in copies:
+                copy_[family.name] = None
+
+    def drop_family(self, name: str) -> None:
+        """The family's columns leave the table; rows that only it kept alive are gone."""
+        self.families = [f for f in self.families if f.name != name]
+        for key in list(self.rows):
+            for copy_ in self.rows[key]:
+                del copy_[name]
+            self.rows[key] = [c for c in self.rows[key] if any(r is not None for r in c.values())]
+            if not self.rows[key]:
+                del self.rows[key]
 
     # ------------------------------------------------------------------ writes
     def winners(self, family: Family, present: set[str], batch: list[dict]) -> dict[Any, dict]:
@@ -279,7 +303,11 @@ class TableMachine(RuleBasedStateMachine):
         self.table = create(os.path.join(self.directory, "t"), shape)
         self.model = Model(shape, model_families(shape))
         self.keys = INT_KEYS if shape.int_keys else STR_KEYS
-        self.columns = self.table.schema.names
+        self.dropped: set[str] = set()  # names of dropped families (re-adding one is refused)
+
+    @property
+    def columns(self) -> list[str]:
+        return self.model.columns()
 
     # ------------------------------------------------------------------ helpers
     def _completion(self, instant: str) -> str:
@@ -311,8 +339,9 @@ class TableMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------------ writes
     def _batch(self, data: st.DataObject, keys: list) -> tuple[list[str], list[dict]]:
         """Random columns (at least one besides key and partition) and 1-4 rows of ``keys``."""
-        present = data.draw(st.lists(st.sampled_from(list(DATA_COLUMNS)), min_size=1, max_size=len(DATA_COLUMNS),
-                                     unique=True), label="columns")
+        names = self.columns[2 if self.shape.partitioned else 1:]
+        present = data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=len(names), unique=True),
+                            label="columns")
         ids = data.draw(st.lists(st.sampled_from(keys), min_size=1, max_size=4), label="ids")
         rows = []
         for key in ids:
@@ -369,6 +398,31 @@ class TableMachine(RuleBasedStateMachine):
         self.model.delete(ids)
         self._record(instant)
 
+    def _alter_choices(self) -> list[tuple[str, str]]:
+        if self.shape.layout != "families":
+            return []
+        names = [f.name for f in self.model.families]
+        choices = [("add", ADDED_FAMILY[0])] if ADDED_FAMILY[0] not in names and ADDED_FAMILY[0] not in self.dropped else []
+        return choices + ([("drop", n) for n in names] if len(names) > 1 else [])
+
+    @precondition(lambda self: self._alter_choices())
+    @rule(data=st.data())
+    def alter_families(self, data: st.DataObject) -> None:
+        """ALTER TABLE: add a family (new columns, null in earlier rows) or drop one (its columns
+        leave the schema, its files are no longer read)."""
+        name, spec, types = ADDED_FAMILY
+        action, target = data.draw(st.sampled_from(self._alter_choices()), label="alter")
+        if action == "add":
+            instant = self.table.alter(set_properties={f"hoodie.colFamily.{name}": spec}, new_columns=types)
+            columns, _, ordering = spec.partition(";")
+            self.model.add_family(Family(name, tuple(columns.split(",")), ordering or None))
+        else:
+            instant = self.table.alter(unset_properties=[f"hoodie.colFamily.{target}"])
+            self.model.drop_family(target)
+            self.dropped.add(target)
+        assert self.table.schema.names == self.columns
+        self._record(instant)
+
     # ------------------------------------------------------------------ reads
     def _knobs(self, data: st.DataObject) -> dict:
         """Read options that must not change the rows: merge strategy, key-range split tasks, batch size."""
@@ -384,7 +438,7 @@ class TableMachine(RuleBasedStateMachine):
             return
         got = self.table.read()
         assert got.column_names == self.columns
-        assert [f.type for f in got.schema] == [self.table.schema.field(c).type for c in self.columns]
+        assert [f.type for f in got.schema] == [self._type(c) for c in self.columns]
         expected = project(self.model.expected(), self.columns)
         assert rows_of(got) == expected
 
@@ -396,9 +450,15 @@ class TableMachine(RuleBasedStateMachine):
         assert rows_of(got.select(["_hoodie_commit_time", *columns])) == project(
             self.model.expected(), ["_hoodie_commit_time", *columns])
 
-    def _filter(self, data: st.DataObject, meta: bool = False) -> tuple:
-        """One random filter on a table column (or on ``_hoodie_commit_time`` with ``meta``)."""
-        names = [*self.columns, *(["_hoodie_commit_time"] if meta and self.history else [])]
+    def _type(self, column: str) -> pa.DataType:
+        if column == "id":
+            return pa.int64() if self.shape.int_keys else pa.string()
+        return pa.string() if column == "part" else TYPES[column]
+
+    def _filter(self, data: st.DataObject, meta: bool = False, columns: list[str] | None = None) -> tuple:
+        """One random filter on a column of ``columns`` (default: the table's), or on
+        ``_hoodie_commit_time`` with ``meta``."""
+        names = [*(columns or self.columns), *(["_hoodie_commit_time"] if meta and self.history else [])]
         column = data.draw(st.sampled_from(names), label="filter column")
         op = data.draw(st.sampled_from(["=", "!=", "<", ">=", "in", "not in", "is null", "is not null"]), label="op")
         if column == "_hoodie_commit_time":
@@ -446,13 +506,16 @@ class TableMachine(RuleBasedStateMachine):
     def time_travel(self, data: st.DataObject) -> None:
         index = data.draw(st.integers(0, len(self.history) - 1), label="instant")
         _, completion, model = self.history[index]
-        columns = data.draw(st.none() | st.lists(st.sampled_from(self.columns), min_size=1, unique=True),
+        columns = data.draw(st.none() | st.lists(st.sampled_from(model.columns()), min_size=1, unique=True),
                             label="columns")
-        names = columns or self.columns
-        filters = [self._filter(data) for _ in range(data.draw(st.integers(0, 1), label="filters"))]
+        names = columns or model.columns()
+        filters = [self._filter(data, columns=model.columns())
+                   for _ in range(data.draw(st.integers(0, 1), label="filters"))]
         got = self.table.read(columns=columns, as_of=completion, filters=filters, **self._knobs(data))
         assert rows_of(got) == project(self._matching(model.expected(), filters), names)
-        before = self.history[index - 1][2] if index else Model(self.shape, self.model.families)
+        before = self.history[index - 1][2] if index else Model(self.shape, model_families(self.shape))
+        if columns and not set(columns) <= set(before.columns()):
+            return  # the columns did not exist yet (an ALTER added them)
         just_before = str(int(completion) - 1)
         assert rows_of(self.table.read(columns=columns, as_of=just_before)) == project(before.expected(), names)
 
@@ -466,12 +529,12 @@ class TableMachine(RuleBasedStateMachine):
         end = self.history[last][1] if last is not None else None
         at_end = self.history[last if last is not None else n - 1][2]
         window = {instant for instant, _, _ in self.history[first + 1:(last if last is not None else n - 1) + 1]}
-        columns = data.draw(st.none() | st.lists(st.sampled_from(self.columns), min_size=1, unique=True),
+        columns = data.draw(st.none() | st.lists(st.sampled_from(at_end.columns()), min_size=1, unique=True),
                             label="columns")
-        names = columns or self.columns
+        names = columns or at_end.columns()
         got = self.table.read_incremental(start, end, columns=columns, **self._knobs(data))
         assert got.column_names == names
-        assert [f.type for f in got.schema] == [self.table.schema.field(c).type for c in names]
+        assert [f.type for f in got.schema] == [self._type(c) for c in names]
         assert rows_of(got) == project(at_end.expected(window), names)
 
     @precondition(lambda self: self.shape.layout == "cow")
