@@ -33,20 +33,24 @@ upsert or delete reaches every copy. The rules modelled (DESIGN §4):
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import pyhudi
+import pyhudi.write.handle as handle
+from pyhudi.write.client import WriteClient
 
 # ------------------------------------------------------------------------------ table shapes
 DATA_COLUMNS = {
@@ -283,6 +287,44 @@ def rows_of(table: pa.Table) -> list[dict]:
     return sort_rows(table.to_pylist())
 
 
+# ------------------------------------------------------------------------------ failure injection
+class InjectedFailure(OSError):
+    """The storage failing under a write (after the file was written)."""
+
+
+@contextlib.contextmanager
+def failing_file_write(at: int, crash: bool):
+    """The ``at``-th data file a write creates (base or log) fails once written. With ``crash``,
+    the writer does not roll back either (as if its process died): the instant stays inflight
+    with its files, for the next writer to roll back."""
+    lock, calls = threading.Lock(), [0]
+
+    def failing(original):
+        def wrapper(*args, **kwargs):
+            result = original(*args, **kwargs)
+            with lock:
+                calls[0] += 1
+                fail = calls[0] == at
+            if fail:
+                raise InjectedFailure(f"injected failure after data file {at}")
+            return result
+        return wrapper
+
+    patches = [(handle, "write_log_file"), (handle.FileGroupWriteTask, "_write_base")]
+    if crash:
+        patches.append((WriteClient, "_rollback_quietly"))
+    saved = [(owner, name, getattr(owner, name)) for owner, name in patches]
+    handle.write_log_file = failing(handle.write_log_file)
+    handle.FileGroupWriteTask._write_base = failing(handle.FileGroupWriteTask._write_base)
+    if crash:
+        WriteClient._rollback_quietly = lambda self, instant: None
+    try:
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
 # ------------------------------------------------------------------------------ the machine
 class TableMachine(RuleBasedStateMachine):
     """Random writes and reads on one table, checked against :class:`Model`."""
@@ -300,6 +342,7 @@ class TableMachine(RuleBasedStateMachine):
     @initialize(shape=shapes())
     def create_table(self, shape: Shape) -> None:
         self.shape = shape
+        event(f"layout {shape.layout}")
         self.table = create(os.path.join(self.directory, "t"), shape)
         self.model = Model(shape, model_families(shape))
         self.keys = INT_KEYS if shape.int_keys else STR_KEYS
@@ -350,8 +393,11 @@ class TableMachine(RuleBasedStateMachine):
             rows.append(row)
         return present, rows
 
-    @rule(data=st.data(), operation=st.sampled_from(["upsert", "upsert", "insert", "bulk_insert"]))
-    def write(self, data: st.DataObject, operation: str) -> None:
+    @rule(data=st.data(), operation=st.sampled_from(["upsert", "upsert", "insert", "bulk_insert"]),
+          fail_at=st.none() | st.integers(1, 3), crash=st.booleans())
+    def write(self, data: st.DataObject, operation: str, fail_at: int | None, crash: bool) -> None:
+        """A write; with ``fail_at``, its ``fail_at``-th data file fails (see
+        :func:`failing_file_write`): the table must stay as it was, for every read."""
         keys = self.keys
         if self.shape.layout == "mor" and operation == "insert":
             # an insert into a merge-on-read small file merges with a stored copy of its key, one
@@ -360,7 +406,15 @@ class TableMachine(RuleBasedStateMachine):
             if not keys:
                 operation, keys = "upsert", self.keys
         present, rows = self._batch(data, keys)
-        instant = getattr(self.table, operation)(self._input(data, self._frame(present, rows)))
+        frame = self._input(data, self._frame(present, rows))
+        try:
+            with failing_file_write(fail_at, crash) if fail_at else contextlib.nullcontext():
+                instant = getattr(self.table, operation)(frame)
+        except InjectedFailure:
+            pending = [i for i in self.table.timeline if i.state.value != "COMPLETED" and i.action.value != "rollback"]
+            assert len(pending) == (1 if crash else 0), pending
+            event("write crashed" if crash else "write failed and was rolled back")
+            return
         self.model.write(operation, set(present), rows, instant)
         self._record(instant)
 
