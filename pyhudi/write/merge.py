@@ -76,7 +76,8 @@ class MergeOutcome:
 def _winning_updates(updates: pa.Table, positions: pa.Array, old: pa.Table, ordering_field: str | None) -> np.ndarray:
     """Mask of updates that win over the stored row of their key (event-time ordering rule)."""
     n = updates.num_rows
-    if ordering_field is None or ordering_field not in updates.column_names or ordering_field not in old.column_names:
+    if (ordering_field is None or ordering_field not in updates.column_names or ordering_field not in old.column_names
+            or positions.null_count == len(positions)):  # (no stored row met, e.g. a base file emptied by deletes)
         return np.ones(n, dtype=bool)
     found = positions.is_valid()
     stored = old.column(ordering_field).take(positions.fill_null(0))
