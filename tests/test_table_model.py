@@ -57,6 +57,12 @@ import pyhudi
 
 
 # ------------------------------------------------------------------------------ the machine
+def spell_time(instant: str) -> str:
+    """``20261121120000123`` as ``2026-11-21 12:00:00.123`` (a form ``as_of`` accepts)."""
+    i = instant
+    return f"{i[:4]}-{i[4:6]}-{i[6:8]} {i[8:10]}:{i[10:12]}:{i[12:14]}.{i[14:]}"
+
+
 class TableMachine(RuleBasedStateMachine):
     """Random writes and reads on one table, checked against :class:`Model`."""
 
@@ -218,6 +224,12 @@ class TableMachine(RuleBasedStateMachine):
         assert self.table.schema.names == self.columns
         self._record(instant)
 
+    @rule()
+    def reopen(self) -> None:
+        """A fresh handle (``pyhudi.open_table``) must see the same table: nothing lives only in
+        the handle that wrote."""
+        self.table = pyhudi.open_table(self.table.path)
+
     # ------------------------------------------------------------------ reads
     def _knobs(self, data: st.DataObject) -> dict:
         """Read options that must not change the rows: merge strategy, key-range split tasks, batch size."""
@@ -306,7 +318,8 @@ class TableMachine(RuleBasedStateMachine):
         names = columns or model.columns()
         filters = [self._filter(data, columns=model.columns())
                    for _ in range(data.draw(st.integers(0, 1), label="filters"))]
-        got = self.table.read(columns=columns, as_of=completion, filters=filters, **self._knobs(data))
+        spelled = data.draw(st.sampled_from([completion, int(completion), spell_time(completion)]), label="as_of")
+        got = self.table.read(columns=columns, as_of=spelled, filters=filters, **self._knobs(data))
         assert rows_of(got) == project(self._matching(model.expected(), filters), names)
         before = self.history[index - 1][2] if index else Model(self.shape, model_families(self.shape))
         if columns and not set(columns) <= set(before.columns()):
