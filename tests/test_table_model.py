@@ -161,6 +161,11 @@ class TableMachine(RuleBasedStateMachine):
         self.model.write(operation, set(present), rows, instant)
         self._record(instant)
 
+    @rule(data=st.data())
+    def upsert(self, data: st.DataObject) -> None:
+        """One more upsert rule, so that sequences are about half writes (reads are many rules)."""
+        self.write(data, "upsert")
+
     @rule(data=st.data(), whole_table=st.booleans())
     def overwrite(self, data: st.DataObject, whole_table: bool) -> None:
         """``insert_overwrite`` (the partitions of the rows, plus ``partitions``) or
