@@ -9,8 +9,10 @@ kept), integer or string keys — then runs a random sequence of ``upsert`` / ``
 streams or pandas), ALTERs that add or drop a column family, and writes whose n-th data file fails
 (rolled back) or crashes the writer (left inflight for the next writer to roll back). Reads: full,
 column-pruned, filtered (ANDed, SQL null semantics, also on ``_hoodie_commit_time``), streamed in
-tiny batches, split into key-range tasks, both merge strategies, time travel to every past instant
-(and just before it), incremental windows, with meta columns; read-optimized on copy-on-write.
+tiny batches, split into key-range tasks, both merge strategies, time travel (to a random past
+instant and just before it, and at the end of every sequence to every instant), incremental
+windows (random ones, and at the end each instant's own), with meta columns, through a reopened
+handle; read-optimized on copy-on-write.
 
 The table shapes, the reference model and the failure injection live in ``tests/table_model.py``.
 
