@@ -8,9 +8,10 @@ the rows (one log file per file group for that family).
   with the write benchmark's faster settings: no dictionaries)                    target <= 2.0
 - 2 columns of one family / full read: of the updated family (its base and log merge) and of a
   base-only family (joined with the updated family's keys)                       target <= 0.1
-  (reads after the first take footers, log block layouts and key-fingerprint verdicts from the
-  process's metadata cache, :mod:`pyhudi.read.metadata_cache`; the ratio with the cache cleared
-  before every read is printed too)
+  (reads after the first take footers, log block layouts and key verdicts — equal key columns,
+  log blocks whose keys are all in their base — from the process's metadata cache,
+  :mod:`pyhudi.read.metadata_cache`; the ratio with the cache cleared before every read is
+  printed too, and so are the read strategies the 2-column reads used)
 - peak memory of a streaming scan, 10x rows / 1x rows (each scan in a fresh subprocess;
   Arrow memory-pool peak, and the process's RSS high-water mark, VmHWM)          target <= 1.5
 - RFC-80: sort-merge read / hash-merge read of the same slices: time            target <= 0.7
@@ -72,6 +73,13 @@ def interleaved_with_cpu(fns: list, repeat: int = REPEAT) -> tuple[list[float], 
             wall.append(time.perf_counter() - start)
             cpu.append(time.process_time() - start_cpu)
     return [min(t) for t in walls], [min(t) for t in cpus]
+
+
+def strategies(table: pyhudi.Table, columns: list[str]) -> str:
+    """The read metrics of the first task of a warm read of ``columns`` (strategy, skips)."""
+    plan = table.plan_scan(columns)
+    plan.tasks[0].run()
+    return ", ".join(f"{k}={v}" for k, v in sorted(plan.tasks[0].metrics.items()))
 
 
 def build_scenario_w(path: str, rows: int) -> pa.Table:
@@ -149,6 +157,8 @@ def main() -> int:
               f"{c_two / c_full:.3f} / {c_two_base / c_full:.3f}, full / pq.read_table {c_full / c_raw:.2f}")
         print(f"  cold metadata cache (footers, log layouts, key verdicts cleared before each read): "
               f"full read {t_full_cold:.3f}s, 2 columns {t_two_cold:.3f}s, ratio {t_two_cold / t_full_cold:.3f}")
+        for label, columns in (("updated family", ["c0", "c1"]), ("base-only family", [f"c{PER}", f"c{PER + 1}"])):
+            print(f"  2 columns of the {label}: per file group {strategies(table, columns)}")
 
         small = scan_peak(fam_path)
         hashed = scan_peak(fam_path, "hash")

@@ -6,6 +6,8 @@ Prints, as ratios (machine speed cancels out):
 - one-family update (10% of rows, 20 columns): bytes written / payload bytes  target <= 1.2
 - one-family update time / full-row upsert time of the same rows             target <= 0.25
 - RFC-80 claim: full-write throughput with 5 families / without families     target >= 0.95
+and, for scale, the floor of the update ratio: ``pq.write_table`` of the same four per-bucket
+slices (one family's 20 columns vs all 100; no meta columns, no commit) on two threads.
 Each measurement is the best of ``repeat`` rounds on fresh tables (the machine may be shared).
 Run: ``.venv/bin/python bench/bench_write.py [rows] [repeat]``.
 """
@@ -17,6 +19,7 @@ import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -44,6 +47,14 @@ def _clear(root: str) -> None:
             os.remove(entry.path)
 
 
+def raw_bucket_files(rows: pa.Table, root: str, tag: str) -> None:
+    """``rows`` cut into ``BUCKETS`` slices, each written with ``pq.write_table`` (two threads)."""
+    size = -(-rows.num_rows // BUCKETS)
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda b: pq.write_table(rows.slice(b * size, size), f"{root}/{tag}_{b}.parquet",
+                                               use_dictionary=False, compression="none"), range(BUCKETS)))
+
+
 def run_once(data: pa.Table, root: str, run: int) -> dict[str, float]:
     """One round of every measurement, on fresh tables (deleted afterwards)."""
     schema = data.schema
@@ -61,9 +72,12 @@ def run_once(data: pa.Table, root: str, run: int) -> dict[str, float]:
     t_one = timed(lambda: fam.upsert(one_family))
     bytes_one = fam.last_write.bytes_written
     t_full = timed(lambda: plain.upsert(data.slice(0, n_upd)))
+    raw_one = timed(lambda: raw_bucket_files(one_family, root, f"raw_one_{run}"))
+    raw_full = timed(lambda: raw_bucket_files(data.slice(0, n_upd), root, f"raw_full_{run}"))
     _clear(root)  # keep the disk clean between rounds
     out = {"bytes_one": bytes_one, "payload": n_upd * PER * 8}
-    for name, (wall, cpu) in {"raw": raw, "fam": t_fam, "plain": t_plain, "one": t_one, "full": t_full}.items():
+    for name, (wall, cpu) in {"raw": raw, "fam": t_fam, "plain": t_plain, "one": t_one, "full": t_full,
+                               "raw_one": raw_one, "raw_full": raw_full}.items():
         out[name], out[f"{name}_cpu"] = wall, cpu
     return out
 
@@ -88,6 +102,9 @@ def main() -> int:
               f"full-row upsert {best['full']:.3f}s")
         for name, ratio, target in rows:
             print(f"  {name:<44} {ratio:6.2f}   target {target}")
+        print(f"  floor of the update ratio: pq.write_table of the same {BUCKETS} slices, one family "
+              f"{best['raw_one'] * 1000:.1f} ms / full rows {best['raw_full'] * 1000:.1f} ms = "
+              f"{best['raw_one'] / best['raw_full']:.2f} (no meta columns, no commit)")
         # On a shared machine wall times swing with the load; CPU time (all threads) does not.
         # The pyhudi writes use both cores, so their CPU ratios are an upper bound of the wall ones.
         print(f"  CPU seconds (best of {REPEAT}, load average {os.getloadavg()[0]:.1f}): raw {best['raw_cpu']:.3f}, "

@@ -77,6 +77,11 @@ class CommitConflictError(HudiError):
     """Two writers changed the same file group in a way that cannot be reconciled."""
 
 
+class SplitFileGroupError(CommitConflictError):
+    """Two tasks of one write each wrote a new base file of the same file group: the rows of a
+    file group must reach one task (``pyhudi.spark.write`` routes them so)."""
+
+
 __all__ = [
     "HudiError",
     "ConfigError",
@@ -95,4 +100,5 @@ __all__ = [
     "CorruptBlockError",
     "ReadError",
     "CommitConflictError",
+    "SplitFileGroupError",
 ]

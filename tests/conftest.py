@@ -58,6 +58,11 @@ def spark():
     from pyhudi.spark.conf import configure
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this venv (pyarrow, pyhudi)
+    # The project is installed in editable mode, whose import hook PySpark's scan for statically
+    # registered sources (top-level ``pyspark_*`` modules) does not see: put the checkout on the
+    # workers' path, where a regular install puts ``pyspark_pyhudi`` (site-packages).
+    repo = str(pathlib.Path(__file__).resolve().parent.parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
     session = (
         configure(SparkSession.builder).master("local[2]")  # pyhudi's recommended settings
         .appName("pyhudi-tests")

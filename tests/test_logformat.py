@@ -724,3 +724,17 @@ def test_parquet_blocks_declare_key_order_only_when_keys_increase():
     shuffled = table.take([1, 0, 2, 3, 4])
     meta = pq.ParquetFile(pa.BufferReader(ParquetDataBlock(shuffled, {HeaderKey.INSTANT_TIME: T1}).encode_content())).metadata
     assert meta.row_group(0).sorting_columns == ()
+
+
+def test_reader_with_the_listed_size_reads_only_the_listed_blocks(tmp_path):
+    """A reader given the size the file had when listed neither asks the storage for it nor
+    reads blocks appended since (a scan reads the log as its snapshot listed it)."""
+    storage = Storage(str(tmp_path))
+    first = encode_block(ParquetDataBlock(data_table(3), {HeaderKey.INSTANT_TIME: T1}))
+    second = encode_block(ParquetDataBlock(data_table(2), {HeaderKey.INSTANT_TIME: T1}))
+    (tmp_path / ".f.log.1_0-1-0").write_bytes(first + second)
+    listed = LogReader(storage, ".f.log.1_0-1-0", size=len(first)).blocks()
+    assert [b.num_rows for b in listed] == [3]
+    assert [b.num_rows for b in LogReader(storage, ".f.log.1_0-1-0").blocks()] == [3, 2]
+    (tmp_path / ".e.log.1_0-1-0").write_bytes(b"")
+    assert LogReader(storage, ".e.log.1_0-1-0", size=0).blocks() == []

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from pyhudi.errors import MetadataError
 from pyhudi.timeline import schemas
 from pyhudi.timeline.metadata import (
-    decode_commit_summary,
     ActionInstant,
     CleanerPlan,
     CleanFileInfo,
@@ -40,6 +39,7 @@ from pyhudi.timeline.metadata import (
     RuntimeStats,
     SliceInfo,
     WriteStat,
+    decode_commit_summary,
     decode_instant_metadata,
     encode_instant_metadata,
 )

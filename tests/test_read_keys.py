@@ -48,6 +48,17 @@ def test_key_codes_sort_like_the_spellings_and_decode_back():
     assert not strictly_increasing(encode_keys(pa.array([1, 10, 10])))
 
 
+def test_key_codes_with_known_bounds_are_the_same_codes():
+    """Bounds from statistics (any that hold, tight or not) replace the min/max pass."""
+    rng = np.random.default_rng(5)
+    for values in (rng.integers(0, 200_000, 5000), np.array(EDGES, dtype=np.int64), np.array([7, 8, 9])):
+        expected = encode_keys(pa.array(values)).to_pylist()
+        low, high = int(values.min()), int(values.max())
+        assert encode_keys(pa.array(values), (low, high)).to_pylist() == expected
+        assert encode_keys(pa.array(values), (0, MAX_INTEGER_KEY - 1)).to_pylist() == expected
+        assert encode_keys(pa.chunked_array([values[:2], values[2:]]), (low, high)).to_pylist() == expected
+
+
 def test_only_canonical_spellings_in_range_have_key_codes():
     strings = pa.array(["12", "0", "-7", "-0", "007", "1e3", "x", None, "", "99999999999999999",
                         "100000000000000000", " 5"])

@@ -212,3 +212,22 @@ def test_a_file_that_declares_a_false_key_order_is_refused(tmp_path):
     with pytest.raises(ReadError, match="declares its rows sorted by _hoodie_record_key but they are not"):
         t.read()
     assert t.read(strategy="hash").sort_by("id").to_pylist() == [{"id": "k1", "c": 1}, {"id": "k2", "c": 20}]
+
+
+@pytest.mark.parametrize("event_time", [True, False])
+def test_a_key_the_base_stores_twice_keeps_both_copies_each_merged(event_time):
+    """Hudi's merge handle updates every stored copy of a key (an ``insert`` keeps duplicates):
+    each copy is merged with the key's later versions on its own."""
+    base = Versions(pa.array(["k1", "k1", "k2"]),
+                    pa.table({"a": pa.array([1, 2, 3], pa.int64()), "b": ["x", "y", "z"],
+                              "ts": pa.array([5, 1, 1], pa.int64())}), False, pa.array([5, 1, 1], pa.int64()))
+    update = Versions(pa.array(["k1", "k3"]), pa.table({"a": pa.array([9, 7], pa.int64()), "ts": pa.array([3, 3], pa.int64())}),
+                      False, pa.array([3, 3], pa.int64()))
+    got = merge_versions([base, update], FIELDS, event_time, pa.int64(), base_rows=3).to_pylist()
+    copy_one = {"_key": "k1", "a": 1, "b": "x", "ts": 5} if event_time else {"_key": "k1", "a": 9, "b": "x", "ts": 3}
+    assert got == [copy_one, {"_key": "k1", "a": 9, "b": "y", "ts": 3},  # partial update: b kept per copy
+                   {"_key": "k2", "a": 3, "b": "z", "ts": 1}, {"_key": "k3", "a": 7, "b": None, "ts": 3}]
+    deleted = merge_versions([base, Versions(pa.array(["k1"]), None, True, None, pa.array([True]))], FIELDS,
+                             event_time, pa.int64(), base_rows=3).to_pylist()
+    assert [r["_key"] for r in deleted] == ["k2"]  # a delete removes every copy
+    assert merge_versions([base, update], FIELDS, event_time, pa.int64()).num_rows == 3  # without base_rows: one per key

@@ -92,6 +92,68 @@ def test_spark_write_every_operation_matches_the_local_engine(spark, tmp_path):
     assert leftovers(Path(path)) == []
 
 
+# --------------------------------------------------------------------------- tables without buckets
+COW_OPTIONS = {"hoodie.table.name": "cw", "hoodie.datasource.write.recordkey.field": "id",
+               "hoodie.parquet.small.file.limit": "0"}
+
+
+def cow_tables(tmp_path):
+    """Two copies of a copy-on-write table without buckets, two file groups per partition."""
+    copies = []
+    for name in ("local", "spark"):
+        t = pyhudi.create_table(str(tmp_path / name), SCHEMA, "id", name="cw", table_type="COPY_ON_WRITE",
+                                partition_fields=["p"], ordering_field="ts",
+                                options={"hoodie.parquet.small.file.limit": "0"})
+        t.insert(rows_of(range(12), 1))
+        t.insert(rows_of(range(12, 24), 1))
+        copies.append(t)
+    return copies
+
+
+def base_files_of(t, instant: str) -> dict[str, int]:
+    """{file id: base files of ``instant``} over the table's file groups."""
+    return {g.file_id: sum(1 for b in g.base_files if b.instant == instant) for g in t.file_groups()}
+
+
+def test_spark_write_routes_rows_by_file_group_on_tables_without_buckets(spark, tmp_path):
+    """Copy-on-write: every file group touched gets ONE new base version, however the input is
+    split, and the rows equal the local engine's (duplicate keys in different input partitions
+    are de-duplicated by the ordering field in one task)."""
+    local, remote = cow_tables(tmp_path)
+    assert len(remote.file_groups()) == 4
+    update = pa.concat_tables([rows_of(range(0, 24, 2), 5), rows_of([30, 31], 5),  # updates + new keys
+                               rows_of([4], 9), rows_of([6], 3)])  # 4: ts 9 wins; 6: ts 5 wins over 3
+    local.upsert(update)
+    df = df_of(spark, update).repartition(4)  # rows of one file group spread over several partitions
+    instant = pyhudi.spark.write(df, remote.path, operation="upsert", **COW_OPTIONS)
+    assert sorted_rows(remote) == sorted_rows(local)
+    got = {r["id"]: r for r in sorted_rows(remote)}
+    assert got[4]["ts"] == 9 and got[6]["ts"] == 5 and got[8]["ts"] == 5 and got[9]["ts"] == 1
+    assert set(base_files_of(remote, instant).values()) <= {0, 1}  # never two versions of one group
+    assert sum(base_files_of(remote, instant).values()) >= 4 + 2 - 2  # all 4 groups + new groups
+    deleted = pyhudi.spark.write(df_of(spark, rows_of([0, 1, 2, 3, 30], 0)).repartition(3), remote.path,
+                                 operation="delete", **COW_OPTIONS)
+    local.delete(rows_of([0, 1, 2, 3, 30], 0).select(["id", "p"]))
+    assert sorted_rows(remote) == sorted_rows(local) and 0 not in {r["id"] for r in sorted_rows(remote)}
+    assert set(base_files_of(remote, deleted).values()) <= {0, 1}
+    assert leftovers(Path(remote.path)) == []
+
+
+def test_dataframe_writer_refuses_two_tasks_rewriting_one_file_group_and_names_the_fix(spark, tmp_path):
+    """``df.write.format("pyhudi")`` keeps the DataFrame's partitions: two of them updating one
+    copy-on-write file group cannot commit; the error says so, and the table is unchanged."""
+    _, remote = cow_tables(tmp_path)
+    before = sorted_rows(remote)
+    data = rows_of([2, 4], 7)  # one file group (inserted together), one row per input partition
+    df = spark.createDataFrame(spark.sparkContext.parallelize(data.to_pylist(), 2),
+                               ", ".join(f"{f.name} {SPARK_TYPES[f.name]}" for f in data.schema))
+    with pytest.raises(Exception, match="two tasks wrote a base file .*pyhudi.spark.write"):
+        (df.write.format("pyhudi").options(**COW_OPTIONS).option("hoodie.datasource.write.operation", "upsert")
+         .mode("append").save(remote.path))
+    assert sorted_rows(remote) == before
+    assert leftovers(Path(remote.path)) == []
+
+
 # --------------------------------------------------------------------------- df.write.format("pyhudi")
 def test_dataframe_writer_with_hudi_options_and_modes(spark, tmp_path):
     pyhudi.spark.register(spark)

@@ -17,7 +17,7 @@ import pytest
 
 import pyhudi
 import pyhudi.write.handle as handle
-from pyhudi.errors import CommitConflictError, SchemaError
+from pyhudi.errors import CommitConflictError, ConfigError, SchemaError
 from pyhudi.write.client import WriteClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -300,4 +300,56 @@ def test_write_phases_merge_on_read_tasks_may_share_a_file_group(tmp_path):
     apply(state, rows(range(4), 1))
     apply(state, rows([1], 2))
     apply(state, rows([2], 3))
+    check_rows(t, state)
+
+
+# ------------------------------------------------------------------------------ routing
+def test_routes_name_the_file_group_of_each_stored_key_and_the_partition_of_new_ones(tmp_path):
+    """``WriteTxn.routes`` (what ``pyhudi.spark.write`` shuffles on): the file group holding a
+    key for upserts and deletes, the bare partition for new keys and for every row of inserts."""
+    t = make_table(tmp_path, "COPY_ON_WRITE", True, options={"hoodie.parquet.small.file.limit": "0"})
+    t.insert(rows(range(6), 1))
+    t.insert(rows(range(6, 10), 1))  # no small files: new file groups in both partitions
+    data = rows([9, 1, 20, 2, 7, 21], 2)  # 20, 21: new keys
+    routes = WriteClient(t).unbegun("upsert").routes(data).to_pylist()
+    assert routes == [f"x\x00{group_of(t, 9).file_id}", f"x\x00{group_of(t, 1).file_id}", "y\x00",
+                      f"y\x00{group_of(t, 2).file_id}", f"x\x00{group_of(t, 7).file_id}", "x\x00"]
+    assert group_of(t, 9).file_id != group_of(t, 1).file_id
+    assert WriteClient(t).unbegun("delete").routes(rows([1, 20], 2, ["id", "p"])).to_pylist() == [
+        f"x\x00{group_of(t, 1).file_id}", "y\x00"]
+    assert WriteClient(t).unbegun("insert").routes(data).to_pylist() == ["x\x00", "x\x00", "y\x00", "y\x00",
+                                                                          "x\x00", "x\x00"]
+    with pytest.raises(SchemaError, match="null"):  # bad input is refused before any lookup
+        WriteClient(t).unbegun("upsert").routes(pa.table({"id": pa.array([None], pa.int64()), "p": ["x"]}))
+
+
+def test_routes_are_for_tables_without_buckets(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "b"), SCHEMA, "id", num_buckets=2)
+    with pytest.raises(ConfigError, match="bucketed table routes rows by bucket"):
+        WriteClient(t).unbegun("upsert").routes(rows([1], 1))
+
+
+def test_commit_from_another_client_is_no_conflict_with_the_commits_that_wrote_the_merged_bases(tmp_path):
+    """A driver that commits what executors wrote (no listing of its own from ``begin``) checks
+    each rewritten file group against the commits after ITS base version: groups whose bases
+    come from different commits are no conflict, a group rewritten meanwhile is."""
+    t = make_table(tmp_path, "COPY_ON_WRITE", False, options={"hoodie.parquet.small.file.limit": "0"})
+    t.insert(rows(range(4), 1))
+    t.insert(rows(range(4, 8), 1))  # a second file group, based on a later commit
+    txn = WriteClient(t).begin("upsert")
+    statuses = txn.write_rows(rows([1, 5], 2), task_id=0)  # rewrites both groups
+    assert sorted(s.kind for s in statuses) == ["merge", "merge"]
+    WriteClient(t).commit(txn, statuses)  # another client object: no listing from begin
+    state: dict = {}
+    apply(state, rows(range(8), 1))
+    apply(state, rows([1, 5], 2))
+    check_rows(t, state)
+
+    lazy = {"hoodie.cleaner.policy.failed.writes": "LAZY", "hoodie.parquet.small.file.limit": "0"}
+    txn = WriteClient(t, options=lazy).begin("upsert")
+    statuses = txn.write_rows(rows([2], 3), task_id=0)
+    other = WriteClient(t, options=lazy).write(rows([3], 4), "upsert")  # rewrites the group meanwhile
+    with pytest.raises(CommitConflictError, match=f"^write {txn.instant} conflicts with commit {other.instant}, "):
+        WriteClient(t, options=lazy).commit(txn, statuses)
+    apply(state, rows([3], 4))
     check_rows(t, state)

@@ -28,7 +28,8 @@ import pyarrow.parquet as pq
 
 from pyhudi.errors import ConfigError
 from pyhudi.fsview.view import FileGroup
-from pyhudi.logformat.block import DataBlock, DeleteBlock
+from pyhudi.logformat.block import DeleteBlock
+from pyhudi.logformat.data_block import DataBlock
 from pyhudi.logformat.reader import LogReader
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.fs import Storage

@@ -3,29 +3,28 @@
 from __future__ import annotations
 
 from pyhudi.logformat.block import (
-    BLOCK_CLASSES,
     CONTENT_VERSION,
     LOG_FORMAT_VERSION,
     MAGIC,
-    AvroDataBlock,
     BlockContent,
     BlockType,
     CdcDataBlock,
     CommandBlock,
     CommandType,
     CorruptBlock,
-    DataBlock,
     DeleteBlock,
     HeaderKey,
     HFileDataBlock,
     LogBlock,
-    ParquetDataBlock,
     decode_header,
-    default_parquet_options,
     encode_header,
+)
+from pyhudi.logformat.data_block import (
+    BLOCK_CLASSES,
+    AvroDataBlock,
+    DataBlock,
+    ParquetDataBlock,
     key_sorting_columns,
-    parquet_options_cover,
-    parquet_options_for,
 )
 from pyhudi.logformat.deletes import (
     DELETE_RECORD_LIST_SCHEMA,
@@ -33,6 +32,7 @@ from pyhudi.logformat.deletes import (
     decode_delete_records,
     encode_delete_records,
 )
+from pyhudi.logformat.parquet_options import default_parquet_options, parquet_options_cover, parquet_options_for
 from pyhudi.logformat.reader import FileSource, LogReader, read_log_blocks
 from pyhudi.logformat.writer import (
     BlockLocation,

@@ -25,9 +25,9 @@ from pyhudi.logformat.block import (
     BlockType,
     CorruptBlock,
     LogBlock,
-    block_from_content,
     decode_header,
 )
+from pyhudi.logformat.data_block import block_from_content
 from pyhudi.storage.fs import Storage
 
 _HEAD = len(MAGIC) + 8
@@ -87,8 +87,10 @@ class FileSource:
         *,
         file: pa.NativeFile | None = None,
         data: bytes | pa.Buffer | None = None,
+        size: int | None = None,
     ) -> None:
         self.storage, self.relpath = storage, relpath
+        self._listed_size = size
         self._file: pa.NativeFile | None = file
         self._buffer: pa.Buffer | None = None
         if data is not None:
@@ -103,7 +105,7 @@ class FileSource:
             self.size = self._buffer.size
 
     def _open_storage(self) -> None:
-        size = self.storage.size(self.relpath)
+        size = self._listed_size if self._listed_size is not None else self.storage.size(self.relpath)
         if size == 0:
             self._buffer = pa.py_buffer(b"")
         elif self.storage.is_local:
@@ -113,7 +115,9 @@ class FileSource:
             self._buffer = pa.py_buffer(self.storage.read(self.relpath))
         else:
             self._file = self.storage.open_input(self.relpath)
-        self.size = size
+        if self._buffer is not None and self._buffer.size > size:  # (appended since listed: read what was)
+            self._buffer = self._buffer.slice(0, size)
+        self.size = size if self._buffer is None else self._buffer.size
 
     def _handle(self) -> pa.NativeFile:
         if self._file is None or self._file.closed:
@@ -236,10 +240,13 @@ class LogReader:
     data: bytes | pa.Buffer | None = None
     include_corrupt: bool = False
     layout: list[BlockLayout] | None = None
+    size: int | None = None
+    """The file's size when listed (saves asking the storage; a file that grew since is read up
+    to that size, as listed)."""
     corrupt_blocks: list[CorruptBlock] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
-        self.source = FileSource(self.storage, self.relpath, file=self.file, data=self.data)
+        self.source = FileSource(self.storage, self.relpath, file=self.file, data=self.data, size=self.size)
 
     def __enter__(self) -> LogReader:
         return self

@@ -6,10 +6,14 @@ and blocks rolled back by a command block are skipped). The reader picks a strat
 
 - **streaming sort-merge** when every input is sorted by record key (pyhudi writes every base
   file and data block sorted): inputs are read batch by batch and merged in key ranges — the
-  range ends at the smallest "last key" among the inputs' current batches, so every version of a
-  key in the range is in memory and nothing past it is. Memory is bounded by the batch size
-  times the number of inputs, whatever the file group's size. Ranges that only one input touches
-  pass through without a copy (:func:`pyhudi.read.window.merge_window`);
+  range ends at the smallest "last key" among the current batches of the inputs that have more
+  batches to come, so every version of a key in the range is in memory and nothing past it is
+  (once every input holds its final batch, one range takes the rest: a small file group merges
+  in one range). Memory is bounded by the batch size times the number of inputs, whatever the
+  file group's size. Ranges that only one input touches pass through without a copy
+  (:func:`pyhudi.read.window.merge_window`). A merge of a whole base file with its log blocks
+  also learns whether every key of the blocks is a key of the base (a verdict of the metadata
+  cache that lets a later read skip the blocks of a family it reads only for its keys);
 - **pass-through** when the slice is a single Parquet input and no sorted output is needed;
 - **hash merge** otherwise (Apache Hudi's unsorted base files, Avro blocks with repeated keys):
   every version is read and merged at once by :func:`pyhudi.read.merge.merge_versions` — correct,
@@ -32,7 +36,7 @@ from pyhudi.fsview.view import BaseFile, FileSlice, LogFile, Visibility
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader, ParquetDataBlock
 from pyhudi.read.keys import RECORD_KEY, key_text
 from pyhudi.read.merge import Versions, columns_of, merge_versions
-from pyhudi.read.metadata_cache import LOG_LAYOUT, METADATA_CACHE, FileKey
+from pyhudi.read.metadata_cache import FOOTER, LOG_LAYOUT, METADATA_CACHE, FileKey
 from pyhudi.read.sources import (
     SOFT_DELETE,
     LockstepInput,
@@ -208,17 +212,23 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
         return inputs
     blocks = []
     for log in file_slice.log_files:
-        blocks.extend((log, block) for block in _log_blocks(storage, log, files))
-    rolled_back = {b.target_instant_time for _, b in blocks if isinstance(b, CommandBlock) and b.target_instant_time}
-    for log, block in blocks:
+        key = file_key(storage, log)
+        blocks.extend((log, key, block) for block in _log_blocks(storage, log, key, files))
+    rolled_back = {b.target_instant_time for _, _, b in blocks
+                   if isinstance(b, CommandBlock) and b.target_instant_time}
+    for log, key, block in blocks:
         if not isinstance(block, (DataBlock, DeleteBlock)):
             continue  # command blocks were applied above; CDC / HFile blocks hold no table rows
         instant = block.instant_time
         if instant in rolled_back or not visibility.is_visible(instant):
             continue  # written by an instant that never completed (or is after as_of)
+        arrow_schema = None
         if isinstance(block, ParquetDataBlock):
-            _parquet_block_footer(storage, log, block)
-        inputs.append(block_input(block, spec, schema, f"{log.relpath}@{block.offset}"))
+            _parquet_block_footer(key, block)
+            arrow_schema = _arrow_schema(f"block@{block.offset}", key, block.parquet_file())
+        source = block_input(block, spec, schema, f"{log.relpath}@{block.offset}", arrow_schema)
+        source.block_key = (key, block.offset)
+        inputs.append(source)
     return inputs
 
 
@@ -228,23 +238,38 @@ def base_input(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: 
     relpath = file_slice.base_file.relpath
     base = (opened or {}).get(relpath) or OpenedBase(storage, relpath, files,
                                                     file_key=file_key(storage, file_slice.base_file))
-    return ParquetInput(base.parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache)
+    parquet = base.parquet
+    source = ParquetInput(parquet, relpath, spec, schema, base.key_fingerprint, sorted_cache,
+                          arrow_schema=_arrow_schema(FOOTER, base.file_key, parquet))
+    source.file_key = base.file_key
+    source.is_base = True
+    return source
 
 
-def _log_blocks(storage: Storage, log: LogFile, files: ExitStack) -> list:
+def _arrow_schema(kind: str, key: FileKey | None, parquet: pq.ParquetFile) -> pa.Schema:
+    """The Arrow schema of a Parquet file's footer (``ParquetFile.schema_arrow`` converts it on
+    every call), kept in the metadata cache beside the footer."""
+    kind = f"arrow:{kind}"
+    schema = METADATA_CACHE.get(kind, key)
+    if schema is None:
+        schema = parquet.schema_arrow
+        METADATA_CACHE.put(kind, key, schema, 64 * len(schema))
+    return schema
+
+
+def _log_blocks(storage: Storage, log: LogFile, key: FileKey, files: ExitStack) -> list:
     """The blocks of a log file; their framing read once per file (the metadata cache)."""
-    key = file_key(storage, log)
-    reader = files.enter_context(LogReader(storage, log.relpath, layout=METADATA_CACHE.get(LOG_LAYOUT, key)))
+    reader = files.enter_context(LogReader(storage, log.relpath, layout=METADATA_CACHE.get(LOG_LAYOUT, key),
+                                           size=log.size))
     blocks = list(reader)
     if reader.layout is not None:
         METADATA_CACHE.put(LOG_LAYOUT, key, reader.layout, sum(entry.nbytes for entry in reader.layout))
     return blocks
 
 
-def _parquet_block_footer(storage: Storage, log: LogFile, block: ParquetDataBlock) -> None:
+def _parquet_block_footer(key: FileKey, block: ParquetDataBlock) -> None:
     """Open a Parquet data block with its footer from the metadata cache (parsed once per block)."""
     kind = f"block@{block.offset}"
-    key = file_key(storage, log)
     metadata = METADATA_CACHE.get(kind, key)
     parquet = block.parquet_file_with_footer(metadata)
     if metadata is None:
@@ -252,14 +277,14 @@ def _parquet_block_footer(storage: Storage, log: LogFile, block: ParquetDataBloc
 
 
 def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bool,
-                strategy: str = "auto", metrics: dict | None = None) -> Iterator[pa.Table]:
+                strategy: str = "auto", metrics: dict | None = None) -> FamilyStream:
     """The family's latest live rows (``_key`` + ``scan.fields``), in batches, sorted by key
     unless a single input is passed through with ``need_sorted=False``.
 
     ``metrics`` (optional) counts the strategy used under ``"strategy.<name>"``.
     """
     if not inputs:
-        return
+        return FamilyStream(iter(()))
     fields = list(scan.fields)
     if strategy == "auto" and len(inputs) == 1 and inputs[0].streamable and not need_sorted:
         chosen, rows = "pass_through", _pass_through(inputs[0], fields, batch_size)
@@ -269,15 +294,34 @@ def read_family(inputs: list, scan: FamilyScan, batch_size: int, need_sorted: bo
         chosen, rows = "hash_merge", _hash_merge(inputs, scan, fields, batch_size)
     if metrics is not None:
         metrics[f"strategy.{chosen}"] = metrics.get(f"strategy.{chosen}", 0) + 1
-    yield from rows
+    return FamilyStream(rows)
 
 
-def _pass_through(source: ParquetInput | LockstepInput, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
+class FamilyStream:
+    """A family's rows as an iterator of tables that tells, once a table is taken, whether it
+    was the last one (``done``): a join need not stop its window before the end of a stream
+    that has nothing more to give."""
+
+    def __init__(self, tables: Iterator[tuple[pa.Table, bool]]) -> None:
+        self._tables = tables
+        self.done = False
+
+    def __iter__(self) -> FamilyStream:
+        return self
+
+    def __next__(self) -> pa.Table:
+        table, self.done = next(self._tables)
+        return table
+
+
+def _pass_through(source: ParquetInput | LockstepInput, fields: list[pa.Field],
+                  batch_size: int) -> Iterator[tuple[pa.Table, bool]]:
     for v in source.chunks(batch_size):
+        last = v.last
         if np.any(v.is_delete):  # soft-deleted rows
             v = _without_soft_deletes(v)
         if len(v.keys):
-            yield _project_versions(v, fields, pa.schema([pa.field("_key", v.keys.type), *fields]))
+            yield _project_versions(v, fields, pa.schema([pa.field("_key", v.keys.type), *fields])), last
 
 
 def _without_soft_deletes(v: Versions) -> Versions:
@@ -297,31 +341,35 @@ def _project_versions(v: Versions, fields: list[pa.Field], schema: pa.Schema) ->
 
 
 class _Cursor:
-    """The current batch of one sorted input, consumed range by range."""
+    """The current batch of one sorted input, consumed range by range (``final``: the input has
+    no batch after it)."""
 
     def __init__(self, chunks: Iterator[Versions]) -> None:
         self._chunks = chunks
         self.buffer: Versions | None = None
+        self.final = False
         self._advance()
 
     def _advance(self) -> None:
         for chunk in self._chunks:
             if len(chunk.keys):
-                self.buffer = chunk
+                self.buffer, self.final = chunk, chunk.last
                 return
+            if chunk.last:
+                break
         self.buffer = None
 
     @property
     def last_key(self) -> str:
         return key_text(self.buffer.keys[-1])
 
-    def take_through(self, bound: str) -> Versions | None:
-        """The buffered rows with key <= ``bound``; refills when the buffer is used up."""
+    def take_through(self, bound: str | None) -> Versions | None:
+        """The buffered rows with key <= ``bound`` (None: all); refills when the buffer is used up."""
         buffer = self.buffer
         if buffer is None:
             return None
         keys = buffer.keys
-        n = bisect.bisect_right(keys, bound, key=key_text)
+        n = len(keys) if bound is None else bisect.bisect_right(keys, bound, key=key_text)
         if n == 0:
             return None
         if n == len(keys):
@@ -331,26 +379,52 @@ class _Cursor:
         return slice_versions(buffer, 0, n)
 
 
-def _sort_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
-    """Merge sorted inputs range by range (see the module docstring)."""
+def _sort_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field],
+                batch_size: int) -> Iterator[tuple[pa.Table, bool]]:
+    """Merge sorted inputs range by range (see the module docstring). A range ends at the
+    smallest last key of the inputs that have more batches to come: once every input holds its
+    final batch, one range takes the rest."""
     cursors = [_Cursor(i.chunks(batch_size)) for i in inputs]
+    learning = _blocks_of_base(inputs)
+    within = [True] if learning else None
     while True:
         active = [c for c in cursors if c.buffer is not None]
         if not active:
-            return
-        bound = min(c.last_key for c in active)
+            break
+        bounding = [c for c in active if not c.final]
+        bound = min(c.last_key for c in bounding) if bounding else None
         pieces = [c.take_through(bound) for c in cursors]
-        merged = merge_window(pieces, fields, scan.event_time, scan.ordering_type)
+        merged = merge_window(pieces, fields, scan.event_time, scan.ordering_type, within)
         if merged.num_rows:
-            yield merged
+            yield merged, all(c.buffer is None for c in cursors)
+    if learning and within[0]:  # every key of the log blocks was found in the base file
+        base_key, blocks = learning
+        for block in blocks:
+            METADATA_CACHE.put_block_within(block.block_key, base_key)
 
 
-def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
-    versions = [v for i in inputs for v in i.chunks(batch_size, verify=False)]
-    merged = merge_versions(versions, fields, scan.event_time, scan.ordering_type)
+def _blocks_of_base(inputs: list) -> tuple | None:
+    """(base file key, block inputs) when ``inputs`` are a whole base file and its log blocks,
+    read without restriction: a merge then learns whether the blocks' keys are all the base's
+    (:meth:`~pyhudi.read.metadata_cache.MetadataCache.block_within`)."""
+    if len(inputs) < 2 or not isinstance(inputs[0], (ParquetInput, LockstepInput)):
+        return None
+    lead = inputs[0].lead if isinstance(inputs[0], LockstepInput) else inputs[0]
+    if lead.file_key is None or not lead.spec.prefilter.unrestricted:
+        return None
+    blocks = inputs[1:]
+    return (lead.file_key, blocks) if all(b.block_key is not None for b in blocks) else None
+
+
+def _hash_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field],
+                batch_size: int) -> Iterator[tuple[pa.Table, bool]]:
+    per_input = [list(i.chunks(batch_size, verify=False)) for i in inputs]
+    versions = [v for chunks in per_input for v in chunks]
+    base_rows = sum(len(v.keys) for v in per_input[0]) if getattr(inputs[0], "is_base", False) else 0
+    merged = merge_versions(versions, fields, scan.event_time, scan.ordering_type, base_rows=base_rows)
     for start in range(0, merged.num_rows, batch_size):
-        yield merged.slice(start, batch_size)
+        yield merged.slice(start, batch_size), start + batch_size >= merged.num_rows
 
 
-__all__ = ["STRATEGIES", "FamilyScan", "MemoryInput", "OpenedBase", "ParquetInput", "base_input", "read_family",
+__all__ = ["STRATEGIES", "FamilyScan", "FamilyStream", "MemoryInput", "OpenedBase", "ParquetInput", "base_input", "read_family",
            "slice_inputs"]

@@ -43,6 +43,7 @@ MAX_INTEGER_KEY = 10**17
 """Integer keys from 0 up to (not including) this have key codes."""
 _POWERS = np.array([10**k for k in range(1, 18)], dtype=np.int64)  # 10 .. 10^17
 _SCALE = np.array([10 ** max(0, 17 - d) for d in range(19)], dtype=np.int64)  # by digit count
+_SHIFTED_SCALE = _SCALE << 5
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,11 @@ class KeySpec:
             return [RECORD_KEY]
         return [c for c in self.fields if c in available]
 
-    def keys(self, table: pa.Table) -> pa.Array:
+    def keys(self, table: pa.Table, bounds: tuple[int, int] | None = None) -> pa.Array:
+        """The record keys of ``table``'s rows (``bounds``: known lowest and highest integer key,
+        e.g. from Parquet statistics, saving a pass over them)."""
         if self.integer is not None:
-            return encode_keys(table.column(self.integer))
+            return encode_keys(table.column(self.integer), bounds)
         if self.populate_meta and RECORD_KEY in table.column_names:
             column = table.column(RECORD_KEY)
         else:
@@ -94,31 +97,45 @@ def integer_key_column(fields: Sequence[str], schema: pa.Schema, keygen_type: st
 
 
 # ----------------------------------------------------------------------------- key codes
-def encode_keys(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Key codes of integer keys in ``[0, MAX_INTEGER_KEY)`` (see the module docstring)."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+def encode_keys(values: pa.Array | pa.ChunkedArray, bounds: tuple[int, int] | None = None) -> pa.Array:
+    """Key codes of integer keys in ``[0, MAX_INTEGER_KEY)`` (see the module docstring);
+    ``bounds``: a lowest and a highest value if known (any bounds that hold, within that range).
+
+    The codes are written into a buffer of Arrow's memory pool, which reuses freed memory: a
+    fresh NumPy array of that size would fault in new pages on every read.
+    """
+    values = single_array(values)
     if values.type != pa.int64():
         values = values.cast(pa.int64())
     k = np.asarray(values, dtype=np.int64)
-    if not len(k):
+    n = len(k)
+    if not n:
         return pa.array(k)
-    low = int(np.searchsorted(_POWERS, k.min(), side="right"))  # digits of the smallest key, minus one
-    high = int(np.searchsorted(_POWERS, k.max(), side="right"))
+    buffer = pa.allocate_buffer(n * 8)
+    codes = np.frombuffer(buffer, dtype=np.int64)
+    smallest, largest = bounds if bounds is not None else (k.min(), k.max())
+    low = int(np.searchsorted(_POWERS, smallest, side="right"))  # digits of the smallest key, minus one
+    high = int(np.searchsorted(_POWERS, largest, side="right"))
     if low == high:  # every key has the same number of digits: one multiply
-        codes = k * (int(_SCALE[low + 1]) << 5)
+        np.multiply(k, int(_SCALE[low + 1]) << 5, out=codes)
         codes += low + 1
-        return pa.array(codes)
-    digits = np.full(len(k), low + 1, dtype=np.int8)
-    at_least = np.empty(len(k), dtype=bool)
+        return pa.Array.from_buffers(pa.int64(), n, [None, buffer])
+    digits = np.full(n, low + 1, dtype=np.intp)
+    at_least = np.empty(n, dtype=bool)
     for power in _POWERS[low:high]:  # one pass per digit count the keys span
         np.greater_equal(k, power, out=at_least)
         digits += at_least
-    codes = np.take(_SCALE, digits)
+    np.take(_SHIFTED_SCALE, digits, out=codes)
     codes *= k
-    codes <<= 5
     codes += digits
-    return pa.array(codes)
+    return pa.Array.from_buffers(pa.int64(), n, [None, buffer])
+
+
+def single_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``column`` as one array: its only chunk as is (``combine_chunks`` copies even that)."""
+    if isinstance(column, pa.ChunkedArray):
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column
 
 
 def decode_keys(codes: pa.Array) -> pa.Array:

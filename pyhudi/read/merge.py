@@ -38,6 +38,7 @@ class Versions:
     ordering: pa.Array | None = None  # ordering values (None: block has none)
     default_delete: pa.Array | None = None  # bool per delete: default ordering value
     owned: bool = False  # data buffers decoded for this read alone: a merge may patch them in place
+    last: bool = False  # the input's final batch: no version follows (a merge window need not stop before its end)
 
 
 def cast_ordering(values: pa.Array, target: pa.DataType) -> pa.Array:
@@ -83,9 +84,15 @@ def _group_last(mask: np.ndarray, group_starts: np.ndarray) -> np.ndarray:
 
 
 def merge_versions(
-    batches: list[Versions], columns: list[pa.Field], event_time: bool, ordering_type: pa.DataType | None = None
+    batches: list[Versions], columns: list[pa.Field], event_time: bool, ordering_type: pa.DataType | None = None,
+    base_rows: int = 0,
 ) -> pa.Table:
-    """The latest live row per key: a table of ``_key`` + ``columns``, sorted by key."""
+    """The latest live row per key: a table of ``_key`` + ``columns``, sorted by key.
+
+    ``base_rows``: how many leading versions are a base file's rows. A key the base file stores
+    more than once (an ``insert`` keeps duplicates) keeps one row per stored copy, each merged
+    with the key's later versions — as Hudi's merge handle updates every copy.
+    """
     key_field = pa.field("_key", pa.string())
     out_schema = pa.schema([key_field, *columns])
     batches = [b for b in batches if len(b.keys)]
@@ -110,13 +117,27 @@ def merge_versions(
     else:
         rank = np.full(total, -1, dtype=np.int64)
 
-    order = np.asarray(pc.sort_indices(pa.table({"k": keys, "s": pa.array(seq)}), sort_keys=[("k", "ascending"), ("s", "ascending")]))
+    source, slot = _copies_of_stored_keys(keys, base_rows)
+    if source is not None:  # one group per (key, stored copy): later versions are repeated per copy
+        keys = keys.take(pa.array(source))
+        seq, is_delete, default_delete, has_ord, rank = (a[source] for a in (seq, is_delete, default_delete, has_ord, rank))
+    sort_table = {"k": keys, "s": pa.array(seq)}
+    sort_keys = [("k", "ascending"), ("s", "ascending")]
+    if slot is not None:
+        sort_table["c"] = pa.array(slot)
+        sort_keys.insert(1, ("c", "ascending"))
+    order = np.asarray(pc.sort_indices(pa.table(sort_table), sort_keys=sort_keys))
     sorted_keys = keys.take(pa.array(order)).combine_chunks()
     is_delete, default_delete, has_ord, rank = is_delete[order], default_delete[order], has_ord[order], rank[order]
+    total = len(order)
     new_key = np.ones(total, dtype=bool)
     if total > 1:
         new_key[1:] = np.asarray(pc.not_equal(sorted_keys.slice(1), sorted_keys.slice(0, total - 1)))
+        if slot is not None:
+            sorted_slot = slot[order]
+            new_key[1:] |= sorted_slot[1:] != sorted_slot[:-1]
     group_starts = np.flatnonzero(new_key)
+    rows_of = order if source is None else source[order]  # sorted position -> row of the batches
 
     if event_time:
         segment_start = new_key | default_delete
@@ -142,11 +163,37 @@ def merge_versions(
             else:
                 pieces.append(pa.chunked_array([pa.nulls(len(b.keys), field.type)]))
         column = pa.chunked_array([c for p in pieces for c in p.chunks], field.type).combine_chunks()
-        present_rows = np.repeat(present, sizes)[order]
+        present_rows = np.repeat(present, sizes)[rows_of]
         chosen = _group_last(alive & present_rows, group_starts)[exists]
-        taken = column.take(pa.array(order[np.maximum(chosen, 0)]))
+        taken = column.take(pa.array(rows_of[np.maximum(chosen, 0)]))
         arrays.append(pc.if_else(pa.array(chosen >= 0), taken, pa.nulls(len(chosen), field.type)))
     return pa.Table.from_arrays(arrays, schema=out_schema)
+
+
+def _copies_of_stored_keys(keys: pa.ChunkedArray, base_rows: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``(source rows, copy number)`` when the first ``base_rows`` keys hold a key twice: every
+    base row keeps its place with the number of its copy, and every later version of such a
+    key is repeated once per copy; ``(None, None)`` when every stored key is unique."""
+    if base_rows < 2:
+        return None, None
+    stored = keys.slice(0, base_rows)
+    unique = pc.unique(stored)
+    if len(unique) == base_rows:
+        return None, None
+    stored_ids = np.asarray(pc.index_in(stored, value_set=unique), dtype=np.int64)
+    copies = np.bincount(stored_ids, minlength=len(unique))
+    by_key = np.argsort(stored_ids, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(copies)[:-1]])
+    copy_of_base = np.empty(base_rows, dtype=np.int64)
+    copy_of_base[by_key] = np.arange(base_rows, dtype=np.int64) - starts[stored_ids[by_key]]
+    later = pc.index_in(keys.slice(base_rows), value_set=unique)
+    later_ids = np.asarray(later.fill_null(-1) if later.null_count else later, dtype=np.int64)
+    repeat = np.where(later_ids >= 0, copies[np.maximum(later_ids, 0)], 1)
+    source_later = np.repeat(np.arange(base_rows, len(keys), dtype=np.int64), repeat)
+    first = np.repeat(np.cumsum(repeat) - repeat, repeat)
+    copy_of_later = np.arange(len(source_later), dtype=np.int64) - first
+    return (np.concatenate([np.arange(base_rows, dtype=np.int64), source_later]),
+            np.concatenate([copy_of_base, copy_of_later]))
 
 
 def columns_of(data: pa.Table | None) -> dict[str, pa.ChunkedArray]:

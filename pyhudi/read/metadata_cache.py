@@ -1,5 +1,9 @@
 """Metadata of data files kept across scans: Parquet footers, log block layouts, key verdicts.
 
+Key verdicts are booleans about key columns, never keys: two base files hold the same keys
+(:meth:`MetadataCache.same_keys`), or every key of a log block is a key of a base file
+(:meth:`MetadataCache.block_within`, learnt when a read joined that block's keys with the base).
+
 Reading a file group starts with fixed work per file — parse each base file's footer, walk each
 log file's block headers and parse its Parquet blocks' footers, compare the key columns of
 families read only for their keys (:class:`~pyhudi.read.family_reader.KeyFingerprint`) — that
@@ -25,6 +29,9 @@ import pyarrow.parquet as pq
 FileKey = tuple[str, int, int | None]
 """A file's identity: (full path or URI, size in bytes, modification time in ns or None)."""
 
+BlockKey = tuple[FileKey, int]
+"""A log block's identity: its log file's key and the block's offset in it."""
+
 DEFAULT_MAX_BYTES = 64 << 20
 """Approximate bytes kept (serialized footers, block headers)."""
 
@@ -32,8 +39,8 @@ FOOTER, LOG_LAYOUT = "footer", "log"
 
 
 class MetadataCache:
-    """Footers and log layouts by file, and whether two base files hold the same keys (LRU,
-    thread-safe)."""
+    """Footers and log layouts by file, whether two base files hold the same keys, and whether a
+    log block's keys are all in a base file (LRU, thread-safe)."""
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
@@ -41,6 +48,8 @@ class MetadataCache:
         self._bytes = 0
         self._same_keys: dict[tuple[FileKey, FileKey], bool] = {}
         self._pairs_of: dict[FileKey, set[tuple[FileKey, FileKey]]] = {}
+        self._within: set[tuple[BlockKey, FileKey]] = set()  # (log block, base file): block keys ⊆ base keys
+        self._within_of: dict[FileKey, set[tuple[BlockKey, FileKey]]] = {}
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
@@ -96,15 +105,38 @@ class MetadataCache:
                 self._pairs_of.setdefault(a, set()).add(pair)
                 self._pairs_of.setdefault(b, set()).add(pair)
 
+    def block_within(self, block: BlockKey | None, base: FileKey | None) -> bool:
+        """Whether every record key of log block ``block`` was found in base file ``base``."""
+        if block is None or base is None or not self.max_bytes:
+            return False
+        with self._lock:
+            return (block, base) in self._within
+
+    def put_block_within(self, block: BlockKey | None, base: FileKey | None) -> None:
+        """Remember that every key of ``block`` is a key of ``base`` (kept as long as the log
+        file's layout and the base file's footer)."""
+        if block is None or base is None or not self.max_bytes:
+            return
+        with self._lock:
+            if (LOG_LAYOUT, block[0]) in self._entries and (FOOTER, base) in self._entries:
+                pair = (block, base)
+                self._within.add(pair)
+                self._within_of.setdefault(block[0], set()).add(pair)
+                self._within_of.setdefault(base, set()).add(pair)
+
     def _forget(self, key: FileKey) -> None:
         for pair in self._pairs_of.pop(key, ()):
             self._same_keys.pop(pair, None)
+        for pair in self._within_of.pop(key, ()):
+            self._within.discard(pair)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
             self._same_keys.clear()
             self._pairs_of.clear()
+            self._within.clear()
+            self._within_of.clear()
             self._bytes = 0
             self.hits = self.misses = 0
 

@@ -71,8 +71,13 @@ class ScanPlan:
             return pa.Table.from_batches(list(self.batches()), schema=self.schema)
         # the whole result is kept: base files may be memory-mapped; with several workers the
         # tasks are the parallelism (Parquet decoding on more threads would only contend)
-        tasks = [replace(t, settings=replace(t.settings, memory_map=True, decode_threads=workers <= 1), metrics={})
-                 for t in self.tasks]
+        collected: dict[int, TaskSettings] = {}  # (tasks share their scan's settings: replaced once)
+        tasks = []
+        for t in self.tasks:
+            settings = collected.get(id(t.settings))
+            if settings is None:
+                settings = collected[id(t.settings)] = replace(t.settings, memory_map=True, decode_threads=workers <= 1)
+            tasks.append(replace(t, settings=settings, metrics={}))
         parts = run_tasks(tasks, workers)
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
@@ -166,16 +171,15 @@ def _families_and_schema(table: Any, instant: str | None, timeline: Any):
 
 
 def _output_schema(schema: pa.Schema, columns: Sequence[str] | None, with_meta: bool) -> pa.Schema:
-    meta = [pa.field(n, pa.string()) for n in META_FIELDS]
-    by_name = {f.name: f for f in [*meta, *schema]}
-    wanted = list(columns) if columns is not None else schema.names
     if isinstance(columns, str):
         raise SchemaError(f"columns must be a list of column names, got the string {columns!r}")
+    present = set(schema.names)  # (fields looked up by name: iterating a wide schema builds every field)
+    wanted = list(columns) if columns is not None else schema.names
     for name in wanted:
-        if name not in by_name:
+        if name not in present and name not in META_FIELDS:
             raise SchemaError(f"column {name!r} is not in the table schema ({', '.join(schema.names)})")
     names = list(dict.fromkeys([*(META_FIELDS if with_meta else ()), *wanted]))
-    return pa.schema([by_name[n] for n in names])
+    return pa.schema([schema.field(n) if n in present else pa.field(n, pa.string()) for n in names])
 
 
 def _family_scans(table: Any, families: dict, schema: pa.Schema, needed: set[str]) -> list[tuple[FamilyScan, tuple]]:
@@ -184,15 +188,16 @@ def _family_scans(table: Any, families: dict, schema: pa.Schema, needed: set[str
     implicit = set(keys) | set(partitions)
     event_time_default = config.merge_mode == "EVENT_TIME_ORDERING"
     meta = [n for n in META_FIELDS if n in needed]
+    extra = [c for c in (*keys, *partitions) if c in needed]
+    present = set(schema.names)  # (``schema.names`` builds a list on every access)
     scans = []
     for family in families.values():
         own = [c for c in family.columns if c in needed and c not in implicit]
-        extra = [c for c in (*keys, *partitions) if c in needed]
         names = list(dict.fromkeys([*meta, *extra, *own]))
-        fields = tuple(schema.field(n) if n in schema.names else pa.field(n, pa.string()) for n in names)
+        fields = tuple(schema.field(n) if n in present else pa.field(n, pa.string()) for n in names)
         ordering = family.ordering_field if family.name else (family.ordering_field or config.ordering_field)
         event_time = ordering is not None and (event_time_default or bool(family.name))
-        ordering_type = schema.field(ordering).type if ordering in schema.names else None
+        ordering_type = schema.field(ordering).type if ordering in present else None
         scan = FamilyScan(family.name or None, fields, event_time, ordering, ordering_type)
         scans.append((scan, tuple(c for c in family.columns if c not in implicit)))
     return scans
@@ -278,7 +283,9 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     if dropped:  # (Hudi's schema resolver appends partition columns the recorded schema lacks as strings)
         schema = pa.schema([*schema, *[pa.field(n, pa.string()) for n in dropped if n not in schema.names]])
     output = _output_schema(schema, columns, with_meta)
-    filter_schema = pa.schema([*[pa.field(n, pa.string()) for n in META_FIELDS], *schema])
+    filter_schema = schema
+    for i, name in enumerate(META_FIELDS):  # (inserted: building it from a wide schema's fields costs more)
+        filter_schema = filter_schema.insert(i, pa.field(name, pa.string()))
     normalized = normalize_filters(filters, filter_schema)
     needed = set(output.names) | {f.column for f in normalized}
     if incremental is not None:
@@ -303,8 +310,9 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     tasks = []
     has_families = not all(f.is_default for f in families.values())  # (a plain table never gets any)
     rebuilt: dict[str, dict] = {}  # partition path → values of the dropped partition columns
+    layout_version = config.layout_version
     for group in groups:
-        parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, config.layout_version), own)
+        parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, layout_version), own)
                  for scan, own in scans]
         if all(p.file_slice.is_empty for p in parts):
             continue

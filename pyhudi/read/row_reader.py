@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.read.keys import key_text, sorted_keys, text_keys
+from pyhudi.read.keys import key_text, single_array, sorted_keys, text_keys
 from pyhudi.read.window import subset_positions
 from pyhudi.schema import META_FIELDS
 
@@ -26,17 +26,21 @@ COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_FIELDS
 
 
 class _TableCursor:
+    """The current table of one family stream (``final``: the stream says none follows it)."""
+
     def __init__(self, stream: Iterator[pa.Table]) -> None:
         self._stream = stream
         self.buffer: pa.Table | None = None
         self.keys: pa.Array | None = None
+        self.final = False
         self._advance()
 
     def _advance(self) -> None:
         for table in self._stream:
             if table.num_rows:
                 self.buffer = table
-                self.keys = table.column(KEY).combine_chunks()
+                self.keys = single_array(table.column(KEY))
+                self.final = getattr(self._stream, "done", False)
                 return
         self.buffer = self.keys = None
 
@@ -44,10 +48,10 @@ class _TableCursor:
     def last_key(self) -> str:
         return key_text(self.keys[-1])
 
-    def take_through(self, bound: str) -> pa.Table | None:
+    def take_through(self, bound: str | None) -> pa.Table | None:
         if self.buffer is None:
             return None
-        n = bisect.bisect_right(self.keys, bound, key=key_text)
+        n = self.buffer.num_rows if bound is None else bisect.bisect_right(self.keys, bound, key=key_text)
         if n == 0:
             return None
         buffer = self.buffer
@@ -58,11 +62,16 @@ class _TableCursor:
         return buffer.slice(0, n)
 
 
-def join_streams(streams: Sequence[Iterator[pa.Table]], incremental: pa.Array | None = None) -> Iterator[pa.Table]:
+def join_streams(streams: Sequence[Iterator[pa.Table]], incremental: pa.Array | None = None,
+                 coverage: dict[int, set[int]] | None = None) -> Iterator[pa.Table]:
     """Outer-join sorted family streams by ``_key``; meta columns combined (see module doc).
+    A window ends at the smallest last key of the streams that have more tables to come
+    (:class:`~pyhudi.read.family_reader.FamilyStream` tells); with none, it takes the rest.
 
     With ``incremental`` (instant times), only rows whose version in some family was written
-    by one of those instants are kept.
+    by one of those instants are kept. ``coverage`` (optional) learns, per stream of bare keys
+    (a family read for row existence), the streams whose keys held all of its keys window by
+    window (-1: a window where they did not).
     """
     if len(streams) == 1:
         for table in streams[0]:
@@ -76,8 +85,9 @@ def join_streams(streams: Sequence[Iterator[pa.Table]], incremental: pa.Array | 
         active = [c for c in cursors if c.buffer is not None]
         if not active:
             return
-        bound = min(c.last_key for c in active)
-        window = join_window([c.take_through(bound) for c in cursors], incremental)
+        bounding = [c for c in active if not c.final]
+        bound = min(c.last_key for c in bounding) if bounding else None
+        window = join_window([c.take_through(bound) for c in cursors], incremental, coverage)
         if window.num_rows:
             yield window
 
@@ -90,15 +100,26 @@ def _aligned(live: list[pa.Table]) -> bool:
     return all(pc.all(pc.equal(first, other.column(KEY))).as_py() for other in live[1:])
 
 
-def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = None) -> pa.Table:
-    """Join one key range of the family streams (each sorted, one row per key)."""
-    live = [p for p in pieces if p is not None and p.num_rows]
+def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = None,
+                coverage: dict[int, set[int]] | None = None) -> pa.Table:
+    """Join one key range of the family streams (each sorted, one row per key); ``coverage``:
+    see :func:`join_streams`."""
+    indices = [i for i, p in enumerate(pieces) if p is not None and p.num_rows]
+    live = [pieces[i] for i in indices]
     if not live:
         return pa.table({KEY: pa.array([], pa.string())})
     if len({p.schema.field(KEY).type for p in live}) > 1:  # a hash-merged family has string keys
         live = [_with_string_keys(p) for p in live]
+    bare = [i for i, p in zip(indices, live) if p.num_columns == 1] if coverage is not None else []
     if len(live) > 1:
+        before = len(live)
+        spine = indices[max(range(len(live)), key=lambda j: live[j].num_rows)]
         live = _without_covered_keys(live)
+        for i in bare:
+            coverage.setdefault(i, set()).add(spine if len(live) < before else -1)
+    else:
+        for i in bare:
+            coverage.setdefault(i, set()).add(-1)
     if len(live) == 1 or _aligned(live):
         keys = live[0].column(KEY)
         parts = [(p, None) for p in live]

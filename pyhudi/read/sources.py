@@ -36,9 +36,12 @@ from pyhudi.read.keys import (
     strictly_increasing,
 )
 from pyhudi.read.merge import Versions
+from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.pruning import KeyRange, excluded_mask, key_range_of, range_covered, row_group_may_match
 
 SOFT_DELETE = "_hoodie_is_deleted"
+ORDERED = "ordered"
+"""Metadata cache kind: a file declaring its rows sorted by key was read whole and found so."""
 
 
 @dataclass
@@ -58,6 +61,11 @@ class Prefilter:
     @property
     def columns(self) -> list[str]:
         return list(dict.fromkeys(f.column for f in self.key_filters))
+
+    @property
+    def unrestricted(self) -> bool:
+        """Whether every row of the inputs is read (no key filter, excluded range or split)."""
+        return not self.key_filters and not self.excluded and self.key_range is None
 
     def row_groups(self, metadata: pq.FileMetaData, key_column: str | None) -> list[int]:
         if not self.key_filters and not self.excluded and self.key_range is None:
@@ -93,6 +101,10 @@ class Prefilter:
             return table.filter(filter_expression(usable, self.schema))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return table  # a file stores the column with another type: keep every row (sound)
+
+
+def _rows_in(metadata: pq.FileMetaData, row_groups: Sequence[int]) -> int:
+    return sum(metadata.row_group(i).num_rows for i in row_groups)
 
 
 def _overlaps(keys: KeyRange, bounds: tuple[str | None, str | None]) -> bool:
@@ -158,12 +170,13 @@ class ReadSpec:
         extra = [*self.keys.columns(available), self.ordering_field, SOFT_DELETE, *self.prefilter.columns]
         return list(dict.fromkeys([*wanted, *[c for c in extra if c and c in available]]))
 
-    def versions(self, table: pa.Table, prefilter: bool = True, owned: bool = False) -> Versions:
+    def versions(self, table: pa.Table, prefilter: bool = True, owned: bool = False,
+                 key_bounds: tuple[int, int] | None = None) -> Versions:
         """The versions of ``table``'s rows (``owned``: its buffers were decoded for this read
-        alone, see :class:`~pyhudi.read.merge.Versions`)."""
+        alone, see :class:`~pyhudi.read.merge.Versions`; ``key_bounds``: see ``KeySpec.keys``)."""
         if prefilter:
             table = self.prefilter.apply(table)
-        keys = self.keys.keys(table)
+        keys = self.keys.keys(table, key_bounds)
         names = set(table.column_names)
         ordering = None
         if self.ordering_field and self.ordering_field in names:
@@ -183,15 +196,22 @@ class ReadSpec:
 
 
 class ParquetInput:
-    """A Parquet base file or data block, read batch by batch."""
+    """A Parquet base file or data block, read batch by batch (``file_key``: the base file's
+    identity; ``block_key``: the log block's, :mod:`pyhudi.read.metadata_cache`)."""
 
     streamable = True
+    file_key = None
+    block_key = None
+    is_base = False  # a file slice's base file (its rows may hold a key twice: see merge_versions)
+    key_bounds = None  # lowest and highest integer key by the statistics (set once they prove codes fit)
 
     def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema,
-                 fingerprint: Callable[[], tuple | None] | None = None, sorted_cache: dict | None = None) -> None:
+                 fingerprint: Callable[[], tuple | None] | None = None, sorted_cache: dict | None = None,
+                 arrow_schema: pa.Schema | None = None) -> None:
         self.parquet, self.label, self.spec, self.schema = parquet, label, spec, schema
         self.fingerprint, self.sorted_cache = fingerprint, sorted_cache
-        self.arrow_schema = parquet.schema_arrow  # (a property that converts the schema on every call)
+        # (``schema_arrow`` is a property that converts the footer's schema on every call)
+        self.arrow_schema = arrow_schema if arrow_schema is not None else parquet.schema_arrow
         self.leaves = parquet.metadata.schema.names
         available = self.arrow_schema.names
         self.soft_deletes = SOFT_DELETE in available
@@ -201,18 +221,48 @@ class ParquetInput:
         self.row_groups = spec.prefilter.row_groups(parquet.metadata, self.stats_key)
         self.declared_sorted = self._declared_sorted()
 
+    def supplies_codes(self) -> bool:
+        """Whether this input reads key codes, and the file can supply them."""
+        column = self.spec.keys.integer
+        return column is not None and self._integer_keys_fit(column)
+
     def with_keys(self, keys: KeySpec) -> ParquetInput | None:
         """This input reading its keys per ``keys`` (None: the file cannot supply them — the
         integer key column is missing, or its statistics do not prove every value has a code)."""
         if keys.integer is not None and not self._integer_keys_fit(keys.integer):
             return None
+        if keys == self.spec.keys:
+            return self
         clone = copy.copy(self)
         clone.spec = replace(self.spec, keys=keys)
         clone.columns = clone.spec.file_columns(self.arrow_schema.names)
         clone.key_columns = keys.columns(self.arrow_schema.names)
         return clone
 
+    def _identity(self, kind: str) -> tuple[str, tuple] | None:
+        """Where the metadata cache keeps a ``kind`` of fact about this file (None: unknown file)."""
+        if self.file_key is not None:
+            return kind, self.file_key
+        if self.block_key is not None:
+            return f"{kind}@{self.block_key[1]}", self.block_key[0]
+        return None
+
     def _integer_keys_fit(self, column: str) -> bool:
+        """Whether the statistics prove every value of ``column`` has a key code (and then keep
+        their bounds for the encoding, ``key_bounds``). The answer for the whole file is kept in
+        the metadata cache (it holds for any of its row groups)."""
+        identity = self._identity(f"codes:{column}")
+        known = METADATA_CACHE.get(*identity) if identity is not None else None
+        if known is not None and known[0]:
+            self.key_bounds = known[1]
+            return True
+        whole = len(self.row_groups) == self.parquet.metadata.num_row_groups
+        fit = self._statistics_fit(column)
+        if identity is not None and whole and known is None:
+            METADATA_CACHE.put(*identity, (fit, self.key_bounds if fit else None), 64)
+        return fit
+
+    def _statistics_fit(self, column: str) -> bool:
         arrow = self.arrow_schema
         if column not in arrow.names or not pa.types.is_integer(arrow.field(column).type):
             return False
@@ -220,12 +270,16 @@ class ParquetInput:
         leaf = self.leaves.index(column) if column in self.leaves else -1
         if leaf < 0:
             return False
+        low = high = None
         for i in self.row_groups:
             stats = metadata.row_group(i).column(leaf).statistics
             if stats is None or not stats.has_null_count or stats.null_count or not stats.has_min_max:
                 return False
             if not (isinstance(stats.min, int) and 0 <= stats.min and stats.max < MAX_INTEGER_KEY):
                 return False
+            low = stats.min if low is None else min(low, stats.min)
+            high = stats.max if high is None else max(high, stats.max)
+        self.key_bounds = (low, high) if low is not None else None
         return True
 
     def _declared_sorted(self) -> bool:
@@ -270,16 +324,60 @@ class ParquetInput:
         return True
 
     def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
-        """The versions batch by batch (``verify``: check a declared key order on the way)."""
+        """The versions batch by batch (``verify``: check a declared key order on the way); the
+        final batch says so (``Versions.last``)."""
         if not self.row_groups:
             return
         last = None
+        left = _rows_in(self.parquet.metadata, self.row_groups)
+        check = self._order_to_check(verify)
         for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
                                                columns=self.columns, use_threads=self.spec.decode_threads):
-            v = self.spec.versions(pa.Table.from_batches([batch]), owned=True)
-            if verify and self.declared_sorted:  # (the rows read must be sorted; others never merge)
+            left -= batch.num_rows
+            bounds = self.key_bounds if self.spec.keys.integer is not None else None
+            v = self.spec.versions(pa.Table.from_batches([batch]), owned=True, key_bounds=bounds)
+            v.last = left <= 0
+            if check:  # (the rows read must be sorted; others never merge)
                 last = self._check_declared_order(v.keys, last)
             yield v
+        self._order_checked(check)
+
+    def _order_to_check(self, verify: bool) -> bool | tuple:
+        """Whether to check the declared key order while reading (False: not declared, not
+        asked, or verified by an earlier read of the whole file — a verdict of the metadata
+        cache); a read of the whole file checks it for the cache (returns where to keep it)."""
+        if not verify or not self.declared_sorted:
+            return False
+        identity = self._identity(ORDERED)
+        if identity is None:
+            return True
+        if METADATA_CACHE.get(*identity):
+            return False
+        whole = self.spec.prefilter.unrestricted and len(self.row_groups) == self.parquet.metadata.num_row_groups
+        return identity if whole else True
+
+    @staticmethod
+    def _order_checked(check: bool | tuple) -> None:
+        if isinstance(check, tuple):  # every key of the file was read and found increasing
+            METADATA_CACHE.put(*check, True, 16)
+
+    def plain_tables(self, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
+        """The rows' ``fields`` alone, batch by batch: no keys, no versions (for an input whose
+        rows are the result as they are, see ``ReadTask._keyless``)."""
+        available = set(self.arrow_schema.names)
+        names = [f.name for f in fields if f.name in available]
+        schema = pa.schema(fields)
+        for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=names,
+                                               use_threads=self.spec.decode_threads):
+            present = dict(zip(batch.schema.names, batch.columns))
+            arrays = []
+            for f in fields:
+                column = present.get(f.name)
+                if column is None:
+                    arrays.append(pa.nulls(batch.num_rows, f.type))
+                else:
+                    arrays.append(column.cast(f.type) if column.type != f.type else column)
+            yield pa.Table.from_arrays(arrays, schema=schema)
 
     def _check_declared_order(self, keys: pa.Array, last: str | None) -> str | None:
         if not len(keys):
@@ -298,6 +396,7 @@ class LockstepInput:
     """
 
     streamable = True
+    is_base = True
 
     def __init__(self, lead: ParquetInput, followers: list[ParquetInput]) -> None:
         self.lead, self.followers = lead, followers
@@ -332,22 +431,28 @@ class LockstepInput:
                                            use_threads=threads)
                     for m, cols in zip(self.followers, self.follower_columns)]
         last = schema = None
+        left = _rows_in(self.lead.parquet.metadata, self.row_groups)
+        check = self.lead._order_to_check(verify)
         for batches in zip_longest(*streams):
             if any(b is None or b.num_rows != batches[0].num_rows for b in batches):
                 raise ReadError(f"{self.label}: base files with equal key columns returned unequal batches")
             if schema is None:
                 schema = pa.schema([f for b in batches for f in b.schema])
+            left -= batches[0].num_rows
             v = self.spec.versions(pa.Table.from_arrays([c for b in batches for c in b.columns], schema=schema),
                                    owned=True)
-            if verify and self.lead.declared_sorted:
+            v.last = left <= 0
+            if check:
                 last = self.lead._check_declared_order(v.keys, last)
             yield v
+        self.lead._order_checked(check)
 
 
 class MemoryInput:
     """A block decoded whole (Avro data or deletes): one chunk of versions."""
 
     streamable = False
+    block_key = None
 
     def __init__(self, versions: Versions, label: str) -> None:
         self.versions, self.label = versions, label
@@ -362,7 +467,9 @@ class MemoryInput:
         if not canonical.all() and (v.data is not None or not np.all(v.is_delete)):
             return None
         v = Versions(values, v.data, v.is_delete, v.ordering, v.default_delete)
-        return MemoryInput(filter_versions(v, canonical), self.label)
+        converted = MemoryInput(filter_versions(v, canonical), self.label)
+        converted.block_key = self.block_key
+        return converted
 
     def sorted_by_key(self, batch_size: int) -> bool:
         """Sort the block by key if its keys are distinct; False if a key repeats."""
@@ -378,11 +485,12 @@ class MemoryInput:
 
     def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
         if len(self.versions.keys):
-            yield self.versions
+            yield replace(self.versions, last=True)
 
 
-def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schema, label: str) -> ParquetInput | MemoryInput:
-    """The input for one visible data or delete block."""
+def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schema, label: str,
+                arrow_schema: pa.Schema | None = None) -> ParquetInput | MemoryInput:
+    """The input for one visible data or delete block (``arrow_schema``: of a Parquet block, if known)."""
     if isinstance(block, DeleteBlock):
         deletes = block.deletes()
         default = deletes.column("is_default_ordering").combine_chunks()
@@ -394,8 +502,9 @@ def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schem
         in_range = spec.prefilter.range_mask(keys)
         return MemoryInput(filter_versions(v, in_range) if in_range is not None else v, label)
     if isinstance(block, ParquetDataBlock):
-        return ParquetInput(block.parquet_file(), label, spec, schema)
-    if isinstance(block, AvroDataBlock):
+        return ParquetInput(block.parquet_file(), label, spec, schema, arrow_schema=arrow_schema)
+    if isinstance(block, AvroDataBlock):  # (string keys: converted to codes after a canonical check)
+        spec = replace(spec, keys=replace(spec.keys, integer=None))
         available = block.arrow_schema().names
         table = block.read().select(spec.file_columns(available))
         return MemoryInput(spec.versions(table), label)

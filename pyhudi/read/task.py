@@ -6,13 +6,16 @@ code. Running it streams record batches of exactly ``settings.output`` schema: f
 (:mod:`pyhudi.read.family_reader`) → row join (:mod:`pyhudi.read.row_reader`) → exact filters →
 projection. Before reading data, the task opens the base files' footers to skip what statistics
 prove cannot match (:mod:`pyhudi.read.pruning`), and the base files of families read only for
-their keys whose keys another family already proves (equal key fingerprints). Footers, log block
-layouts and fingerprint verdicts learnt by earlier scans come from the process's metadata cache
-(:mod:`pyhudi.read.metadata_cache`), so a family proven redundant before is not even opened. Rows
-of a table that drops its partition columns from data files get them from the partition path
-(``partition_values``). A task may cover
-one key range of its file group (``key_range``, :mod:`pyhudi.read.split`). Integer record keys
-are read as key codes when every input allows it (:mod:`pyhudi.read.keys`).
+their keys whose keys another family already proves (equal key fingerprints) — and their log
+blocks too once a read found every key of those blocks in their base (a merge of that family, or
+this join). Footers, log block layouts and these verdicts learnt by earlier scans come from the
+process's metadata cache (:mod:`pyhudi.read.metadata_cache`), so a family proven redundant before
+is not even opened. A task left with one base file read as it is (no merge, no join, nothing
+that needs record keys) reads it without its key column (``_keyless``). Rows of a table that
+drops its partition columns from data files get them from the partition path
+(``partition_values``). A task may cover one key range of its file group (``key_range``,
+:mod:`pyhudi.read.split`). Integer record keys are read as key codes when every input allows it
+(:mod:`pyhudi.read.keys`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from pyhudi.read.family_reader import FamilyScan, OpenedBase, base_input, file_k
 from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
-from pyhudi.read.metadata_cache import METADATA_CACHE
+from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
 from pyhudi.read.sources import KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
@@ -121,10 +124,12 @@ class ReadTask:
             return  # statistics prove that no row of this file group matches
         prefilter = Prefilter(settings.table_schema, list(settings.key_filters), excluded, self.key_range)
         sorted_cache: dict = {}
-        string_keys = replace(settings.keys, integer=None)  # (switched to key codes only if every input can)
+        # Parquet inputs are built to read key codes when the table's key allows it, and switched
+        # back to string keys unless every input can supply codes (see _integer_keys)
+        keys = settings.keys if settings.strategy == "auto" else replace(settings.keys, integer=None)
 
         def spec_of(part: FamilyPart) -> ReadSpec:
-            return ReadSpec(list(part.scan.fields), part.scan.ordering_field, string_keys, prefilter,
+            return ReadSpec(list(part.scan.fields), part.scan.ordering_field, keys, prefilter,
                             settings.decode_threads)
 
         def inputs_of(part: FamilyPart, with_base: bool) -> list:
@@ -135,8 +140,9 @@ class ReadTask:
         # key-only families with a base file are opened (footer, key fingerprint) but their base
         # input is built only if that base may add rows (see _redundant_families)
         deferred = [self._key_only(part) and part.file_slice.base_file is not None for part in self.families]
-        family_inputs = [inputs_of(part, not later) for part, later in zip(self.families, deferred)]
-        redundant = self._redundant_families(family_inputs, opened, deferred)
+        family_inputs = [inputs_of(part, not later) if not later or part.file_slice.log_files else []
+                         for part, later in zip(self.families, deferred)]
+        redundant, anchor_of = self._redundant_families(family_inputs, opened, deferred)
         self._count("families_skipped", sum(1 for trim in redundant.values() if trim == "all"))
         self._count("bases_skipped", sum(1 for trim in redundant.values() if trim == "base"))
         kept_parts, kept_inputs = [], []
@@ -158,27 +164,85 @@ class ReadTask:
                     self._count("row_groups", total)
                     self._count("row_groups_skipped", total - len(source.row_groups))
         kept = self._lockstep(kept)
-        streams = [read_family(inputs, scan, settings.batch_size, len(kept) > 1, settings.strategy, self.metrics)
-                   for scan, inputs in kept]
+        if self._keyless(kept, prefilter):
+            scan, (source,) = kept[0]
+            self._count("strategy.keyless", 1)
+            streams = [source.plain_tables(list(scan.fields), settings.batch_size)]
+        else:
+            streams = [read_family(inputs, scan, settings.batch_size, len(kept) > 1, settings.strategy, self.metrics)
+                       for scan, inputs in kept]
         incremental = pa.array(settings.incremental, pa.string()) if settings.incremental is not None else None
         expression = filter_expression(settings.filters, settings.table_schema) if settings.filters else None
-        for window in join_streams(streams, incremental):
+        learning = self._blocks_to_learn(kept, redundant, anchor_of, opened, prefilter)
+        coverage: dict | None = {} if learning else None
+        for window in join_streams(streams, incremental, coverage):
             table = self._output(window, expression)
             if table is not None and table.num_rows:
                 yield table
+        for stream, anchor, blocks, base_key in learning:
+            if coverage.get(stream) == {anchor}:  # every key of these blocks was found in the anchor's base
+                for source in blocks:
+                    METADATA_CACHE.put_block_within(source.block_key, base_key)
+
+    def _keyless(self, kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> bool:
+        """Whether the task's rows are one base file's rows as they are: a single family with a
+        single Parquet input, no soft deletes, nothing that needs record keys (no merge, join,
+        key filter, split, incremental window or meta column). Its key column is not even
+        decoded then."""
+        if len(kept) != 1 or len(kept[0][1]) != 1 or self.settings.strategy != "auto":
+            return False
+        scan, (source,) = kept[0]
+        if type(source) is not ParquetInput or source.soft_deletes or not prefilter.unrestricted:
+            return False
+        if self.settings.incremental is not None or any(f.name.startswith("_hoodie_") for f in scan.fields):
+            return False
+        return any(f.name in source.arrow_schema.names for f in scan.fields)
+
+    def _blocks_to_learn(self, kept: list[tuple[FamilyScan, list]], redundant: dict[int, str],
+                         anchor_of: dict[int, FileKey], opened: dict[str, OpenedBase],
+                         prefilter: Prefilter) -> list[tuple[int, int, list, FileKey]]:
+        """Key-only families read only for their log blocks, whose keys the join checks against
+        a stream holding exactly the keys of a base file equal in keys to the family's own base:
+        if every key is found there, the blocks add no row, and a later read need not open them
+        (:meth:`~pyhudi.read.metadata_cache.MetadataCache.block_within`). Returns (stream,
+        anchor stream, block inputs, the family's base file key) per such family."""
+        if not anchor_of or not prefilter.unrestricted or self.settings.incremental is not None:
+            return []
+        streams = {id(scan): i for i, (scan, _) in enumerate(kept)}
+        anchors = {}
+        for i, (_, inputs) in enumerate(kept):
+            if len(inputs) == 1 and isinstance(inputs[0], (ParquetInput, LockstepInput)):
+                lead = inputs[0].lead if isinstance(inputs[0], LockstepInput) else inputs[0]
+                if lead.file_key is not None and not lead.soft_deletes:
+                    anchors.setdefault(lead.file_key, i)
+        learning = []
+        for i, anchor_key in anchor_of.items():
+            part = self.families[i]
+            stream = streams.get(id(part.scan))
+            if redundant.get(i) != "base" or stream is None or anchor_key not in anchors:
+                continue
+            blocks = kept[stream][1]
+            if blocks and all(b.block_key is not None and not _removes_rows(b) for b in blocks):
+                base_key = opened[part.file_slice.base_file.relpath].file_key
+                learning.append((stream, anchors[anchor_key], blocks, base_key))
+        return learning
 
     def _integer_keys(self, family_inputs: list[list]) -> list[list]:
         """The inputs reading integer keys instead of strings (:mod:`pyhudi.read.keys`), when the
-        table's key allows it and every input of every family can supply them; else unchanged
-        (families are joined by key, so they all read keys the same way)."""
+        table's key allows it and every input of every family can supply them; else all of them
+        reading string keys (families are joined by key, so they all read keys the same way).
+        Parquet inputs come built for key codes (no copy when they can supply them); blocks
+        decoded whole come with string keys and are converted."""
         keys = self.settings.keys
         if keys.integer is None or self.settings.strategy != "auto":
             return family_inputs
         converted = []
         for inputs in family_inputs:
-            mine = [source.with_keys(keys) for source in inputs]
+            mine = [source if isinstance(source, ParquetInput) and source.supplies_codes() else source.with_keys(keys)
+                    for source in inputs]
             if any(source is None for source in mine):
-                return family_inputs
+                strings = replace(keys, integer=None)
+                return [[source.with_keys(strings) for source in inputs] for inputs in family_inputs]
             converted.append(mine)
         self._count("integer_keys", 1)
         return converted
@@ -253,7 +317,7 @@ class ReadTask:
         known one (:data:`~pyhudi.read.metadata_cache.METADATA_CACHE`).
         """
         if len(self.families) < 2 or self.settings.strategy != "auto":
-            return {}
+            return {}, {}
         anchors: list = []
         candidates = []
         for i, (part, inputs, later) in enumerate(zip(self.families, family_inputs, deferred)):
@@ -264,24 +328,33 @@ class ReadTask:
             if base is not None and not self._key_only(part) and not any(_removes_rows(s) for s in inputs):
                 anchors.append(base)  # (only base inputs carry a fingerprint)
         if not candidates:
-            return {}
+            return {}, {}
         known = {}  # fingerprint → the file key of a base holding those keys
         for anchor in anchors:
             fingerprint = anchor.fingerprint()
             if fingerprint is not None:
                 known.setdefault(fingerprint, fingerprint.file_key)
         redundant: dict[int, str] = {}
+        anchor_of: dict[int, FileKey] = {}  # a family read for its log blocks → the base its base equals
         for i, base, alone in candidates:
             key = base.file_key
-            if key is not None and any(METADATA_CACHE.same_keys(key, other) for other in known.values()):
-                redundant[i] = "all" if alone else "base"  # (proven by an earlier comparison)
+            anchor = None
+            if key is not None:
+                anchor = next((other for other in known.values() if METADATA_CACHE.same_keys(key, other)), None)
+            if anchor is None:  # (else proven by an earlier comparison)
+                fingerprint = base.key_fingerprint()
+                if fingerprint is not None and fingerprint in known:
+                    anchor = known[fingerprint]
+                elif fingerprint is not None and alone and not base.soft_deletes:
+                    known.setdefault(fingerprint, fingerprint.file_key)  # kept whole: it may anchor the next
+                    continue
+            if anchor is None:
                 continue
-            fingerprint = base.key_fingerprint()
-            if fingerprint is not None and fingerprint in known:
-                redundant[i] = "all" if alone else "base"
-            elif fingerprint is not None and alone and not base.soft_deletes:
-                known.setdefault(fingerprint, fingerprint.file_key)  # kept whole: it may anchor the next
-        return redundant
+            if alone or all(_adds_no_keys(source, key) for source in family_inputs[i]):
+                redundant[i] = "all"
+            else:
+                redundant[i], anchor_of[i] = "base", anchor
+        return redundant, anchor_of
 
     def _excluded_ranges(self, opened: dict[str, OpenedBase]) -> list[KeyRange] | None:
         """Key ranges no matching row can have (None: the whole file group), from families
@@ -360,6 +433,14 @@ class ReadTask:
         if not arrays:  # no columns asked for (a count): rows without columns
             return window.select([])
         return pa.Table.from_arrays(arrays, schema=output)
+
+
+def _adds_no_keys(source: ParquetInput | MemoryInput, base_key: FileKey | None) -> bool:
+    """Whether a log block of a key-only family adds no key to its base file's: it only deletes,
+    or an earlier read found each of its keys in that base."""
+    if isinstance(source, MemoryInput) and source.versions.data is None and np.all(source.versions.is_delete):
+        return True
+    return METADATA_CACHE.block_within(source.block_key, base_key)
 
 
 def _removes_rows(source: ParquetInput | MemoryInput) -> bool:

@@ -16,30 +16,74 @@ Windows that add keys take the general path over the sorted union of their keys.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.read.keys import sorted_keys
+from pyhudi.read.keys import single_array, sorted_keys
 from pyhudi.read.merge import Versions, cast_ordering, columns_of, dense_ranks
 
 _Step = tuple  # (positions, is_delete, default_delete, ordering values, ordering validity)
 
 
 def merge_window(pieces: list[Versions | None], columns: list[pa.Field], event_time: bool,
-                 ordering_type: pa.DataType | None = None) -> pa.Table:
+                 ordering_type: pa.DataType | None = None, within_first: list[bool] | None = None) -> pa.Table:
     """Merge one key range of sorted inputs: the latest live row per key, sorted by key
-    (``_key`` + ``columns``). A range only one input touches is passed through without copying."""
+    (``_key`` + ``columns``). A range only one input touches is passed through without copying.
+
+    ``within_first`` (optional, a one-element list): set to False unless every key of the other
+    pieces is a key of the first (the base file's batch).
+    """
     live = [p for p in pieces if p is not None and len(p.keys)]
-    out_schema = pa.schema([pa.field("_key", live[0].keys.type if live else pa.string()), *columns])
+    out_schema = _window_schema(live[0].keys.type if live else pa.string(), tuple(columns))
+    first = pieces[0] if pieces and pieces[0] is not None and len(pieces[0].keys) else None
+    if within_first is not None and live and first is None:
+        within_first[0] = False  # other pieces have keys, the first none
     if not live:
         return out_schema.empty_table()
     if len(live) == 1 and not np.any(live[0].is_delete):
         return _project(live[0].keys, live[0].data, columns, out_schema)
     spine, positions = _spine_positions(live)
+    if within_first is not None and (positions is None or live[spine] is not first):
+        within_first[0] = False
     if positions is not None:
+        if spine == 0 and len(live) == 2 and _plain_update(live, event_time, ordering_type):
+            return _overwrite_spine(live[0], live[1], positions[1], columns, out_schema)
         return _merge_into_spine(live, spine, positions, columns, event_time, ordering_type, out_schema)
     return _merge_union(live, columns, event_time, ordering_type, out_schema)
+
+
+@functools.lru_cache(maxsize=256)
+def _window_schema(key_type: pa.DataType, columns: tuple[pa.Field, ...]) -> pa.Schema:
+    return pa.schema([pa.field("_key", key_type), *columns])
+
+
+def _plain_update(live: list[Versions], event_time: bool, ordering_type: pa.DataType | None) -> bool:
+    """Whether the second piece simply wins over the first on every key it holds: neither
+    deletes a row, and no ordering value is compared (commit-time ordering, or no values)."""
+    if np.any(live[0].is_delete) or np.any(live[1].is_delete):
+        return False
+    return not (event_time and ordering_type is not None and any(p.ordering is not None for p in live))
+
+
+def _overwrite_spine(spine: Versions, update: Versions, at: np.ndarray, columns: list[pa.Field],
+                     out_schema: pa.Schema) -> pa.Table:
+    """The usual update window: the base batch with the rows ``at`` (where the update block's
+    keys are, increasing) overwritten by the columns the block carries (a partial block keeps
+    the base values of the others)."""
+    n = len(spine.keys)
+    base, new = columns_of(spine.data), columns_of(update.data)
+    arrays = [spine.keys]
+    for field in columns:
+        column, values = base.get(field.name), new.get(field.name)
+        patched = _cast(column, field.type) if column is not None else pa.nulls(n, field.type)
+        if values is not None:
+            in_place = spine.owned and column is not None and column.type == field.type
+            patched = scatter(patched, at, _contiguous(_cast(values, field.type)), in_place=in_place)
+        arrays.append(patched)
+    return pa.Table.from_arrays(arrays, schema=out_schema)
 
 
 def _project(keys: pa.Array, data: pa.Table | None, columns: list[pa.Field], out_schema: pa.Schema) -> pa.Table:
@@ -53,7 +97,7 @@ def _project(keys: pa.Array, data: pa.Table | None, columns: list[pa.Field], out
 
 
 # --------------------------------------------------------------------------- key positions
-def subset_positions(spine: pa.Array | pa.ChunkedArray, others: pa.ChunkedArray) -> np.ndarray | None:
+def subset_positions(spine: pa.Array | pa.ChunkedArray, others: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     """Row of ``spine`` (distinct keys, sorted) holding each of ``others``, or None if one is
     missing. ``others`` may repeat keys (several log blocks updating one key).
 
@@ -76,7 +120,7 @@ def subset_positions(spine: pa.Array | pa.ChunkedArray, others: pa.ChunkedArray)
     return _positions_of(reverse, len(distinct))[np.asarray(_combined(pc.index_in(others, value_set=distinct)))]
 
 
-def _searched_positions(spine: pa.Array | pa.ChunkedArray, others: pa.ChunkedArray) -> np.ndarray | None:
+def _searched_positions(spine: pa.Array | pa.ChunkedArray, others: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     """``subset_positions`` for key codes: binary search in the (sorted) spine."""
     haystack = np.asarray(_combined(spine), dtype=np.int64)
     needles = np.asarray(_combined(others), dtype=np.int64)
@@ -94,17 +138,17 @@ def _positions_of(reverse: pa.Array, n: int) -> np.ndarray:
 
 
 def _combined(array):
-    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    return single_array(array)
 
 
 def _spine_positions(live: list[Versions]) -> tuple[int, list[np.ndarray | None] | None]:
     """The largest piece and, when it holds every key of the window, each other piece's rows'
     positions in it (None for the spine itself)."""
     sizes = [len(p.keys) for p in live]
-    spine = int(np.argmax(sizes))
+    spine = max(range(len(sizes)), key=sizes.__getitem__)  # (the first of the largest)
     spine_keys = live[spine].keys
     others = [p.keys for i, p in enumerate(live) if i != spine]
-    found = subset_positions(spine_keys, pa.chunked_array(others, spine_keys.type))
+    found = subset_positions(spine_keys, others[0] if len(others) == 1 else pa.chunked_array(others, spine_keys.type))
     if found is None:
         return spine, None
     positions: list[np.ndarray | None] = []

@@ -1,4 +1,5 @@
-"""Distributing a DataFrame so each Spark task holds whole file groups: one (partition, bucket) each.
+"""Distributing a DataFrame so each Spark task holds whole file groups: one (partition, bucket) each,
+or — tables without a bucket index — every row of a file group in one task (:func:`route_by_file_group`).
 
 Two facts make this exact rather than approximate:
 
@@ -122,3 +123,35 @@ def route_by_bucket(df: DataFrame, hash_fields: Sequence[str], num_buckets: int,
         )
     repartitioned = routed.repartition(count, F.col(ROUTE_COLUMN))
     return repartitioned.drop(ROUTE_COLUMN, BUCKET_COLUMN), count
+
+
+FILE_GROUP_COLUMN = "__pyhudi_file_group"
+
+
+def route_by_file_group(df: DataFrame, txn) -> DataFrame:
+    """``df`` repartitioned so every file group of a table without a bucket index is written by
+    one Spark task (several groups may share a task).
+
+    The simple index lives in the table's files, so the file group of each row is looked up by
+    the kernel on the executors (``WriteTxn.routes`` in ``mapInArrow``: ``"<partition>\\0<file
+    id>"`` for stored keys, ``"<partition>\\0"`` for new records); Spark then hash-partitions on
+    that string. Each task re-plans its rows and finds the same file groups.
+    """
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    columns = df.columns
+    # a new StructType: ``df.schema.add`` would change the DataFrame's cached schema in place
+    out_schema = StructType([*df.schema.fields, StructField(FILE_GROUP_COLUMN, StringType(), False)])
+
+    def tag(batches):
+        import pyarrow as pa
+
+        rows = pa.Table.from_batches([b for b in batches if b.num_rows])
+        if rows.num_rows == 0:
+            return
+        # one lookup per task: the index reads the key sets of the touched partitions
+        routed = rows.append_column(pa.field(FILE_GROUP_COLUMN, pa.string(), False), txn.routes(rows))
+        yield from routed.to_batches(max_chunksize=10_000)
+
+    tagged = df.mapInArrow(tag, out_schema)
+    return tagged.repartition(F.col(FILE_GROUP_COLUMN)).select(*[F.col(f"`{c}`") for c in columns])

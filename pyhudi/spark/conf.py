@@ -32,6 +32,11 @@ SESSION_CONF: dict[str, str] = {
     # Spark Python workers: reuse them between tasks (the default, stated because every
     # pyhudi task imports pyarrow and the kernel once per worker, not once per task).
     "spark.python.worker.reuse": "true",
+    # Pushed filters prune partitions and skip files; Spark refuses to plan a Python reader that
+    # implements pushFilters while this is off. ``pyhudi.spark.register`` turns it on for its
+    # session; set here, every session of the application has it — also those made by
+    # ``spark.newSession()``, which find the statically registered source (``pyspark_pyhudi``).
+    "spark.sql.python.filterPushdown.enabled": "true",
 }
 """Settings fixed when the SparkContext starts (recommended; pyhudi cannot change them later)."""
 

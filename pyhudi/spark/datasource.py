@@ -1,7 +1,8 @@
 """The ``pyhudi`` Spark data source (PySpark's Python Data Source API, Spark >= 4.1).
 
-``spark.read.format("pyhudi").load(path)`` and ``df.write.format("pyhudi")...save(path)`` after
-:func:`register`. Spark instantiates the source with the (case-insensitive) options on the driver,
+``spark.read.format("pyhudi").load(path)`` and ``df.write.format("pyhudi")...save(path)``: PySpark
+finds the source in every session through the ``pyspark_pyhudi`` module (static registration);
+:func:`register` also turns on filter pushdown and registers catalog tables. Spark instantiates the source with the (case-insensitive) options on the driver,
 in a Python worker process: nothing here may rely on state of the user's Python process.
 """
 
@@ -132,8 +133,9 @@ def ensure_registered(spark: SparkSession) -> None:
 
 
 def _register(spark: SparkSession, source: type[HudiDataSource]) -> None:
-    """Register ``source``; a session made by ``spark.newSession()`` refuses names its parent
-    registered (DATA_SOURCE_ALREADY_EXISTS), which is left as Spark decides."""
+    """Register ``source``. Spark refuses to replace a statically registered source
+    (DATA_SOURCE_ALREADY_EXISTS: ``pyhudi`` itself, found through ``pyspark_pyhudi``), which is
+    then the one in use."""
     try:
         spark.dataSource.register(source)
     except Exception as exc:

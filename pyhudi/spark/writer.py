@@ -34,7 +34,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from pyhudi.config.families import families_from_properties, is_family_key
-from pyhudi.errors import ConfigError, FileNameError, HudiError, SchemaError, TimelineError
+from pyhudi.errors import ConfigError, FileNameError, HudiError, SchemaError, SplitFileGroupError, TimelineError
 from pyhudi.spark import options as opt
 from pyhudi.spark.types import arrow_schema
 from pyhudi.storage.naming import parse_data_file_name
@@ -242,7 +242,13 @@ class HudiDataSourceWriter(DataSourceArrowWriter):
             self.abort(messages)
             raise errors[0]
         statuses = [s for m in messages if m is not None for s in m.statuses]
-        self._client().commit(self.txn, statuses)
+        try:
+            self._client().commit(self.txn, statuses)  # a failed commit is rolled back
+        except SplitFileGroupError as exc:
+            raise SplitFileGroupError(
+                f"{exc}. df.write.format('pyhudi') writes the DataFrame's partitions as they are; "
+                "pyhudi.spark.write(df, path, ...) routes the rows of each file group to one task"
+            ) from None
 
     def abort(self, messages: list[HudiCommitMessage | None]) -> None:
         self._client().abort(self.txn)
@@ -259,7 +265,7 @@ def write(df: DataFrame, path: str, operation: str = "upsert", mode: str = "appe
     committed).
     """
     import pyhudi
-    from pyhudi.spark.bucketing import route_by_bucket
+    from pyhudi.spark.bucketing import route_by_bucket, route_by_file_group
     from pyhudi.spark.conf import write_settings
     from pyhudi.spark.datasource import FORMAT, ensure_registered
 
@@ -274,6 +280,12 @@ def write(df: DataFrame, path: str, operation: str = "upsert", mode: str = "appe
     if table.num_buckets is not None:
         df, _ = route_by_bucket(df, table.config.bucket_hash_fields, table.num_buckets, table.partition_fields)
         text[GROUPED] = "true"
+    else:  # one task per file group: copy-on-write groups get one new base version each
+        from pyhudi.write.client import WriteClient
+
+        hoodie = {k: v for k, v in text.items() if k.startswith("hoodie.") and k not in opt.WRITE_ONLY_KEYS}
+        operation_name = opt.write_operation(opt.lowered(text), mode == "overwrite")
+        df = route_by_file_group(df, WriteClient(table, options=hoodie).unbegun(operation_name))
     with write_settings(df.sparkSession):  # batch limits without a per-row size check
         df.write.format(FORMAT).mode(mode).options(**text).save(path)
     after = _last_instant(pyhudi.open_table(path))

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from pyhudi.config.keys import lookup
 from pyhudi.engine.base import Engine, get_engine
-from pyhudi.errors import CommitConflictError, TimelineError
+from pyhudi.errors import CommitConflictError, SplitFileGroupError, TimelineError
 from pyhudi.evolution import check_schema_unchanged, commit_extra_metadata
 from pyhudi.schema import avro_schema_json
 from pyhudi.storage.naming import PARTITION_METAFILE
@@ -123,6 +123,16 @@ class WriteClient:
             self.abort(txn)
             raise
         return self.commit(txn, statuses)
+
+    def unbegun(self, operation: str) -> WriteTxn:
+        """A transaction for ``operation`` on the table as it is now, without an instant: what
+        an engine prepares or routes rows with before the write begins (``WriteTxn.routes``)."""
+        check_operation(operation)
+        table = self.table
+        timeline = table.active_timeline()
+        schema = table._history.schema_at(timeline, table.config)
+        families = table._history.declared_families_at(timeline, table.config)
+        return self._txn(operation, schema, instant="", families=families)
 
     # ------------------------------------------------------------------ phases
     def begin(self, operation: str, schema: pa.Schema | None = None, *, timeline: Timeline | None = None,
@@ -320,7 +330,10 @@ def check_no_concurrent_base_version(txn: WriteTxn, statuses: Sequence[WriteStat
         metadata = current.read_metadata(instant)
         if metadata is None or not hasattr(metadata, "partition_file_ids"):
             continue
-        hit = sorted((p, f) for p, ids in metadata.partition_file_ids().items() for f in ids if (p, f) in merged)
+        # without ``seen``: a commit conflicts with a group only if it completed after the
+        # group's merged base version did (the commit that wrote that version is no conflict)
+        hit = sorted((p, f) for p, ids in metadata.partition_file_ids().items() for f in ids if (p, f) in merged
+                     and (seen is not None or instant.sort_time > completion.get(merged[(p, f)], "")))
         if hit:
             partition, file_id = hit[0]
             raise CommitConflictError(
@@ -352,7 +365,7 @@ def _check_statuses(txn: WriteTxn, statuses: list[WriteStatus]) -> None:
         if s.writes_base_file:
             key = (s.partition_path, s.file_id, s.family)
             if key in bases:
-                raise CommitConflictError(
+                raise SplitFileGroupError(
                     f"two tasks wrote a base file for file group {s.file_id} (family {s.family or 'default'!r}) "
                     f"of partition {s.partition_path!r} in instant {txn.instant}: {bases[key]} and {s.file_name}; "
                     "give all rows of a file group to one task"

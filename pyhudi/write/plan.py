@@ -316,6 +316,37 @@ def _fill_small_files(txn: "WriteTxn", existing: Existing, timeline: Timeline, l
                           MAX_FILE_SIZE.get(txn.options))
 
 
+ROUTE_SEPARATOR = "\x00"
+"""Between the partition path and the file id in a route (neither can contain it)."""
+
+
+def file_group_routes(txn: "WriteTxn", rows: pa.Table, existing: Existing) -> pa.Array:
+    """Per prepared row of a table without a bucket index, the file group it will be written
+    to, as a string: ``"<partition>\\0<file id>"`` for a key the table holds (upserts and deletes,
+    by the simple index), ``"<partition>\\0"`` for a new record.
+
+    An engine that sends all rows of one route to one task gets each file group written by one
+    task — required on copy-on-write tables, where two tasks would each write a new version of
+    the same base file — and every copy of a key in one task, where it is de-duplicated. (A key
+    stored in several file groups is routed to the first; its other holders are written by
+    that task too, so a conflict remains possible there and is refused at commit.)
+    """
+    n = rows.num_rows
+    parts = rows.column(PARTITION_COLUMN).combine_chunks()
+    if n == 0 or txn.operation not in ("upsert", "delete"):
+        return pc.binary_join_element_wise(parts, pa.scalar("", pa.string()), ROUTE_SEPARATOR)
+    order = pc.sort_indices(parts)  # stable: arrival order kept within a partition
+    sorted_parts = parts.take(order)
+    runs = [(partition, start, length) for (partition, _), start, length in
+            runs_of(sorted_parts, np.zeros(n, dtype=np.int64))]
+    locations, _ = tag_locations(txn.storage, existing, runs, rows.column(RECORD_KEY).take(order),
+                                 txn.config.layout_version)
+    routes = pc.binary_join_element_wise(sorted_parts, locations.fill_null(""), ROUTE_SEPARATOR)
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[np.asarray(order)] = np.arange(n, dtype=np.int64)
+    return routes.take(pa.array(inverse))
+
+
 def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
                       token_for: TokenFor, timeline: Timeline | None = None) -> list[FileGroupWriteTask]:
     """Route rows of a table without a bucket index (one implicit family, see module docstring)."""

@@ -35,7 +35,14 @@ from pyhudi.timeline.timeline import Timeline
 from pyhudi.write import prepare
 from pyhudi.write.handle import FileGroupWriteTask, WriteStatus
 from pyhudi.write.overwrite import is_overwrite, plan_overwrite
-from pyhudi.write.plan import BUCKET_COLUMN, PARTITION_COLUMN, RECORD_KEY, plan_bucketed, plan_simple_index
+from pyhudi.write.plan import (
+    BUCKET_COLUMN,
+    PARTITION_COLUMN,
+    RECORD_KEY,
+    file_group_routes,
+    plan_bucketed,
+    plan_simple_index,
+)
 
 OPERATIONS = {"upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE",
               "insert_overwrite": "INSERT_OVERWRITE", "insert_overwrite_table": "INSERT_OVERWRITE_TABLE"}
@@ -154,6 +161,20 @@ class WriteTxn:
         # every row (several executor tasks padding one small file would each write a version).
         small_files = write_token is None or self.config.table_type != "COPY_ON_WRITE"
         return plan_simple_index(self, prepared, existing, token_for, timeline=timeline if small_files else None)
+
+    def routes(self, rows: Any) -> pa.Array:
+        """Executor side, before a shuffle: the file group each row of ``rows`` goes to, for a
+        table without a bucket index (:func:`~pyhudi.write.plan.file_group_routes`); rows with
+        equal routes must reach one task. Bucketed tables route by bucket instead."""
+        if self.config.num_buckets is not None:
+            raise ConfigError("a bucketed table routes rows by bucket, not by file group lookup")
+        prepared = self.prepare(rows)
+        existing = {}
+        if prepared.num_rows and self.operation in ("upsert", "delete"):
+            view = FileSystemView(self.storage, self.timeline(), len(self.config.partition_fields))
+            touched = set(prepared.column(PARTITION_COLUMN).unique().to_pylist())
+            existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}
+        return file_group_routes(self, prepared, existing)
 
     def write_rows(self, rows: Any, task_id: int = 0, attempt: int = 0,
                    stage: int = DEFAULT_STAGE) -> list[WriteStatus]:

@@ -1,0 +1,13 @@
+"""Static registration of the ``pyhudi`` Spark data source.
+
+PySpark (>= 4.0) looks, once per Spark application, for installed top-level modules named
+``pyspark_*`` that define ``DefaultSource``, and registers each under its ``name()`` for every
+session: ``spark.read.format("pyhudi")`` then works without :func:`pyhudi.spark.register` —
+in sessions made by ``spark.newSession()``, and on a Spark Connect server where pyhudi is
+installed. :func:`pyhudi.spark.register` is still what turns on filter pushdown for a session
+and registers the per-table sources of catalog tables.
+"""
+
+from pyhudi.spark.datasource import HudiDataSource as DefaultSource
+
+__all__ = ["DefaultSource"]
