@@ -6,10 +6,13 @@ reads the record keys of every file group in the partitions it touches (the
 with ``pyarrow.compute.index_in`` — vectorised, no per-record Python.
 
 The keys of a file group are those of its latest file slice: the latest base file and the data
-blocks of the log files after it. Log files matter on merge-on-read tables: inserts padded into a
-small file group (:mod:`pyhudi.write.small_files`) and file groups written by other engines
-(Apache Hudi with a bucket index, Flink) may hold keys only in log files — or have no base file at
-all — and an upsert of such a key must update that group, not insert a duplicate elsewhere.
+blocks of the log files after it, minus the keys of later delete blocks. Log files matter on
+merge-on-read tables: inserts padded into a small file group (:mod:`pyhudi.write.small_files`) and
+file groups written by other engines (Apache Hudi with a bucket index, Flink) may hold keys only
+in log files — or have no base file at all — and an upsert of such a key must update that group,
+not insert a duplicate elsewhere. A key deleted in a group is no longer held there: once it has
+been written again elsewhere (an insert never looks keys up), an upsert must reach only that copy
+— in the deleted group it would bring a row back.
 Keys are unique per partition (not globally), as with Hudi's non-global simple index.
 """
 
@@ -25,6 +28,7 @@ import pyarrow.parquet as pq
 
 from pyhudi.errors import ConfigError
 from pyhudi.fsview.view import FileGroup
+from pyhudi.logformat.block import DeleteBlock
 from pyhudi.logformat.data_block import DataBlock
 from pyhudi.logformat.reader import LogReader
 from pyhudi.schema import META_FIELDS
@@ -44,11 +48,15 @@ def _base_keys(storage: Storage, relpath: str) -> pa.Array:
         return parquet.read(columns=[RECORD_KEY]).column(RECORD_KEY).combine_chunks()
 
 
-def _log_keys(storage: Storage, relpath: str) -> list[pa.Array]:
-    """Record keys of the data blocks of one log file (delete and command blocks hold none)."""
+def _log_keys(storage: Storage, relpath: str) -> list[tuple[bool, pa.Array]]:
+    """``(is_delete, record keys)`` of the data and delete blocks of one log file, in order
+    (command blocks hold none)."""
     keys = []
     with LogReader(storage, relpath) as reader:
         for block in reader:
+            if isinstance(block, DeleteBlock):
+                keys.append((True, block.deletes().column("record_key").combine_chunks().cast(pa.string())))
+                continue
             if not isinstance(block, DataBlock):
                 continue
             if RECORD_KEY not in block.arrow_schema().names:
@@ -56,16 +64,22 @@ def _log_keys(storage: Storage, relpath: str) -> list[pa.Array]:
                     f"log file {relpath} has a data block without {RECORD_KEY}: writing without a bucket index "
                     "needs tables that populate meta fields (hoodie.populate.meta.fields=true)"
                 )
-            keys.append(block.read([RECORD_KEY]).column(RECORD_KEY).combine_chunks().cast(pa.string()))
+            keys.append((False, block.read([RECORD_KEY]).column(RECORD_KEY).combine_chunks().cast(pa.string())))
     return keys
 
 
 def _group_keys(storage: Storage, group: FileGroup, layout_version: int) -> pa.Array:
-    """Every record key of the latest file slice of ``group``: base file plus log data blocks."""
+    """Every record key of the latest file slice of ``group``: base file plus log data blocks,
+    without the keys a later delete block removed (one vectorised filter per delete block)."""
     current = group.latest_slice(None, False, layout_version)
     pieces = [_base_keys(storage, current.base_file.relpath).cast(pa.string())] if current.base_file else []
     for log in current.log_files:
-        pieces.extend(_log_keys(storage, log.relpath))
+        for is_delete, keys in _log_keys(storage, log.relpath):
+            if not is_delete:
+                pieces.append(keys)
+            elif len(keys):
+                pieces = [p.filter(pc.invert(pc.is_in(p, value_set=keys))) for p in pieces]
+    pieces = [p for p in pieces if len(p)]
     if not pieces:
         return pa.array([], pa.string())
     return pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0]

@@ -4,9 +4,11 @@ Hudi's merge handle, vectorised over Arrow (no per-record Python):
 
 - a delete removes the row of its key (a key not in the file is ignored);
 - an update replaces the row of its key — unless the table merges by event time and the
-  update's ordering value is lower than the stored one (ties and missing values: the update
-  wins, as in the merge-on-read reader); a partial update (some columns absent) keeps the
-  stored values of the absent columns; an update whose key is not in the file is an insert;
+  update's ordering value is lower than the stored one, or null while the stored one is not
+  (ties and a stored null: the update wins; the rule of the merge-on-read reader and of the
+  de-duplication, where a null ordering value loses); a partial update (some columns absent)
+  keeps the stored values of the absent columns; an update whose key is not in the file is an
+  insert;
 - untouched rows keep their meta columns (commit time and sequence number of the commit that
   wrote them) except ``_hoodie_file_name``, which names the new file;
 - the output is sorted by record key, like every file pyhudi writes.
@@ -74,14 +76,17 @@ class MergeOutcome:
 def _winning_updates(updates: pa.Table, positions: pa.Array, old: pa.Table, ordering_field: str | None) -> np.ndarray:
     """Mask of updates that win over the stored row of their key (event-time ordering rule)."""
     n = updates.num_rows
-    if ordering_field is None or ordering_field not in updates.column_names or ordering_field not in old.column_names:
+    if (ordering_field is None or ordering_field not in updates.column_names or ordering_field not in old.column_names
+            or positions.null_count == len(positions)):  # (no stored row met, e.g. a base file emptied by deletes)
         return np.ones(n, dtype=bool)
     found = positions.is_valid()
     stored = old.column(ordering_field).take(positions.fill_null(0))
     incoming = updates.column(ordering_field)
     if stored.type != incoming.type:
         stored = stored.cast(incoming.type)
-    loses = pc.and_(found, pc.less(incoming, stored))  # null on either side: the update wins
+    # a null incoming value loses to a stored value, as in the merge-on-read reader; a stored null loses to any
+    older = pc.or_kleene(pc.is_null(incoming), pc.less(incoming, stored))
+    loses = pc.and_(pc.and_(found, pc.is_valid(stored)), older)
     return ~np.asarray(loses.fill_null(False), dtype=bool)
 
 
