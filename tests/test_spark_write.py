@@ -136,6 +136,10 @@ def test_spark_write_routes_rows_by_file_group_on_tables_without_buckets(spark, 
     local.delete(rows_of([0, 1, 2, 3, 30], 0).select(["id", "p"]))
     assert sorted_rows(remote) == sorted_rows(local) and 0 not in {r["id"] for r in sorted_rows(remote)}
     assert set(base_files_of(remote, deleted).values()) <= {0, 1}
+    one_row = rows_of([41], 6)  # most input partitions are empty
+    pyhudi.spark.write(df_of(spark, one_row).repartition(4), remote.path, operation="upsert", **COW_OPTIONS)
+    local.upsert(one_row)
+    assert sorted_rows(remote) == sorted_rows(local)
     assert leftovers(Path(remote.path)) == []
 
 
