@@ -353,3 +353,44 @@ def test_commit_from_another_client_is_no_conflict_with_the_commits_that_wrote_t
         WriteClient(t, options=lazy).commit(txn, statuses)
     apply(state, rows([3], 4))
     check_rows(t, state)
+
+
+def test_groups_sharing_a_stored_key_share_one_route_so_one_task_rewrites_them(tmp_path):
+    """An ``insert`` of a stored key into a new file group leaves the key in two groups; an
+    update of it rewrites both, so every row of either group must reach the same task — each
+    task routes them alike, from the stored keys alone."""
+    t = make_table(tmp_path, "COPY_ON_WRITE", False)
+    t.insert(rows([1, 2], 1))
+    t.insert(rows([2, 3], 2), options=NO_SMALL_FILES)  # 2 is now stored in two groups
+    assert len(t.file_groups()) == 2
+    client = WriteClient(t)
+    update = rows([1, 2, 3], 3)
+    assert client.unbegun("upsert").routes(update).to_pylist() == ["\x00*"] * 3
+    assert client.unbegun("upsert").routes(rows([1], 3)).to_pylist() == ["\x00*"]  # same route from any task
+    txn = client.begin("upsert")
+    by_route: dict = {}
+    for row, route in zip(update.to_pylist(), txn.routes(update).to_pylist()):
+        by_route.setdefault(route, []).append(row)
+    statuses = [s for i, group in enumerate(by_route.values())
+                for s in txn.write_rows(pa.Table.from_pylist(group, schema=SCHEMA), task_id=i)]
+    client.commit(txn, statuses)
+    got = sorted((r["id"], r["v"]) for r in t.read().to_pylist())
+    assert got == [(1, 1.3), (2, 2.3), (2, 2.3), (3, 3.3)]  # every stored copy updated
+
+
+def test_a_delete_that_loses_on_event_time_keeps_its_key_located(tmp_path):
+    """A delete block carrying an ordering value lower than the stored one deletes nothing under
+    event-time ordering; the index keeps the key there, so a later upsert updates that record
+    instead of storing a second live copy in another file group."""
+    t = make_table(tmp_path, "MERGE_ON_READ", False, ordering_field="v", options=NO_SMALL_FILES)
+    t.insert(rows([1, 2], 1))
+    client = WriteClient(t)
+    txn = client.begin("delete")
+    tasks = txn.plan_tasks(txn.prepare(pa.table({"id": pa.array([1], pa.int64())})))
+    for task in tasks:  # a delete as Hudi writes it with an ordering value (pyhudi writes default ones)
+        task.delete_keys = task.delete_keys.append_column("ordering_value", pa.array([0.5]))
+    client.commit(txn, [s for task in tasks for s in task.run()])
+    assert sorted(r["id"] for r in t.read().to_pylist()) == [1, 2]  # 0.5 < 1.1: the delete lost
+    t.upsert(rows([1], 7))
+    assert len(t.file_groups()) == 1
+    assert sorted((r["id"], r["v"]) for r in t.read().to_pylist()) == [(1, 1.7), (2, 2.1)]

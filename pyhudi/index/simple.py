@@ -48,14 +48,26 @@ def _base_keys(storage: Storage, relpath: str) -> pa.Array:
         return parquet.read(columns=[RECORD_KEY]).column(RECORD_KEY).combine_chunks()
 
 
-def _log_keys(storage: Storage, relpath: str) -> list[tuple[bool, pa.Array]]:
+def _log_keys(storage: Storage, relpath: str, event_time: bool = True) -> list[tuple[bool, pa.Array]]:
     """``(is_delete, record keys)`` of the data and delete blocks of one log file, in order
-    (command blocks hold none)."""
+    (command blocks hold none).
+
+    A delete counts only for keys whose delete always wins: every delete under commit-time
+    ordering (``event_time=False``), a delete with the default ordering value (what pyhudi
+    writes) under event-time ordering. A delete carrying an ordering value may lose to the
+    stored record under event-time ordering, so its key stays located here (an upsert of it then
+    goes to this group, where the reader merges it, instead of making a second live copy).
+    """
     keys = []
     with LogReader(storage, relpath) as reader:
         for block in reader:
             if isinstance(block, DeleteBlock):
-                keys.append((True, block.deletes().column("record_key").combine_chunks().cast(pa.string())))
+                deletes = block.deletes()
+                always_wins = deletes.column("is_default_ordering").combine_chunks()
+                deleted = deletes.column("record_key").combine_chunks()
+                if event_time and (always_wins.null_count or not pc.all(always_wins).as_py()):
+                    deleted = deleted.filter(always_wins.fill_null(True))
+                keys.append((True, deleted.cast(pa.string())))
                 continue
             if not isinstance(block, DataBlock):
                 continue
@@ -68,13 +80,13 @@ def _log_keys(storage: Storage, relpath: str) -> list[tuple[bool, pa.Array]]:
     return keys
 
 
-def _group_keys(storage: Storage, group: FileGroup, layout_version: int) -> pa.Array:
+def _group_keys(storage: Storage, group: FileGroup, layout_version: int, event_time: bool = True) -> pa.Array:
     """Every record key of the latest file slice of ``group``: base file plus log data blocks,
     without the keys a later delete block removed (one vectorised filter per delete block)."""
     current = group.latest_slice(None, False, layout_version)
     pieces = [_base_keys(storage, current.base_file.relpath).cast(pa.string())] if current.base_file else []
     for log in current.log_files:
-        for is_delete, keys in _log_keys(storage, log.relpath):
+        for is_delete, keys in _log_keys(storage, log.relpath, event_time):
             if not is_delete:
                 pieces.append(keys)
             elif len(keys):
@@ -85,16 +97,31 @@ def _group_keys(storage: Storage, group: FileGroup, layout_version: int) -> pa.A
     return pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0]
 
 
-def partition_key_locations(storage: Storage, groups: Sequence[FileGroup],
-                            layout_version: int = 2) -> tuple[pa.Array, pa.Array]:
-    """``(keys, file ids)`` of every record in the latest file slices of ``groups``."""
+def partition_key_locations(storage: Storage, groups: Sequence[FileGroup], layout_version: int = 2,
+                            event_time: bool = True) -> tuple[pa.Array, pa.Array]:
+    """``(keys, file ids)`` of every record in the latest file slices of ``groups``
+    (``event_time``: the table merges by event time, see :func:`_log_keys`)."""
     groups = [g for g in groups if g.base_files or g.log_files]
     if not groups:
         return pa.array([], pa.string()), pa.array([], pa.string())
     with ThreadPoolExecutor(max_workers=min(4, len(groups))) as pool:
-        keys = list(pool.map(lambda g: _group_keys(storage, g, layout_version), groups))
+        keys = list(pool.map(lambda g: _group_keys(storage, g, layout_version, event_time), groups))
     file_ids = [pa.repeat(pa.scalar(g.file_id, pa.string()), len(k)) for g, k in zip(groups, keys)]
     return pa.concat_arrays(keys), pa.concat_arrays(file_ids)
+
+
+def groups_sharing_keys(stored_keys: pa.Array, stored_ids: pa.Array) -> pa.Array:
+    """The file ids of the groups that hold a key another group also holds (an ``insert`` keeps
+    duplicates): a write must give all of them to one task, since an update of the shared key
+    rewrites each."""
+    if len(stored_keys) < 2:
+        return pa.array([], pa.string())
+    pairs = pa.table({"k": stored_keys, "f": stored_ids}).group_by(["k", "f"]).aggregate([])
+    holders = pairs.group_by("k").aggregate([("f", "count")])
+    shared = holders.filter(pc.greater(holders.column("f_count"), 1)).column("k")
+    if len(shared) == 0:
+        return pa.array([], pa.string())
+    return pc.unique(pairs.filter(pc.is_in(pairs.column("k"), value_set=shared)).column("f").combine_chunks())
 
 
 def tag_locations(
@@ -103,6 +130,7 @@ def tag_locations(
     partition_runs: Sequence[tuple[str, int, int]],
     keys: pa.ChunkedArray | pa.Array,
     layout_version: int = 2,
+    event_time: bool = True,
 ) -> tuple[pa.Array, tuple[np.ndarray, pa.Array]]:
     """The file id holding each key (null: not in the table), and the other holders.
 
@@ -121,7 +149,8 @@ def tag_locations(
     extra_ids: list[pa.Array] = []
     for partition, start, length in partition_runs:
         wanted = keys.slice(start, length)
-        stored_keys, stored_ids = partition_key_locations(storage, by_partition.get(partition, []), layout_version)
+        stored_keys, stored_ids = partition_key_locations(storage, by_partition.get(partition, []), layout_version,
+                                                          event_time)
         if len(stored_keys) == 0:
             pieces.append(pa.nulls(length, pa.string()))
             continue

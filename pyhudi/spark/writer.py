@@ -195,16 +195,17 @@ def begin(path: str, schema: StructType, options: Mapping[str, str], overwrite: 
         task_txn = dataclasses.replace(txn, operation="insert")  # log files: no base-file collisions
     if is_overwrite(operation) and not grouped and table.num_buckets is not None:
         task_txn = dataclasses.replace(txn, options={**txn.options, OVERWRITE_LOG_FILES.key: "true"})  # same reason
-    return HudiDataSourceWriter(path, txn, task_txn)
+    return HudiDataSourceWriter(path, txn, task_txn, grouped)
 
 
 class HudiDataSourceWriter(DataSourceArrowWriter):
     """Writes one instant: tasks write files (``write``), the driver commits or aborts."""
 
-    def __init__(self, path: str, txn: WriteTxn, task_txn: WriteTxn) -> None:
+    def __init__(self, path: str, txn: WriteTxn, task_txn: WriteTxn, grouped: bool = False) -> None:
         self.path = path
         self.txn = txn
         self.task_txn = task_txn
+        self.grouped = grouped  # rows routed by pyhudi.spark.write: each file group in one task
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> HudiCommitMessage:
         from pyspark import TaskContext
@@ -245,6 +246,8 @@ class HudiDataSourceWriter(DataSourceArrowWriter):
         try:
             self._client().commit(self.txn, statuses)  # a failed commit is rolled back
         except SplitFileGroupError as exc:
+            if self.grouped:
+                raise
             raise SplitFileGroupError(
                 f"{exc}. df.write.format('pyhudi') writes the DataFrame's partitions as they are; "
                 "pyhudi.spark.write(df, path, ...) routes the rows of each file group to one task"
@@ -286,6 +289,7 @@ def write(df: DataFrame, path: str, operation: str = "upsert", mode: str = "appe
         hoodie = {k: v for k, v in text.items() if k.startswith("hoodie.") and k not in opt.WRITE_ONLY_KEYS}
         operation_name = opt.write_operation(opt.lowered(text), mode == "overwrite")
         df = route_by_file_group(df, WriteClient(table, options=hoodie).unbegun(operation_name))
+        text[GROUPED] = "true"
     with write_settings(df.sparkSession):  # batch limits without a per-row size check
         df.write.format(FORMAT).mode(mode).options(**text).save(path)
     after = _last_instant(pyhudi.open_table(path))

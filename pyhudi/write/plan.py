@@ -34,7 +34,7 @@ from pyhudi.config.keys import ConfigKey
 from pyhudi.config.table import DROP_PARTITION_COLUMNS
 from pyhudi.fsview.view import FileGroup
 from pyhudi.index.bucket import BucketFileIds
-from pyhudi.index.simple import tag_locations
+from pyhudi.index.simple import groups_sharing_keys, partition_key_locations, tag_locations
 from pyhudi.logformat import parquet_options_for
 from pyhudi.logformat.parquet_options import options_for_columns
 from pyhudi.schema import META_FIELDS
@@ -323,13 +323,14 @@ ROUTE_SEPARATOR = "\x00"
 def file_group_routes(txn: "WriteTxn", rows: pa.Table, existing: Existing) -> pa.Array:
     """Per prepared row of a table without a bucket index, the file group it will be written
     to, as a string: ``"<partition>\\0<file id>"`` for a key the table holds (upserts and deletes,
-    by the simple index), ``"<partition>\\0"`` for a new record.
+    by the simple index), ``"<partition>\\0"`` for a new record, and ``"<partition>\\0*"`` for a
+    key of the groups that share stored keys (:func:`~pyhudi.index.simple.groups_sharing_keys`:
+    an update of a shared key rewrites every holder, so those groups go to one task together).
 
     An engine that sends all rows of one route to one task gets each file group written by one
     task — required on copy-on-write tables, where two tasks would each write a new version of
-    the same base file — and every copy of a key in one task, where it is de-duplicated. (A key
-    stored in several file groups is routed to the first; its other holders are written by
-    that task too, so a conflict remains possible there and is refused at commit.)
+    the same base file — and every copy of a key in one task, where it is de-duplicated. Every
+    task computes the same routes: they depend only on the table's stored keys.
     """
     n = rows.num_rows
     parts = rows.column(PARTITION_COLUMN).combine_chunks()
@@ -337,10 +338,24 @@ def file_group_routes(txn: "WriteTxn", rows: pa.Table, existing: Existing) -> pa
         return pc.binary_join_element_wise(parts, pa.scalar("", pa.string()), ROUTE_SEPARATOR)
     order = pc.sort_indices(parts)  # stable: arrival order kept within a partition
     sorted_parts = parts.take(order)
-    runs = [(partition, start, length) for (partition, _), start, length in
-            runs_of(sorted_parts, np.zeros(n, dtype=np.int64))]
-    locations, _ = tag_locations(txn.storage, existing, runs, rows.column(RECORD_KEY).take(order),
-                                 txn.config.layout_version)
+    keys = rows.column(RECORD_KEY).take(order)
+    by_partition: dict[str, list[FileGroup]] = {}
+    for (partition, _), group in existing.items():
+        by_partition.setdefault(partition, []).append(group)
+    event_time = txn.config.merge_mode == "EVENT_TIME_ORDERING"
+    pieces = []
+    for (partition, _), start, length in runs_of(sorted_parts, np.zeros(n, dtype=np.int64)):
+        stored_keys, stored_ids = partition_key_locations(txn.storage, by_partition.get(partition, []),
+                                                          txn.config.layout_version, event_time)
+        if len(stored_keys) == 0:
+            pieces.append(pa.nulls(length, pa.string()))
+            continue
+        ids = stored_ids.take(pc.index_in(keys.slice(start, length), value_set=stored_keys))
+        shared = groups_sharing_keys(stored_keys, stored_ids)
+        if len(shared):
+            ids = pc.if_else(pc.is_in(ids, value_set=shared), pa.scalar("*"), ids)
+        pieces.append(ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids)
+    locations = pa.concat_arrays(pieces) if pieces else pa.array([], pa.string())
     routes = pc.binary_join_element_wise(sorted_parts, locations.fill_null(""), ROUTE_SEPARATOR)
     inverse = np.empty(n, dtype=np.int64)
     inverse[np.asarray(order)] = np.arange(n, dtype=np.int64)
@@ -366,7 +381,7 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
     extra: tuple[np.ndarray, pa.Array] = (np.zeros(0, dtype=np.int64), pa.array([], pa.string()))
     if txn.operation in ("upsert", "delete"):
         locations, extra = tag_locations(txn.storage, existing, partition_runs, ordered.column(RECORD_KEY),
-                                         txn.config.layout_version)
+                                         txn.config.layout_version, txn.config.merge_mode == "EVENT_TIME_ORDERING")
     else:
         locations = pa.nulls(ordered.num_rows, pa.string())
     copy_on_write = txn.config.table_type == "COPY_ON_WRITE"
