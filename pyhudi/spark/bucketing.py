@@ -139,7 +139,6 @@ def route_by_file_group(df: DataFrame, txn) -> DataFrame:
     """
     from pyspark.sql.types import StringType, StructField, StructType
 
-    columns = df.columns
     # a new StructType: ``df.schema.add`` would change the DataFrame's cached schema in place
     out_schema = StructType([*df.schema.fields, StructField(FILE_GROUP_COLUMN, StringType(), False)])
 
@@ -155,4 +154,4 @@ def route_by_file_group(df: DataFrame, txn) -> DataFrame:
         yield from routed.to_batches(max_chunksize=10_000)
 
     tagged = df.mapInArrow(tag, out_schema)
-    return tagged.repartition(F.col(FILE_GROUP_COLUMN)).select(*[F.col(f"`{c}`") for c in columns])
+    return tagged.repartition(F.col(FILE_GROUP_COLUMN)).drop(FILE_GROUP_COLUMN)
