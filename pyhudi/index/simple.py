@@ -110,6 +110,14 @@ def partition_key_locations(storage: Storage, groups: Sequence[FileGroup], layou
     return pa.concat_arrays(keys), pa.concat_arrays(file_ids)
 
 
+def groups_by_partition(existing: Mapping[tuple[str, str], FileGroup]) -> dict[str, list[FileGroup]]:
+    """``{(partition, file id): group}`` regrouped as ``{partition: [groups]}``."""
+    out: dict[str, list[FileGroup]] = {}
+    for (partition, _), group in existing.items():
+        out.setdefault(partition, []).append(group)
+    return out
+
+
 def groups_sharing_keys(stored_keys: pa.Array, stored_ids: pa.Array) -> pa.Array:
     """The file ids of the groups that hold a key another group also holds (an ``insert`` keeps
     duplicates): a write must give all of them to one task, since an update of the shared key
@@ -140,9 +148,7 @@ def tag_locations(
     index, an update or delete must reach every one, so the second result lists the extra
     holders as ``(positions in keys, file ids)``.
     """
-    by_partition: dict[str, list[FileGroup]] = {}
-    for (partition, _), group in existing.items():
-        by_partition.setdefault(partition, []).append(group)
+    by_partition = groups_by_partition(existing)
     keys = pa.chunked_array([keys]) if isinstance(keys, pa.Array) else keys
     pieces = []
     extra_positions: list[np.ndarray] = []

@@ -34,7 +34,7 @@ from pyhudi.config.keys import ConfigKey
 from pyhudi.config.table import DROP_PARTITION_COLUMNS
 from pyhudi.fsview.view import FileGroup
 from pyhudi.index.bucket import BucketFileIds
-from pyhudi.index.simple import groups_sharing_keys, partition_key_locations, tag_locations
+from pyhudi.index.simple import groups_by_partition, groups_sharing_keys, partition_key_locations, tag_locations
 from pyhudi.logformat import parquet_options_for
 from pyhudi.logformat.parquet_options import options_for_columns
 from pyhudi.schema import META_FIELDS
@@ -303,9 +303,7 @@ def _fill_small_files(txn: "WriteTxn", existing: Existing, timeline: Timeline, l
     (:mod:`~pyhudi.write.small_files`); returns the new locations and the inserts per small file."""
     if SMALL_FILE_LIMIT.get(txn.options) <= 0 or locations.null_count == 0:
         return locations, {}
-    by_partition: dict[str, list[FileGroup]] = {}
-    for (partition, _), group in existing.items():
-        by_partition.setdefault(partition, []).append(group)
+    by_partition = groups_by_partition(existing)
     excluded = pending_clustering_groups(timeline)
     candidates = {partition: small_file_candidates(by_partition.get(partition, []), copy_on_write, txn.options,
                                                    excluded)
@@ -339,9 +337,7 @@ def file_group_routes(txn: "WriteTxn", rows: pa.Table, existing: Existing) -> pa
     order = pc.sort_indices(parts)  # stable: arrival order kept within a partition
     sorted_parts = parts.take(order)
     keys = rows.column(RECORD_KEY).take(order)
-    by_partition: dict[str, list[FileGroup]] = {}
-    for (partition, _), group in existing.items():
-        by_partition.setdefault(partition, []).append(group)
+    by_partition = groups_by_partition(existing)
     event_time = txn.config.merge_mode == "EVENT_TIME_ORDERING"
     pieces = []
     for (partition, _), start, length in runs_of(sorted_parts, np.zeros(n, dtype=np.int64)):
