@@ -1,8 +1,10 @@
 """Metadata of data files kept across scans: Parquet footers, log block layouts, key verdicts.
 
-Key verdicts are booleans about key columns, never keys: two base files hold the same keys
-(:meth:`MetadataCache.same_keys`), or every key of a log block is a key of a base file
-(:meth:`MetadataCache.block_within`, learnt when a read joined that block's keys with the base).
+Key verdicts are facts about key columns, never keys: two base files hold the same keys
+(:meth:`MetadataCache.same_keys`), every key of a log block is a key of a base file
+(:meth:`MetadataCache.block_within`, learnt when a read joined that block's keys with the base),
+or the row numbers in a base file of a log block's records (:meth:`MetadataCache.positions`,
+what Hudi 1.x writers may put in a block header, :mod:`pyhudi.read.positions`).
 
 Reading a file group starts with fixed work per file — parse each base file's footer, walk each
 log file's block headers and parse its Parquet blocks' footers, compare the key columns of
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -35,7 +38,7 @@ BlockKey = tuple[FileKey, int]
 DEFAULT_MAX_BYTES = 64 << 20
 """Approximate bytes kept (serialized footers, block headers)."""
 
-FOOTER, LOG_LAYOUT = "footer", "log"
+FOOTER, LOG_LAYOUT, POSITIONS = "footer", "log", "positions"
 
 
 class MetadataCache:
@@ -44,7 +47,7 @@ class MetadataCache:
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[str, FileKey], tuple[Any, int]] = OrderedDict()
+        self._entries: OrderedDict[tuple[Hashable, FileKey], tuple[Any, int]] = OrderedDict()
         self._bytes = 0
         self._same_keys: dict[tuple[FileKey, FileKey], bool] = {}
         self._pairs_of: dict[FileKey, set[tuple[FileKey, FileKey]]] = {}
@@ -54,7 +57,7 @@ class MetadataCache:
         self.hits = self.misses = 0
 
     # ------------------------------------------------------------------ entries
-    def get(self, kind: str, key: FileKey | None) -> Any:
+    def get(self, kind: Hashable, key: FileKey | None) -> Any:
         """The cached ``kind`` of file ``key`` (None: not cached, or no key)."""
         if key is None or not self.max_bytes:
             return None
@@ -67,7 +70,7 @@ class MetadataCache:
             self.hits += 1
             return found[0]
 
-    def put(self, kind: str, key: FileKey | None, value: Any, cost: int) -> None:
+    def put(self, kind: Hashable, key: FileKey | None, value: Any, cost: int) -> None:
         """Keep ``value`` (about ``cost`` bytes) as the ``kind`` of file ``key``."""
         if key is None or not self.max_bytes or cost > self.max_bytes:
             return
@@ -123,6 +126,19 @@ class MetadataCache:
                 self._within.add(pair)
                 self._within_of.setdefault(block[0], set()).add(pair)
                 self._within_of.setdefault(base, set()).add(pair)
+
+    def positions(self, block: BlockKey | None, base: FileKey | None) -> Any:
+        """Where the records of log block ``block`` sit in base file ``base`` (increasing row
+        numbers, :mod:`pyhudi.read.positions`), a string verdict when they cannot be placed by
+        position, or None (not known)."""
+        if block is None or base is None:
+            return None
+        return self.get((POSITIONS, block[1], base), block[0])
+
+    def put_positions(self, block: BlockKey | None, base: FileKey | None, positions: Any) -> None:
+        """Remember ``positions`` (a NumPy array or a string verdict) of ``block`` in ``base``."""
+        if block is not None and base is not None:
+            self.put((POSITIONS, block[1], base), block[0], positions, 64 + getattr(positions, "nbytes", 0))
 
     def _forget(self, key: FileKey) -> None:
         for pair in self._pairs_of.pop(key, ()):

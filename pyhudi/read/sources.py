@@ -356,6 +356,14 @@ class ParquetInput:
         whole = self.spec.prefilter.unrestricted and len(self.row_groups) == self.parquet.metadata.num_row_groups
         return identity if whole else True
 
+    def note_keys_increase(self) -> None:
+        """Every key of this whole input was read (by a caller reading them its own way) and
+        found strictly increasing: its declared order need not be checked again."""
+        if self.declared_sorted and len(self.row_groups) == self.parquet.metadata.num_row_groups:
+            identity = self._identity(ORDERED)
+            if identity is not None:
+                METADATA_CACHE.put(*identity, True, 16)
+
     @staticmethod
     def _order_checked(check: bool | tuple) -> None:
         if isinstance(check, tuple):  # every key of the file was read and found increasing

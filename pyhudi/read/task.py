@@ -34,6 +34,7 @@ from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
 from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
+from pyhudi.read.positions import positional_stream
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
 from pyhudi.read.sources import KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
@@ -164,7 +165,12 @@ class ReadTask:
                     self._count("row_groups", total)
                     self._count("row_groups_skipped", total - len(source.row_groups))
         kept = self._lockstep(kept)
-        if self._keyless(kept, prefilter):
+        positional = None
+        if settings.strategy == "auto" and settings.incremental is None:
+            positional = positional_stream(kept, prefilter, settings.batch_size, self.metrics)
+        if positional is not None:
+            streams = [positional]
+        elif self._keyless(kept, prefilter):
             scan, (source,) = kept[0]
             self._count("strategy.keyless", 1)
             streams = [source.plain_tables(list(scan.fields), settings.batch_size)]

@@ -1,0 +1,170 @@
+"""Positional merging: where each record of a log block sits in its file slice's base file.
+
+The usual file slice after an update is one base file plus log blocks that rewrite some of its
+rows. Merging by key decodes the base file's key column and searches every block key in it —
+for a read of two columns, more work than reading the columns themselves. Hudi 1.x writers may
+record the answer in the block header (``RECORD_POSITIONS``: the row numbers in the base file of
+the block's records) so that readers merge by position. pyhudi learns the same answer on the
+first read of a (block, base file) pair, from their key columns, and keeps it in the
+:data:`~pyhudi.read.metadata_cache.METADATA_CACHE`: it depends only on the two files' bytes,
+which never change. Later reads of the slice then read the requested columns of the base file
+without its keys and write each block's rows over the rows at their positions.
+
+The positional path is taken only where it gives the merge's exact result: one family, its base
+file holding distinct keys, Parquet blocks whose keys are all base keys (no new rows), nothing
+that deletes (no delete blocks, no soft deletes), the newer write winning (commit-time ordering,
+or no ordering column), every row read (no key filter, key split or incremental window) and no
+meta column asked for. A partial block overwrites only the columns it carries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from pyhudi.read.family_reader import FamilyScan
+from pyhudi.read.keys import strictly_increasing
+from pyhudi.read.metadata_cache import METADATA_CACHE
+from pyhudi.read.sources import ParquetInput, Prefilter
+from pyhudi.read.window import scatter, subset_positions
+
+_NOT_WITHIN = "not-within"
+"""The cached verdict for a block some of whose keys are not base keys (or not in key order)."""
+
+
+def positional_stream(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter, batch_size: int,
+                      metrics: dict) -> Iterator[pa.Table] | None:
+    """The merged rows of a task's single family by record positions, batch by batch (tables of
+    the family's fields, no key column); None when the positional path does not apply (the
+    caller merges by key)."""
+    if not _applies(kept, prefilter):
+        return None
+    scan, (base, *blocks) = kept[0]
+    positions = _positions(base, blocks, metrics)
+    if positions is None:
+        return None
+    metrics["strategy.positions"] = metrics.get("strategy.positions", 0) + 1
+    return _patched(base, list(zip(blocks, positions)), list(scan.fields), batch_size)
+
+
+def _applies(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> bool:
+    if len(kept) != 1 or not prefilter.unrestricted:
+        return False
+    scan, inputs = kept[0]
+    if len(inputs) < 2 or (scan.event_time and scan.ordering_field is not None):
+        return False
+    if any(f.name.startswith("_hoodie_") for f in scan.fields):
+        return False
+    if any(type(source) is not ParquetInput or source.soft_deletes for source in inputs):
+        return False
+    base, blocks = inputs[0], inputs[1:]
+    if not base.is_base or base.file_key is None or any(b.block_key is None for b in blocks):
+        return False
+    whole = [len(s.row_groups) == s.parquet.metadata.num_row_groups for s in inputs]
+    return all(whole) and any(f.name in base.arrow_schema.names for f in scan.fields)
+
+
+# --------------------------------------------------------------------------- positions
+def _positions(base: ParquetInput, blocks: list[ParquetInput], metrics: dict) -> list[np.ndarray] | None:
+    """Each block's record positions in ``base`` (increasing), from the cache or learnt now."""
+    known = [METADATA_CACHE.positions(block.block_key, base.file_key) for block in blocks]
+    if any(isinstance(p, str) for p in known):
+        return None
+    if all(p is not None for p in known):
+        return known
+    metrics["positions_learnt"] = metrics.get("positions_learnt", 0) + 1
+    base_keys = _keys_of(base)
+    if not strictly_increasing(base_keys):  # (a key stored twice: each copy merges on its own)
+        for block in blocks:
+            METADATA_CACHE.put_positions(block.block_key, base.file_key, _NOT_WITHIN)
+        return None
+    base.note_keys_increase()
+    out = []
+    for block, cached in zip(blocks, known):
+        found = cached if cached is not None else _learn(base_keys, block)
+        if found is not None:  # (increasing positions in increasing base keys: block keys increase)
+            block.note_keys_increase()
+        METADATA_CACHE.put_positions(block.block_key, base.file_key, _NOT_WITHIN if found is None else found)
+        if found is not None:  # (every key of the block is a base key: it adds no row)
+            METADATA_CACHE.put_block_within(block.block_key, base.file_key)
+        out.append(found)
+    return None if any(p is None for p in out) else out
+
+
+def _learn(base_keys: pa.Array, block: ParquetInput) -> np.ndarray | None:
+    """The rows of ``base_keys`` holding ``block``'s keys, if they all are there and the block
+    lists them in key order (one record per key)."""
+    found = subset_positions(base_keys, _keys_of(block))
+    if found is None or (len(found) > 1 and not (found[1:] > found[:-1]).all()):
+        return None
+    return found.astype(np.int32 if len(base_keys) < 2**31 else np.int64)
+
+
+def _keys_of(source: ParquetInput) -> pa.Array:
+    """Every record key of a Parquet input, read the way its merge would read them."""
+    table = source.parquet.read_row_groups(source.row_groups, columns=source.key_columns,
+                                           use_threads=source.spec.decode_threads)
+    bounds = source.key_bounds if source.spec.keys.integer is not None else None
+    return source.spec.keys.keys(table, bounds)
+
+
+# --------------------------------------------------------------------------- merge
+class _BlockRows:
+    """A block's rows with their base positions, handed out in position order."""
+
+    def __init__(self, block: ParquetInput, positions: np.ndarray, fields: list[pa.Field], batch_size: int) -> None:
+        available = set(block.arrow_schema.names)
+        carried = [f for f in fields if f.name in available]  # (a partial block keeps the others)
+        self.positions, self.taken = positions, 0
+        self.tables = block.plain_tables(carried, batch_size) if carried else iter(())
+        self.pending: pa.Table | None = None
+
+    def below(self, end: int) -> tuple[np.ndarray, pa.Table] | None:
+        """The next rows whose positions are below ``end``: (positions, rows)."""
+        stop = int(np.searchsorted(self.positions, end, side="left"))
+        if stop <= self.taken:
+            return None
+        parts, want = [], stop - self.taken
+        while want:
+            if self.pending is None or not self.pending.num_rows:
+                self.pending = next(self.tables)
+            piece = self.pending.slice(0, want)
+            self.pending = self.pending.slice(piece.num_rows)
+            parts.append(piece)
+            want -= piece.num_rows
+        at = self.positions[self.taken:stop]
+        self.taken = stop
+        rows = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+        return at, rows
+
+
+def _patched(base: ParquetInput, blocks: list[tuple[ParquetInput, np.ndarray]], fields: list[pa.Field],
+             batch_size: int) -> Iterator[pa.Table]:
+    """The base file's rows in batches, each with the blocks' rows written over it in order."""
+    readers = [_BlockRows(block, positions, fields, batch_size) for block, positions in blocks]
+    start = 0
+    for table in base.plain_tables(fields, batch_size):
+        end = start + table.num_rows
+        for reader in readers:
+            update = reader.below(end)
+            if update is not None:
+                table = _overwrite(table, update[0] - start, update[1])
+        start = end
+        yield table
+
+
+def _overwrite(table: pa.Table, at: np.ndarray, rows: pa.Table) -> pa.Table:
+    """``table`` with the rows ``at`` replaced by ``rows``' columns (the columns ``rows`` lacks
+    keep their values). The base batch was decoded for this read alone: patched in place."""
+    columns = dict(zip(rows.column_names, rows.columns))
+    arrays = []
+    for name, column in zip(table.column_names, table.columns):
+        values = columns.get(name)
+        if values is None:
+            arrays.append(column)
+        else:
+            values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+            arrays.append(scatter(column, at, values, in_place=True))
+    return pa.Table.from_arrays(arrays, schema=table.schema)
