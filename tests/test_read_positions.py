@@ -192,3 +192,12 @@ def test_cached_positions_belong_to_one_base_file(tmp_path):
     got, metrics = _read(table, ["a1", "a2"])
     assert got.to_pylist() == _expected({5: (50.0, "x5"), 33: (330.0, "x33")})
     assert metrics["row_groups"] == 6 + 1 and metrics["strategy.positions"] == 1 and metrics["positions_learnt"] == 1
+
+
+def test_base_files_too_large_to_learn_merge_by_key(tmp_path, monkeypatch):
+    table = _table(tmp_path)
+    _update(table, [8], [80.0], ["x8"])
+    monkeypatch.setattr(positions_module, "LEARN_MAX_ROWS", N - 1)
+    got, metrics = _read(table, ["a1", "a2"])
+    assert got.to_pylist() == _expected({8: (80.0, "x8")})
+    assert "strategy.positions" not in metrics and "positions_learnt" not in metrics

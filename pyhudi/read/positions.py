@@ -30,6 +30,9 @@ from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.sources import ParquetInput, Prefilter
 from pyhudi.read.window import scatter, subset_positions
 
+LEARN_MAX_ROWS = 1 << 20
+"""Base files up to this many rows are learnt: learning holds the base file's whole key column
+(8 MB of integer key codes at this size); larger ones keep merging by key in bounded windows."""
 _NOT_WITHIN = "not-within"
 """The cached verdict for a block some of whose keys are not base keys (or not in key order)."""
 
@@ -61,6 +64,8 @@ def _applies(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> bool:
         return False
     base, blocks = inputs[0], inputs[1:]
     if not base.is_base or base.file_key is None or any(b.block_key is None for b in blocks):
+        return False
+    if base.parquet.metadata.num_rows > LEARN_MAX_ROWS:
         return False
     whole = [len(s.row_groups) == s.parquet.metadata.num_row_groups for s in inputs]
     return all(whole) and any(f.name in base.arrow_schema.names for f in scan.fields)
