@@ -6,8 +6,11 @@ Prints, as ratios (machine speed cancels out):
 - one-family update (10% of rows, 20 columns): bytes written / payload bytes  target <= 1.2
 - one-family update time / full-row upsert time of the same rows             target <= 0.25
 - RFC-80 claim: full-write throughput with 5 families / without families     target >= 0.95
-and, for scale, the floor of the update ratio: ``pq.write_table`` of the same four per-bucket
-slices (one family's 20 columns vs all 100; no meta columns, no commit) on two threads.
+and, for scale, the floors of two ratios, measured with ``pq.write_table`` alone on two threads:
+- update: the same four per-bucket slices, one family's 20 columns vs all 100 (no meta columns);
+- 5 families / no families: the insert's file layout, one file per bucket vs one file per family
+  and bucket, every file with the five ``_hoodie_*`` meta columns and the key, as Hudi data files
+  carry them (no commit, no pyhudi code).
 Each measurement is the best of ``repeat`` rounds on fresh tables (the machine may be shared).
 Run: ``.venv/bin/python bench/bench_write.py [rows] [repeat]``.
 """
@@ -21,7 +24,9 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from scenario_w import COLS, FAMILIES, PER, families, make_data
 
@@ -55,6 +60,42 @@ def raw_bucket_files(rows: pa.Table, root: str, tag: str) -> None:
                                                use_dictionary=False, compression="none"), range(BUCKETS)))
 
 
+def with_meta_columns(rows: pa.Table) -> pa.Table:
+    """``rows`` behind the five ``_hoodie_*`` columns a Hudi data file carries: the three constant
+    ones as one-entry dictionaries (their cheapest Arrow form), sequence number and record key as
+    the unique strings they are."""
+    n = rows.num_rows
+    zeros = pa.array(np.zeros(n, dtype=np.int32))
+    constant = lambda value: pa.DictionaryArray.from_arrays(zeros, pa.array([value]))  # noqa: E731
+    seqno = pc.binary_join_element_wise("20261121000000000_0_", pc.cast(pa.array(np.arange(n)), pa.string()), "")
+    meta = [constant("20261121000000000"), seqno, pc.cast(rows.column("id"), pa.string()), constant(""),
+            constant("00000000-0000-0000-0000-000000000000-0")]
+    names = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
+             "_hoodie_file_name"]
+    return pa.Table.from_arrays([*meta, *rows.columns], names=[*names, *rows.column_names])
+
+
+def layout_files(rows: pa.Table, root: str, tag: str, split: bool) -> None:
+    """The file layout of a bucketed insert of ``rows``, written by ``pq.write_table`` alone (two
+    threads): per bucket slice one file of every column, or (``split``) one file per family of
+    20 columns, each file with the meta columns and ``id``. Constant meta columns dictionary-
+    encoded, the rest plain and uncompressed; no statistics, no Arrow schema."""
+    size = -(-rows.num_rows // BUCKETS)
+    data = [f"c{c}" for c in range(COLS)]
+    groups = [data[f * PER:(f + 1) * PER] for f in range(FAMILIES)] if split else [data]
+    constants = ["_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_file_name"]
+
+    def write(bucket: int) -> None:
+        slice_ = with_meta_columns(rows.slice(bucket * size, size))
+        meta = slice_.column_names[:6]
+        for g, columns in enumerate(groups):
+            pq.write_table(slice_.select([*meta, *columns]), f"{root}/{tag}_{bucket}_{g}.parquet", compression="none",
+                           use_dictionary=constants, write_statistics=False, store_schema=False)
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(write, range(BUCKETS)))
+
+
 def run_once(data: pa.Table, root: str, run: int) -> dict[str, float]:
     """One round of every measurement, on fresh tables (deleted afterwards)."""
     schema = data.schema
@@ -74,10 +115,13 @@ def run_once(data: pa.Table, root: str, run: int) -> dict[str, float]:
     t_full = timed(lambda: plain.upsert(data.slice(0, n_upd)))
     raw_one = timed(lambda: raw_bucket_files(one_family, root, f"raw_one_{run}"))
     raw_full = timed(lambda: raw_bucket_files(data.slice(0, n_upd), root, f"raw_full_{run}"))
+    wide_files = timed(lambda: layout_files(data, root, f"wide_{run}", split=False))
+    family_files = timed(lambda: layout_files(data, root, f"split_{run}", split=True))
     _clear(root)  # keep the disk clean between rounds
     out = {"bytes_one": bytes_one, "payload": n_upd * PER * 8}
     for name, (wall, cpu) in {"raw": raw, "fam": t_fam, "plain": t_plain, "one": t_one, "full": t_full,
-                               "raw_one": raw_one, "raw_full": raw_full}.items():
+                               "raw_one": raw_one, "raw_full": raw_full, "wide_files": wide_files,
+                               "family_files": family_files}.items():
         out[name], out[f"{name}_cpu"] = wall, cpu
     return out
 
@@ -105,6 +149,10 @@ def main() -> int:
         print(f"  floor of the update ratio: pq.write_table of the same {BUCKETS} slices, one family "
               f"{best['raw_one'] * 1000:.1f} ms / full rows {best['raw_full'] * 1000:.1f} ms = "
               f"{best['raw_one'] / best['raw_full']:.2f} (no meta columns, no commit)")
+        print(f"  floor of the 5-family ratio: pq.write_table of the insert's file layout with its meta columns, "
+              f"one wide file per bucket {best['wide_files'] * 1000:.0f} ms / five family files per bucket "
+              f"{best['family_files'] * 1000:.0f} ms = {best['wide_files'] / best['family_files']:.2f} "
+              f"(CPU {best['wide_files_cpu'] / best['family_files_cpu']:.2f}; no pyhudi code, no commit)")
         # On a shared machine wall times swing with the load; CPU time (all threads) does not.
         # The pyhudi writes use both cores, so their CPU ratios are an upper bound of the wall ones.
         print(f"  CPU seconds (best of {REPEAT}, load average {os.getloadavg()[0]:.1f}): raw {best['raw_cpu']:.3f}, "
