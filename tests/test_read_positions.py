@@ -201,3 +201,13 @@ def test_base_files_too_large_to_learn_merge_by_key(tmp_path, monkeypatch):
     got, metrics = _read(table, ["a1", "a2"])
     assert got.to_pylist() == _expected({8: (80.0, "x8")})
     assert "strategy.positions" not in metrics and "positions_learnt" not in metrics
+
+
+def test_a_block_carrying_none_of_the_columns_read_leaves_the_base_rows(tmp_path):
+    """Found by the model test: a partial block of other columns than those read."""
+    table = _table(tmp_path, families={"fa": "a1,a2,b,ts"})
+    _update(table, [9, 10], [90.0, 100.0])  # a partial block: a1 only
+    for _ in range(2):
+        got, metrics = _read(table, ["b"])
+        assert got.column("b").to_pylist() == [i * 2.0 for i in range(N)]
+        assert metrics["strategy.positions"] == 1

@@ -122,7 +122,7 @@ class _BlockRows:
     def __init__(self, block: ParquetInput, positions: np.ndarray, fields: list[pa.Field], batch_size: int) -> None:
         available = set(block.arrow_schema.names)
         carried = [f for f in fields if f.name in available]  # (a partial block keeps the others)
-        self.positions, self.taken = positions, 0
+        self.positions, self.taken, self.carries = positions, 0, bool(carried)
         self.tables = block.plain_tables(carried, batch_size) if carried else iter(())
         self.pending: pa.Table | None = None
 
@@ -149,6 +149,7 @@ def _patched(base: ParquetInput, blocks: list[tuple[ParquetInput, np.ndarray]], 
              batch_size: int) -> Iterator[pa.Table]:
     """The base file's rows in batches, each with the blocks' rows written over it in order."""
     readers = [_BlockRows(block, positions, fields, batch_size) for block, positions in blocks]
+    readers = [reader for reader in readers if reader.carries]  # (others rewrite no column read here)
     start = 0
     for table in base.plain_tables(fields, batch_size):
         end = start + table.num_rows
