@@ -32,7 +32,14 @@ from pyhudi.logformat.deletes import (
     decode_delete_records,
     encode_delete_records,
 )
-from pyhudi.logformat.parquet_options import default_parquet_options, parquet_options_cover, parquet_options_for
+from pyhudi.logformat.parquet_options import (
+    constant_strings,
+    constant_value,
+    default_parquet_options,
+    parquet_options_cover,
+    parquet_options_for,
+    write_parquet,
+)
 from pyhudi.logformat.reader import FileSource, LogReader, read_log_blocks
 from pyhudi.logformat.writer import (
     BlockLocation,
@@ -67,6 +74,9 @@ __all__ = [
     "key_sorting_columns",
     "parquet_options_cover",
     "parquet_options_for",
+    "constant_strings",
+    "constant_value",
+    "write_parquet",
     "encode_header",
     "DELETE_RECORD_LIST_SCHEMA",
     "OrderingType",

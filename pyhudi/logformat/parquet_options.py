@@ -3,10 +3,14 @@
 Parquet settings are part of the design (DESIGN §6): dictionaries and compression cost write
 time, and pay only on some data. :func:`parquet_options_for` decides per column from a small
 strided sample of the data; :func:`default_parquet_options` is the schema-only fallback.
+:func:`write_parquet` writes every data file; it takes columns constant over a file as one-entry
+dictionaries (:func:`constant_strings`), which Parquet encodes without hashing each value.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -195,6 +199,70 @@ _ENCODED_SLACK = 1.25
 """Room for Parquet's own bytes over the table's Arrow size (length prefixes, levels, headers)."""
 
 
+def constant_strings(value: str, n: int) -> pa.DictionaryArray:
+    """``n`` copies of ``value`` as a one-entry dictionary: how a column constant over a file
+    (commit time, partition path, file name) is handed to :func:`write_parquet`.
+
+    Parquet dictionary-encodes such a column either way, but from plain strings it hashes every
+    value (~0.87 ms per 50k-row column, with statistics); from a dictionary it writes the one
+    entry and the indices (~0.42 ms). :func:`write_parquet` stores the file's Arrow schema with
+    ``string`` there, so the file is byte for byte the one plain strings give.
+    """
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string()))
+
+
+def constant_value(column: pa.Array | pa.ChunkedArray) -> str | None:
+    """The value of a :func:`constant_strings` column (None for any other column)."""
+    if isinstance(column, pa.ChunkedArray):
+        if column.num_chunks != 1:
+            return None
+        column = column.chunk(0)
+    if not pa.types.is_dictionary(column.type) or len(column.dictionary) != 1 or column.null_count:
+        return None
+    return column.dictionary[0].as_py()
+
+
+def _value_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every top-level dictionary type replaced by its value type."""
+    for i, f in enumerate(schema):
+        if pa.types.is_dictionary(f.type):
+            schema = schema.set(i, f.with_type(f.type.value_type))
+    return schema
+
+
+@functools.lru_cache(maxsize=64)
+def _stored_schema_metadata(schema: pa.Schema) -> dict[bytes, bytes]:
+    """The key-value metadata ``pq.write_table`` stores for ``schema`` (its metadata and, under
+    ``ARROW:schema``, the base64 of its serialized Arrow schema). Memoised: one schema per family."""
+    serialized = base64.b64encode(schema.serialize().to_pybytes())
+    return {b"ARROW:schema": serialized, **(schema.metadata or {})}
+
+
+def write_parquet(table: pa.Table, where: Any, options: Mapping[str, Any]) -> None:
+    """``pq.write_table(table, where, **options)`` — except that top-level dictionary columns
+    (:func:`constant_strings`) are stored, in the ``ARROW:schema`` readers honour (pyarrow,
+    arrow-rs inside hudi-rs), as their value type.
+
+    The file is byte-identical to ``pq.write_table`` of the decoded table (for schemas without
+    metadata; with metadata, the key-value pairs may come in another order): the Parquet column
+    of a dictionary-encoded string is the same either way, only the stored Arrow schema would
+    differ, and pyarrow writes it from the schema it is given — so it is written here instead
+    (``store_schema=False``, the same key-value metadata added before close). Dropping
+    ``ARROW:schema`` altogether, as Java Hudi does, would change every file's footer and leave each
+    reader to type columns from Parquet alone; keeping it leaves no reader anything to tell apart.
+    """
+    schema = table.schema
+    stored = _value_schema(schema)
+    if stored is schema or options.get("store_schema") is False:
+        pq.write_table(table, where, **options)
+        return
+    options = dict(options)
+    row_group_size = options.pop("row_group_size", None)
+    with pq.ParquetWriter(where, schema, **{**options, "store_schema": False}) as writer:
+        writer.write_table(table, row_group_size=row_group_size)
+        writer.add_key_value_metadata(_stored_schema_metadata(stored))
+
+
 def encode_parquet(table: pa.Table, options: Mapping[str, Any]) -> pa.Buffer:
     """``table`` as the bytes of a Parquet file, written into one buffer allocated up front.
 
@@ -209,12 +277,12 @@ def encode_parquet(table: pa.Table, options: Mapping[str, Any]) -> pa.Buffer:
     target = pa.allocate_buffer(capacity)
     sink = pa.FixedSizeBufferWriter(target)
     try:
-        pq.write_table(table, sink, **options)
+        write_parquet(table, sink, options)
     except OSError as exc:
         if "out of bounds" not in str(exc):
             raise
     else:
         return target.slice(0, sink.tell())
     grown = pa.BufferOutputStream()
-    pq.write_table(table, grown, **options)
+    write_parquet(table, grown, options)
     return grown.getvalue()

@@ -33,11 +33,13 @@ from pyhudi.config.keys import ConfigKey
 from pyhudi.logformat import (
     DeleteBlock,
     ParquetDataBlock,
+    constant_strings,
     data_block_header,
     key_sorting_columns,
     parquet_options_cover,
     parquet_options_for,
     write_log_file,
+    write_parquet,
 )
 from pyhudi.schema import META_FIELDS, avro_schema_json, with_meta_fields
 from pyhudi.storage.fs import Storage
@@ -207,29 +209,27 @@ class FileGroupWriteTask:
 
     # ------------------------------------------------------------------------ data
     def _record_meta(self, keys: pa.Array | pa.ChunkedArray) -> list:
-        """Commit time, sequence number, record key and partition path of ``keys``' records."""
+        """Commit time, sequence number, record key and partition path of ``keys``' records
+        (the constant ones as one-entry dictionaries: :func:`constant_strings`)."""
         n = len(keys)
         task_partition = WriteToken.parse(self.write_token).task_partition
         seq = pc.cast(pa.array(np.arange(n, dtype=np.int64)), pa.string())
         seqno = pc.binary_join_element_wise(f"{self.instant}_{task_partition}_", seq, "")
-        return [
-            pa.repeat(pa.scalar(self.instant, pa.string()), n),
-            seqno,
-            keys,
-            pa.repeat(pa.scalar(self.partition_path, pa.string()), n),
-        ]
+        return [constant_strings(self.instant, n), seqno, keys, constant_strings(self.partition_path, n)]
 
     def _meta_columns(self, keys: pa.Array | pa.ChunkedArray, file_name_value: str) -> list:
         """The five meta columns of ``len(keys)`` records written by this task."""
-        return [*self._record_meta(keys), pa.repeat(pa.scalar(file_name_value, pa.string()), len(keys))]
+        return [*self._record_meta(keys), constant_strings(file_name_value, len(keys))]
 
-    def _with_meta(self, data: pa.Table, file_name_value: str, meta: list | None = None) -> pa.Table:
+    @staticmethod
+    def _with_meta(data: pa.Table, meta: list) -> tuple[pa.Table, pa.Schema]:
+        """``data`` led by its ``meta`` columns, and the schema readers see (meta columns strings)."""
         rest = [c for c in data.column_names if c != RECORD_KEY]
-        if meta is None:
-            meta = self._meta_columns(data.column(RECORD_KEY), file_name_value)
-        arrays = [*meta, *(data.column(c) for c in rest)]
         schema = with_meta_fields(data.select(rest).schema)
-        return pa.Table.from_arrays(arrays, schema=schema)
+        written = schema
+        for i, column in enumerate(meta):
+            written = written.set(i, schema.field(i).with_type(column.type))
+        return pa.Table.from_arrays([*meta, *(data.column(c) for c in rest)], schema=written), schema
 
     def _cached_meta(self, payload: FamilyPayload, data: pa.Table, file_name_value: str, cache: dict) -> list:
         """Meta columns shared by the payloads of one plan (same keys, same order)."""
@@ -240,7 +240,7 @@ class FileGroupWriteTask:
             record = cache[("meta", payload.plan)] = self._record_meta(data.column(RECORD_KEY))
         names = cache.get(("names", payload.plan, file_name_value))
         if names is None:
-            names = pa.repeat(pa.scalar(file_name_value, pa.string()), len(data))
+            names = constant_strings(file_name_value, len(data))
             cache[("names", payload.plan, file_name_value)] = names
         return [*record, names]
 
@@ -254,7 +254,7 @@ class FileGroupWriteTask:
         if not parquet_options_cover(options, table.schema):
             options = {**parquet_options_for(table), **options}
         with storage.open_output(relpath) as sink:
-            pq.write_table(table, sink, **options)
+            write_parquet(table, sink, options)
         if self.fsync and storage.is_local:
             fd = os.open(storage.full_path(relpath), os.O_RDONLY)
             try:
@@ -272,13 +272,13 @@ class FileGroupWriteTask:
             name = BaseFileName(self.file_id, self.write_token, self.instant, family).name
             if payload.file_schema is not None:  # a base file holds every column of its family
                 data = conform_to(data, payload.file_schema)
-            table = self._with_meta(data, name, self._cached_meta(payload, data, name, cache))
+            table, _ = self._with_meta(data, self._cached_meta(payload, data, name, cache))
             create_marker(storage, self.instant, self.partition_path, name, IO_CREATE)
             size = self._write_base(storage, self._relpath(name), table, self._options(payload))
         else:
             name = LogFileName(self.file_id, self.instant, 1, self.write_token, family).name
-            table = self._with_meta(data, self.file_id, self._cached_meta(payload, data, self.file_id, cache))
-            header = data_block_header(self.instant, avro_schema_json(table.schema, self.table_name),
+            table, schema = self._with_meta(data, self._cached_meta(payload, data, self.file_id, cache))
+            header = data_block_header(self.instant, avro_schema_json(schema, self.table_name),
                                        table_name=self.table_name, is_partial=payload.is_partial)
             block = ParquetDataBlock(table, header, table_name=self.table_name, **self._options(payload))
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
@@ -315,8 +315,7 @@ class FileGroupWriteTask:
             old, payload.rows() if payload is not None else None, deletes, self.ordering_field, file_schema,
             insert_only=self.concat_inserts,
         )
-        new_meta = self._meta_columns(merged.new_keys, name)
-        table = merged.assemble(new_meta, name)
+        table = merged.assemble(self._record_meta(merged.new_keys), name)
         options = self._options(payload)
         # the old file may hold a key twice (an insert into a small file): sorted, but not
         # strictly — the order is declared only if strict

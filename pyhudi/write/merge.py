@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.logformat import constant_strings, constant_value
 from pyhudi.schema import META_FIELDS
 
 RECORD_KEY = META_FIELDS[2]
@@ -60,17 +61,43 @@ class MergeOutcome:
         return self.new_data.column(RECORD_KEY)
 
     def assemble(self, new_meta: list, file_name: str) -> pa.Table:
-        """Kept and new rows with their meta columns, sorted by record key."""
+        """Kept and new rows with their meta columns, sorted by record key.
+
+        ``new_meta``: commit time, sequence number, record key and partition path of the new
+        rows. A meta column constant over the whole file — the file name; the partition path,
+        and the commit time of a file of new rows only, when the kept rows agree — is written
+        as a one-entry dictionary (:func:`~pyhudi.logformat.parquet_options.constant_strings`).
+        """
+        n = self.kept.num_rows + self.new_data.num_rows
+        constants = {META_FIELDS[4]: file_name}
+        for name, column in zip(META_FIELDS, new_meta):
+            value = constant_value(column)
+            if value is not None and _all_equal(self.kept.column(name), value):
+                constants[name] = value
+        varying = [m for m in META_FIELDS if m not in constants]
+        new_varying = [_decoded(c) for m, c in zip(META_FIELDS, new_meta) if m not in constants]
         names = [f.name for f in self.data_schema]
-        kept_meta = [self.kept.column(m) for m in META_FIELDS[:4]]
-        kept_meta.append(pa.repeat(pa.scalar(file_name, pa.string()), self.kept.num_rows))
-        schema = pa.schema([*(pa.field(m, pa.string()) for m in META_FIELDS), *self.data_schema])
-        kept = pa.Table.from_arrays([*kept_meta, *(self.kept.column(n) for n in names)], schema=schema)
-        new = pa.Table.from_arrays([*new_meta, *(self.new_data.column(n) for n in names)], schema=schema)
+        schema = pa.schema([*(pa.field(m, pa.string()) for m in varying), *self.data_schema])
+        kept = pa.Table.from_arrays([*(self.kept.column(m) for m in [*varying, *names])], schema=schema)
+        new = pa.Table.from_arrays([*new_varying, *(self.new_data.column(n) for n in names)], schema=schema)
         table = pa.concat_tables([kept, new])
         if kept.num_rows and new.num_rows:
             table = table.take(pc.sort_indices(table.column(RECORD_KEY)))
+        for i, name in enumerate(META_FIELDS):  # in order: each lands at its own position
+            if name in constants:
+                column = constant_strings(constants[name], n)
+                table = table.add_column(i, pa.field(name, column.type), column)
         return table
+
+
+def _all_equal(column: pa.ChunkedArray, value: str) -> bool:
+    """Whether every value of ``column`` is ``value`` (true when empty)."""
+    return len(column) == 0 or (column.null_count == 0 and pc.all(pc.equal(column, value)).as_py())
+
+
+def _decoded(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """``column``'s values as plain strings (a one-entry dictionary decoded)."""
+    return column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
 
 
 def _winning_updates(updates: pa.Table, positions: pa.Array, old: pa.Table, ordering_field: str | None) -> np.ndarray:
