@@ -109,8 +109,11 @@ def test_constant_columns_as_dictionaries_write_the_bytes_of_plain_strings(optio
     assert back.equals(plain)
 
 
-def test_constant_columns_keep_the_schema_metadata():
+@pytest.mark.parametrize("field_metadata", [None, {"doc": "x in metres"}, {"doc": "x in feet"}])
+def test_constant_columns_keep_the_schema_and_field_metadata(field_metadata):
     data = all_types_rows(range(4))
+    x = data.schema.get_field_index("x")
+    data = data.cast(data.schema.set(x, data.schema.field(x).with_metadata(field_metadata)))
     plain = meta_table(data, dictionaries=False).replace_schema_metadata({"origin": "test", "b": "2"})
     as_dict = meta_table(data, dictionaries=True).replace_schema_metadata({"origin": "test", "b": "2"})
     written = pq.ParquetFile(pa.BufferReader(parquet_bytes(as_dict, {})))
@@ -120,6 +123,8 @@ def test_constant_columns_keep_the_schema_metadata():
     assert written.metadata.to_dict() == reference.metadata.to_dict()
     back = written.read()
     assert back.equals(plain) and back.schema.metadata == {b"origin": b"test", b"b": b"2"}
+    expected = {k.encode(): v.encode() for k, v in field_metadata.items()} if field_metadata else None
+    assert back.schema.field("x").metadata == expected
 
 
 def test_constant_columns_with_store_schema_false_read_as_strings_from_parquet_types():
