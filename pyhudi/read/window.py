@@ -383,7 +383,8 @@ def scatter(base: pa.Array | pa.ChunkedArray, at: np.ndarray, values: pa.Array, 
     Fixed-width columns without nulls are patched through NumPy: in place when ``in_place``
     (the caller owns ``base``'s buffer: decoded for this read, no other reader of these rows),
     else in a copy in Arrow's memory pool (which reuses freed memory, unlike fresh NumPy arrays
-    that fault in new pages). Anything else goes through ``replace_with_mask`` (a new array).
+    that fault in new pages). Anything else goes through ``replace_with_mask``, or for nested and
+    dictionary types (no such kernel) a gather from the base followed by the values.
     """
     base = _contiguous(base)
     n = len(base)
@@ -401,6 +402,12 @@ def scatter(base: pa.Array | pa.ChunkedArray, at: np.ndarray, values: pa.Array, 
         out[:] = np.frombuffer(source, dtype=dtype, count=n, offset=base.offset * width)
         out[at] = replacement
         return pa.Array.from_buffers(base.type, n, [None, buffer])
+    if pa.types.is_nested(base.type) or pa.types.is_dictionary(base.type):
+        # (no replace_with_mask kernel for lists, structs, maps or dictionaries): gather the
+        # rows from the base followed by the values
+        indices = np.arange(n, dtype=np.int64)
+        indices[at] = n + np.arange(len(values), dtype=np.int64)
+        return pa.concat_arrays([base, _contiguous(values)]).take(pa.array(indices))
     mask = np.zeros(n, dtype=bool)
     mask[at] = True
     return pc.replace_with_mask(base, pa.array(mask), values)
