@@ -197,10 +197,24 @@ def test_cached_positions_belong_to_one_base_file(tmp_path):
 def test_base_files_too_large_to_learn_merge_by_key(tmp_path, monkeypatch):
     table = _table(tmp_path)
     _update(table, [8], [80.0], ["x8"])
-    monkeypatch.setattr(positions_module, "LEARN_MAX_ROWS", N - 1)
+    monkeypatch.setattr(positions_module, "LEARN_MAX_KEY_BYTES", 12 * N - 1)  # (below 8 + 4 bytes per key)
     got, metrics = _read(table, ["a1", "a2"])
     assert got.to_pylist() == _expected({8: (80.0, "x8")})
     assert "strategy.positions" not in metrics and "positions_learnt" not in metrics
+
+
+def test_a_block_with_more_rows_than_the_base_is_not_decoded_to_learn(tmp_path, monkeypatch):
+    """Found in review: learning decoded a block's keys whatever its size (a block inserting 1M
+    keys into a small file group), only to merge by key anyway."""
+    table = _table(tmp_path)
+    _update(table, list(range(N + 5)), [float(-i) for i in range(N + 5)])
+    decoded = []
+    original = positions_module._keys_of
+    monkeypatch.setattr(positions_module, "_keys_of", lambda source: decoded.append(source.label) or original(source))
+    for _ in range(2):
+        got, metrics = _read(table, ["id", "a1"])
+        assert got.sort_by("id").to_pylist() == [{"id": i, "a1": float(-i)} for i in range(N + 5)]
+        assert decoded == [] and "strategy.positions" not in metrics
 
 
 def test_a_block_carrying_none_of_the_columns_read_leaves_the_base_rows(tmp_path):

@@ -162,6 +162,17 @@ def test_constant_value_recognises_only_one_entry_dictionaries():
                                                                               ["20240101000000000"])
 
 
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 50])
+def test_sampled_options_are_the_same_for_constant_dictionaries_and_plain_strings(rows):
+    """Found in review: files of 1-3 rows (copy-on-write merges sample their options) got a
+    dictionary for constant columns only when they came as dictionaries."""
+    plain = pa.table({"p": pa.array(["part"] * rows), "x": pa.array(np.arange(rows, dtype=np.float64))})
+    as_dictionary = plain.set_column(0, "p", constant_strings("part", rows))
+    options = parquet_options_for(as_dictionary)
+    assert options == parquet_options_for(plain)
+    assert encode_parquet(as_dictionary, options).equals(encode_parquet(plain, options))
+
+
 # ------------------------------------------------------------------- the files of real writes
 @pytest.fixture
 def writer_spy(monkeypatch):

@@ -119,7 +119,8 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
     if n == 0 and not fixed:
         return default_parquet_options(table.schema)
     step = max(1, n // _SAMPLE_ROWS)
-    sampled = [f.name for f in table.schema if _dictionary_candidate(f.type) and f.name not in fixed]
+    sampled = [f.name for f in table.schema
+               if (_dictionary_candidate(f.type) or pa.types.is_dictionary(f.type)) and f.name not in fixed]
     samples = table.select(sampled).take(pa.array(np.arange(0, n, step, dtype=np.int64))).combine_chunks()
     dictionary = [name for name, (use, _) in fixed.items() if use]
     compression = {name: codec for name, (_, codec) in fixed.items()}
@@ -130,17 +131,20 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
         if name in fixed:
             continue
         compression[name] = "snappy"
-        if pa.types.is_dictionary(field.type):
-            dictionary.append(name)
-            continue
-        if not _dictionary_candidate(field.type):
+        # a dictionary-typed column is judged by its values, like the same plain column: files are
+        # the same whichever form a column reaches the writer in (constant meta columns come as
+        # one-entry dictionaries)
+        is_dictionary = pa.types.is_dictionary(field.type)
+        if not _dictionary_candidate(field.type.value_type if is_dictionary else field.type):
             continue
         sample = samples.column(name).chunk(0)
+        if is_dictionary:
+            sample = sample.dictionary_decode()
         valid = len(sample) - sample.null_count
         if valid == 0 or distinct[name] <= valid * _DICTIONARY_MAX_DISTINCT:
             dictionary.append(name)
             continue
-        if name in delta_columns and _delta_packable(field.type):
+        if name in delta_columns and _delta_packable(field.type):  # (never a dictionary type)
             encoding[name] = "DELTA_BINARY_PACKED"
             compression[name] = "none"
             continue

@@ -30,9 +30,9 @@ from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.sources import ParquetInput, Prefilter
 from pyhudi.read.window import scatter, subset_positions
 
-LEARN_MAX_ROWS = 1 << 20
-"""Base files up to this many rows are learnt: learning holds the base file's whole key column
-(8 MB of integer key codes at this size); larger ones keep merging by key in bounded windows."""
+LEARN_MAX_KEY_BYTES = 16 << 20
+"""Learning holds a file's whole key column: base files and blocks whose decoded keys may take
+more (by their footers) keep merging by key, in windows of bounded memory (DESIGN §6)."""
 _NOT_WITHIN = "not-within"
 """The cached verdict for a block some of whose keys are not base keys (or not in key order)."""
 
@@ -65,8 +65,6 @@ def _applies(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> bool:
     base, blocks = inputs[0], inputs[1:]
     if not base.is_base or base.file_key is None or any(b.block_key is None for b in blocks):
         return False
-    if base.parquet.metadata.num_rows > LEARN_MAX_ROWS:
-        return False
     whole = [len(s.row_groups) == s.parquet.metadata.num_row_groups for s in inputs]
     return all(whole) and any(f.name in base.arrow_schema.names for f in scan.fields)
 
@@ -79,6 +77,13 @@ def _positions(base: ParquetInput, blocks: list[ParquetInput], metrics: dict) ->
         return None
     if all(p is not None for p in known):
         return known
+    rows = base.parquet.metadata.num_rows
+    for block, cached in zip(blocks, known):
+        if cached is None and block.parquet.metadata.num_rows > rows:  # (more keys than the base)
+            METADATA_CACHE.put_positions(block.block_key, base.file_key, _NOT_WITHIN)
+            return None
+    if any(_key_bytes(source) > LEARN_MAX_KEY_BYTES for source in (base, *blocks)):
+        return None
     metrics["positions_learnt"] = metrics.get("positions_learnt", 0) + 1
     base_keys = _keys_of(base)
     if not strictly_increasing(base_keys):  # (a key stored twice: each copy merges on its own)
@@ -105,6 +110,19 @@ def _learn(base_keys: pa.Array, block: ParquetInput) -> np.ndarray | None:
     if found is None or (len(found) > 1 and not (found[1:] > found[:-1]).all()):
         return None
     return found.astype(np.int32 if len(base_keys) < 2**31 else np.int64)
+
+
+def _key_bytes(source: ParquetInput) -> int:
+    """An upper estimate, from the footer, of the memory of a Parquet input's decoded keys."""
+    metadata = source.parquet.metadata
+    leaves = {name: i for i, name in enumerate(metadata.schema.names)}
+    total = 0
+    for i in range(metadata.num_row_groups):
+        group = metadata.row_group(i)
+        for name in source.key_columns:
+            size = group.column(leaves[name]).total_uncompressed_size if name in leaves else 0
+            total += max(size, 8 * group.num_rows) + 4 * group.num_rows  # (values, string offsets)
+    return total
 
 
 def _keys_of(source: ParquetInput) -> pa.Array:
