@@ -18,8 +18,13 @@ from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
 
 
-def to_arrow_table(data: Any) -> pa.Table:
-    """Accept a pyarrow Table/RecordBatch/RecordBatchReader, an iterable of batches, or pandas."""
+def to_arrow_table(data: Any, schema: pa.Schema | None = None) -> pa.Table:
+    """Accept a pyarrow Table/RecordBatch/RecordBatchReader, an iterable of batches, or pandas.
+
+    A pandas DataFrame is converted with the types of ``schema`` (the table's) for its columns:
+    pandas keeps lists, structs, maps, decimals and dates as Python objects, whose types Arrow
+    cannot always infer back (a map whose values hold a null comes out as pairs with floats).
+    """
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
@@ -28,7 +33,7 @@ def to_arrow_table(data: Any) -> pa.Table:
         return data.read_all()
     module = type(data).__module__
     if module.startswith("pandas"):
-        return pa.Table.from_pandas(data, preserve_index=False)
+        return _from_pandas(data, schema)
     if isinstance(data, (list, tuple, Iterator)) or hasattr(data, "__iter__"):
         batches = [b if isinstance(b, pa.RecordBatch) else None for b in data]
         if any(b is None for b in batches):
@@ -40,6 +45,16 @@ def to_arrow_table(data: Any) -> pa.Table:
         f"unsupported data type {type(data).__name__}: expected a pyarrow Table, RecordBatch(Reader), "
         "iterable of RecordBatches or pandas DataFrame"
     )
+
+
+def _from_pandas(frame: Any, schema: pa.Schema | None) -> pa.Table:
+    known = schema is not None and all(isinstance(n, str) and n in schema.names for n in frame.columns)
+    target = pa.schema([schema.field(n) for n in frame.columns]) if known else None
+    try:
+        return pa.Table.from_pandas(frame, schema=target, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        against = "the table schema" if known else "Arrow types"
+        raise SchemaError(f"pandas DataFrame cannot be converted to {against}: {exc}") from None
 
 
 def _cast_column(column: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
