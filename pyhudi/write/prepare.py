@@ -128,7 +128,8 @@ def record_keys(data: pa.Table, key_fields: Sequence[str]) -> pa.ChunkedArray:
     return pc.binary_join_element_wise(*parts, ",")
 
 
-def _as_strings(column: pa.ChunkedArray) -> pa.ChunkedArray:
+def _as_strings(column: pa.ChunkedArray, what: str = "record key") -> pa.ChunkedArray:
+    """The values as text; ``what`` (with the column name) names them in the error."""
     if pa.types.is_string(column.type):
         return column
     if pa.types.is_large_string(column.type):
@@ -136,7 +137,9 @@ def _as_strings(column: pa.ChunkedArray) -> pa.ChunkedArray:
     try:
         return column.cast(pa.string())
     except pa.ArrowNotImplementedError:
-        raise SchemaError(f"record key values of type {column.type} cannot be turned into strings") from None
+        raise SchemaError(f"{what} values of type {column.type} cannot be turned into strings") from None
+    except pa.ArrowInvalid as exc:  # bytes that are not UTF-8 text
+        raise SchemaError(f"{what} values of type {column.type} cannot be turned into strings: {exc}") from None
 
 
 def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style: bool) -> pa.ChunkedArray:
@@ -145,7 +148,7 @@ def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style:
         return pa.chunked_array([pc.fill_null(pa.nulls(data.num_rows, pa.string()), "")])
     parts = []
     for field in partition_fields:
-        text = _as_strings(data.column(field))
+        text = _as_strings(data.column(field), f"partition column {field!r}")
         text = pc.if_else(pc.equal(text, ""), DEFAULT_PARTITION_PATH, text)
         text = pc.fill_null(text, DEFAULT_PARTITION_PATH)
         parts.append(pc.binary_join_element_wise(f"{field}=", text, "") if hive_style else text)
