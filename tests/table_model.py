@@ -35,6 +35,7 @@ import pyarrow as pa
 from hypothesis import strategies as st
 
 import pyhudi
+from pyhudi.logformat import AvroDataBlock
 from pyhudi.write import handle
 from pyhudi.write.client import WriteClient
 
@@ -96,6 +97,7 @@ class Shape:
     max_file_size: int | None = None  # tables without a bucket index: small-file handling
     hive_style: bool = False  # partition folders part=p0
     drop_partition_columns: bool = False  # partition values only in the folder names
+    avro_logs: bool = False  # log data blocks as Avro records (Apache Hudi's default), not Parquet
 
     def partition_path(self, value: str) -> str:
         return f"part={value}" if self.hive_style else value
@@ -105,16 +107,19 @@ class Shape:
         return self.num_buckets is not None
 
 
+ORDERINGS = [None, "ts", "tm", "dec", "day"]  # tables without families: none, int64, timestamp, decimal, date
+
+
 def shapes(layout: str) -> st.SearchStrategy[Shape]:
     common = {"partitioned": st.booleans(), "int_keys": st.booleans(), "hive_style": st.booleans(),
-              "drop_partition_columns": st.booleans()}
+              "drop_partition_columns": st.booleans(), "avro_logs": st.booleans() if layout != "cow" else st.just(False)}
     if layout == "families":
         return st.builds(Shape, layout=st.just(layout), num_buckets=st.integers(1, 4), ordering=st.none(), **common)
     if layout == "bucketed":
         return st.builds(Shape, layout=st.just(layout), num_buckets=st.integers(1, 4),
-                         ordering=st.sampled_from([None, "ts", "tm"]), **common)
-    return st.builds(Shape, layout=st.just(layout), num_buckets=st.none(), ordering=st.sampled_from([None, "ts", "tm"]),
-                     max_file_size=st.sampled_from([150, 8000]), **common)
+                         ordering=st.sampled_from(ORDERINGS), **common)
+    return st.builds(Shape, layout=st.just(layout), num_buckets=st.none(), ordering=st.sampled_from(ORDERINGS),
+                     max_file_size=st.sampled_from([150, 8000]), **common)  # (copy-on-write: no logs)
 
 
 def create(path: str, shape: Shape) -> pyhudi.Table:
@@ -294,6 +299,22 @@ def matches(value: Any, op: str, operand: Any) -> bool:
 
 def rows_of(table: pa.Table) -> list[dict]:
     return sort_rows(table.to_pylist())
+
+
+# ------------------------------------------------------------------------------ Avro log blocks
+@contextlib.contextmanager
+def avro_log_blocks(enabled: bool):
+    """Writes append their log data blocks as Avro records, as Apache Hudi's writers do by
+    default: reads then decode them through fastavro and the Avro -> Arrow conversion."""
+    if not enabled:
+        yield
+        return
+    original = handle.ParquetDataBlock
+    handle.ParquetDataBlock = lambda table, header, *, table_name, **_: AvroDataBlock(table, header, table_name=table_name)
+    try:
+        yield
+    finally:
+        handle.ParquetDataBlock = original
 
 
 # ------------------------------------------------------------------------------ failure injection
