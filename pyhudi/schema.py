@@ -154,6 +154,9 @@ def _avro_type(t: pa.DataType, field_name: str, ns: str) -> Any:
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
         return "bytes"
     if pa.types.is_decimal(t):
+        if not 0 <= t.scale <= t.precision:
+            raise SchemaError(f"column {field_name!r} has type {t}: Avro (and Hudi) decimals need "
+                              f"0 <= scale <= precision")
         return {
             "type": "fixed",
             "name": "fixed",
@@ -177,6 +180,13 @@ def _avro_type(t: pa.DataType, field_name: str, ns: str) -> Any:
     if pa.types.is_time64(t):
         return {"type": "long", "logicalType": "time-micros"}
     if pa.types.is_struct(t):
+        names = [f.name for f in t]
+        if not names:
+            raise SchemaError(f"column {field_name!r} is a struct without fields, which Parquet cannot store")
+        if len(set(names)) != len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise SchemaError(f"column {field_name!r} is a struct with the field name {twice[0]!r} twice "
+                              "(Avro record fields need distinct names)")
         return _record_from_fields(list(t), field_name, ns)
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
         item = t.value_field
@@ -187,6 +197,13 @@ def _avro_type(t: pa.DataType, field_name: str, ns: str) -> Any:
         item = t.item_field
         return {"type": "map", "values": _nullable(_avro_type(item.type, field_name, ns), item.nullable)}
     raise SchemaError(f"Arrow type {t} of column {field_name!r} has no Avro equivalent")
+
+
+def has_order(t: pa.DataType) -> bool:
+    """Whether values of ``t`` compare (an ordering field needs it): lists, structs and maps do not."""
+    if pa.types.is_dictionary(t):
+        return has_order(t.value_type)
+    return not pa.types.is_nested(t)
 
 
 # --------------------------------------------------------------------------------- Avro -> Arrow
@@ -362,6 +379,7 @@ __all__ = [
     "LIST_ITEM_NAME",
     "hudi_record_names",
     "decimal_fixed_size",
+    "has_order",
     "with_meta_fields",
     "without_meta_fields",
     "avro_schema_from_arrow",

@@ -24,7 +24,7 @@ from pyhudi.config.families import (
 from pyhudi.config.keys import format_value
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
 from pyhudi.evolution import SchemaHistory, alter_table
-from pyhudi.schema import META_FIELDS, avro_schema_json
+from pyhudi.schema import META_FIELDS, avro_schema_json, has_order
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.instant import Instant
 from pyhudi.timeline.timeline import Timeline
@@ -78,6 +78,15 @@ def _check_key_types(schema: pa.Schema, fields: Sequence[str], bucketed: bool) -
         if not ok:
             kinds = "string or integer" if bucketed else "string, integer, date, timestamp or decimal"
             raise SchemaError(f"record key column {name!r} has type {t}; record keys must be {kinds}")
+
+
+def _check_partition_types(schema: pa.Schema, fields: Sequence[str]) -> None:
+    """A partition value becomes a folder name: lists, structs and maps have no such spelling."""
+    for name in fields:
+        t = schema.field(name).type
+        if pa.types.is_nested(t):
+            raise SchemaError(f"partition column {name!r} has type {t}; a list, struct or map value cannot "
+                              "name a partition folder")
 
 
 def _split_options(options: Mapping[str, Any] | None) -> tuple[dict[str, str], dict[str, str]]:
@@ -140,6 +149,10 @@ def create_table(
         raise ConfigError(f"column {sorted(overlap)[0]!r} cannot be both a record key and a partition column")
     if ordering_field is not None:
         _require_columns(schema, [ordering_field], "ordering field")
+        if not has_order(schema.field(ordering_field).type):
+            raise SchemaError(f"ordering field {ordering_field!r} has type {schema.field(ordering_field).type}, "
+                              "whose values have no order (lists, structs and maps cannot order records)")
+    _check_partition_types(schema, partition_fields)
     _check_key_types(schema, record_key_fields, num_buckets is not None)
     if hash_fields and not set(hash_fields) <= set(record_key_fields):
         raise ConfigError(
@@ -154,7 +167,7 @@ def create_table(
         if fam_name in spec and spec[fam_name] != fam:
             raise ConfigError(f"column family {fam_name!r} is given twice with different definitions")
         spec[fam_name] = fam
-    families = validate_families(spec, schema.names, record_key_fields, partition_fields)
+    families = validate_families(spec, schema.names, record_key_fields, partition_fields, schema)
     if families and (table_type != "MERGE_ON_READ" or num_buckets is None):
         raise ConfigError(
             "column families need a MERGE_ON_READ table with a bucket index (pass num_buckets=...); RFC-80"

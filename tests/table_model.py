@@ -25,6 +25,8 @@ upsert or delete reaches every copy. The rules modelled (DESIGN §4):
 from __future__ import annotations
 
 import contextlib
+import datetime
+import decimal
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,33 +35,53 @@ import pyarrow as pa
 from hypothesis import strategies as st
 
 import pyhudi
+from pyhudi.logformat import AvroDataBlock
 from pyhudi.write import handle
 from pyhudi.write.client import WriteClient
 
 # ------------------------------------------------------------------------------ table shapes
+POINT = pa.struct([("x", pa.float64()), ("s", pa.string())])
 DATA_COLUMNS = {
-    "a": pa.int64(), "b": pa.float64(), "ts": pa.int64(), "c": pa.string(), "d": pa.int64(),
-    "e": pa.string(), "f": pa.float64(), "g": pa.string(),
+    "a": pa.int64(), "b": pa.float64(), "ts": pa.int64(), "ls": pa.list_(pa.int64()), "dec": pa.decimal128(10, 2),
+    "c": pa.string(), "d": pa.int64(), "e": pa.string(), "st": POINT, "ok": pa.bool_(), "bin": pa.binary(),
+    "f": pa.float64(), "g": pa.string(), "mp": pa.map_(pa.string(), pa.int64()), "tm": pa.timestamp("us", tz="UTC"),
+    "day": pa.date32(),
 }
-FAMILIES = {"fone": "a,b,ts;ts", "ftwo": "c,d,e", "fthree": "f,g;g"}  # int, no, string ordering
-ADDED_FAMILY = ("ffour", "h,i;h", {"h": pa.int64(), "i": pa.float64()})  # ALTER TABLE adds it
+FAMILIES = {"fone": "a,b,ts,ls,dec;ts", "ftwo": "c,d,e,st,ok,bin", "fthree": "f,g,mp,tm,day;g"}  # int, no, string ordering
+ADDED_FAMILY = ("ffour", "h,i,hs;h", {"h": pa.int64(), "i": pa.float64(), "hs": pa.list_(POINT)})  # ALTER TABLE adds it
 TYPES = {**DATA_COLUMNS, **ADDED_FAMILY[2]}
+NESTED = {"ls", "st", "mp", "hs"}  # no order or equality filters on these
 INT_KEYS = [0, 1, 2, 7, 10, 123]
 STR_KEYS = ["k0", "k1", "k10", "k2", "A", "zz"]
 
+UTC = datetime.timezone.utc
+_POINTS = st.fixed_dictionaries({"x": st.none() | st.sampled_from([0.5, -1.0]), "s": st.none() | st.sampled_from(["", "u"])})
 NON_NULL = {
     "a": st.integers(-3, 3),
     "b": st.sampled_from([0.5, -2.25, 1e300, 3.0]),
     "ts": st.integers(0, 3),
+    "ls": st.lists(st.none() | st.integers(-2, 2), max_size=3),  # empty lists, null elements
+    "dec": st.sampled_from(["0.00", "-1.50", "0.01", "12345678.99", "-99999999.99"]).map(decimal.Decimal),
     "c": st.sampled_from(["x", "y", "", "xyz"]),
     "d": st.integers(-2, 2),
     "e": st.sampled_from(["p", "q"]),
+    "st": _POINTS,  # null children
+    "ok": st.booleans(),
+    "bin": st.sampled_from([b"", b"\x00", b"ab", b"\xff\x00"]),
     "f": st.sampled_from([1.5, -0.25, 2.0]),
     "g": st.sampled_from(["g0", "g1", "g2", "g3"]),
+    "mp": st.dictionaries(st.sampled_from(["k", "", "z"]), st.none() | st.integers(-1, 1), max_size=3)
+          .map(lambda d: list(d.items())),  # empty maps, null values
+    "tm": st.sampled_from([datetime.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+                           datetime.datetime(1970, 1, 1, tzinfo=UTC),
+                           datetime.datetime(2024, 2, 29, 12, 34, 56, 789012, tzinfo=UTC)]),
+    "day": st.sampled_from([datetime.date(1, 1, 1), datetime.date(1969, 12, 31), datetime.date(2024, 2, 29)]),
     "h": st.integers(0, 2),
     "i": st.sampled_from([0.0, 7.5]),
+    "hs": st.lists(st.none() | _POINTS, max_size=2),
 }
-NULLABLE = {"b", "d", "e", "f", "ts", "g", "h", "i"}  # a, c are null only when unwritten
+NON_NULL = {c: s.map(lambda v, t=TYPES[c]: pa.scalar(v, t).as_py()) for c, s in NON_NULL.items()}  # Arrow's spelling
+NULLABLE = set(NON_NULL) - {"a", "c"}  # a, c are null only when unwritten
 VALUES = {c: (st.none() | s) if c in NULLABLE else s for c, s in NON_NULL.items()}
 
 
@@ -75,6 +97,7 @@ class Shape:
     max_file_size: int | None = None  # tables without a bucket index: small-file handling
     hive_style: bool = False  # partition folders part=p0
     drop_partition_columns: bool = False  # partition values only in the folder names
+    avro_logs: bool = False  # log data blocks as Avro records (Apache Hudi's default), not Parquet
 
     def partition_path(self, value: str) -> str:
         return f"part={value}" if self.hive_style else value
@@ -84,16 +107,19 @@ class Shape:
         return self.num_buckets is not None
 
 
+ORDERINGS = [None, "ts", "tm", "dec", "day"]  # tables without families: none, int64, timestamp, decimal, date
+
+
 def shapes(layout: str) -> st.SearchStrategy[Shape]:
     common = {"partitioned": st.booleans(), "int_keys": st.booleans(), "hive_style": st.booleans(),
-              "drop_partition_columns": st.booleans()}
+              "drop_partition_columns": st.booleans(), "avro_logs": st.booleans() if layout != "cow" else st.just(False)}
     if layout == "families":
         return st.builds(Shape, layout=st.just(layout), num_buckets=st.integers(1, 4), ordering=st.none(), **common)
     if layout == "bucketed":
         return st.builds(Shape, layout=st.just(layout), num_buckets=st.integers(1, 4),
-                         ordering=st.sampled_from([None, "ts"]), **common)
-    return st.builds(Shape, layout=st.just(layout), num_buckets=st.none(), ordering=st.sampled_from([None, "ts"]),
-                     max_file_size=st.sampled_from([150, 8000]), **common)
+                         ordering=st.sampled_from(ORDERINGS), **common)
+    return st.builds(Shape, layout=st.just(layout), num_buckets=st.none(), ordering=st.sampled_from(ORDERINGS),
+                     max_file_size=st.sampled_from([150, 8000]), **common)  # (copy-on-write: no logs)
 
 
 def create(path: str, shape: Shape) -> pyhudi.Table:
@@ -245,8 +271,13 @@ def _order(value: Any) -> tuple:
     return (value is not None, value if value is not None else 0)
 
 
+def _sortable(value: Any) -> tuple:
+    """Nested values (lists, dicts, maps as lists of pairs) may hold nulls: sort them by spelling."""
+    return _order(repr(value) if isinstance(value, (list, dict, tuple)) else value)
+
+
 def sort_rows(rows: list[dict]) -> list[dict]:
-    return sorted(rows, key=lambda r: [(k, *_order(v)) for k, v in sorted(r.items())])
+    return sorted(rows, key=lambda r: [(k, *_sortable(v)) for k, v in sorted(r.items())])
 
 
 def project(rows: list[dict], columns: list[str]) -> list[dict]:
@@ -268,6 +299,22 @@ def matches(value: Any, op: str, operand: Any) -> bool:
 
 def rows_of(table: pa.Table) -> list[dict]:
     return sort_rows(table.to_pylist())
+
+
+# ------------------------------------------------------------------------------ Avro log blocks
+@contextlib.contextmanager
+def avro_log_blocks(enabled: bool):
+    """Writes append their log data blocks as Avro records, as Apache Hudi's writers do by
+    default: reads then decode them through fastavro and the Avro -> Arrow conversion."""
+    if not enabled:
+        yield
+        return
+    original = handle.ParquetDataBlock
+    handle.ParquetDataBlock = lambda table, header, *, table_name, **_: AvroDataBlock(table, header, table_name=table_name)
+    try:
+        yield
+    finally:
+        handle.ParquetDataBlock = original
 
 
 # ------------------------------------------------------------------------------ failure injection

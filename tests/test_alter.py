@@ -246,6 +246,13 @@ INVALID = [
      "property 'hoodie.cleaner.commits.retained' has no value"),
     ({"set_properties": {"hoodie.colFamily.f9": "z"}, "new_columns": {"z": pa.month_day_nano_interval()}},
      SchemaError, "Arrow type month_day_nano_interval of column 'z' has no Avro equivalent"),
+    ({"set_properties": {"hoodie.colFamily.f9": "z,l;l"}, "new_columns": {"z": pa.int64(), "l": pa.list_(pa.int64())}},
+     ColumnFamilyError, "column family 'f9': ordering column 'l' has type list<element: int64>, whose values have "
+                        "no order (lists, structs and maps cannot order records)"),
+    ({"set_properties": {"hoodie.colFamily.f9": "z"}, "new_columns": {"z": pa.struct([])}},
+     SchemaError, "column 'z' is a struct without fields, which Parquet cannot store"),
+    ({"set_properties": {"hoodie.colFamily.f9": "z"}, "new_columns": {"z": pa.decimal128(4, 6)}},
+     SchemaError, "column 'z' has type decimal128(4, 6): Avro (and Hudi) decimals need 0 <= scale <= precision"),
 ]
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import pyhudi
 import pyhudi.write.plan as write_plan
+from pyhudi.errors import SchemaError
 from pyhudi.read.filters import Filter
 from pyhudi.read.plan import plan_scan
 from pyhudi.read.pruning import excluded_key_ranges, partition_may_match, partition_values, stats_may_match
@@ -160,3 +164,73 @@ def test_statistics_verdicts(tmp_path):
     assert excluded_key_ranges(meta, [Filter("v", ">", 5)], schema, "k") == [("a", "b")]
     assert excluded_key_ranges(meta, [Filter("v", ">", 10)], schema, "k") is None
     assert excluded_key_ranges(meta, [Filter("v", "is null")], schema, "k") == []
+
+
+# ------------------------------------------------------------------ values of other types, nested columns
+TYPED_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("day", pa.date32()),
+                          ("ms", pa.timestamp("ms", tz="UTC")), ("dec", pa.decimal128(10, 2)),
+                          ("ls", pa.list_(pa.int64())), ("st", pa.struct([("x", pa.float64())])),
+                          ("mp", pa.map_(pa.string(), pa.int64()))])
+TYPED_ROWS = pa.table({"id": [1, 2], "day": [dt.date(2024, 1, 1), None],
+                       "ms": [dt.datetime(2024, 1, 1, 0, 0, 0, 1000, tzinfo=dt.timezone.utc), None],
+                       "dec": [decimal.Decimal("1.50"), None], "ls": [[None, 2], None], "st": [None, {"x": 1.0}],
+                       "mp": [[("k", None)], []]}, schema=TYPED_SCHEMA)
+
+
+@pytest.fixture(params=["cow", "mor"])
+def typed(request, tmp_path):
+    """Copy-on-write (base files: statistics are consulted) and merge-on-read (log blocks only)."""
+    kw = {"table_type": "COPY_ON_WRITE"} if request.param == "cow" else {"num_buckets": 1}
+    t = pyhudi.create_table(str(tmp_path / "t"), TYPED_SCHEMA, "id", **kw)
+    t.upsert(TYPED_ROWS)
+    return t
+
+
+def typed_ids(t, f) -> list[int]:
+    return sorted(t.read(columns=["id"], filters=[f]).column("id").to_pylist())
+
+
+def test_filter_value_the_column_type_cannot_hold_is_compared_not_truncated(typed):
+    """pyarrow converts ``1.5`` to the int64 ``1``, a datetime to its day, microseconds to
+    milliseconds without a word: filters selected by the truncated value (``id = 1.5`` found
+    id 1, ``id < 1.5`` found nothing)."""
+    assert typed_ids(typed, ("id", "=", 1.5)) == []
+    assert typed_ids(typed, ("id", "<", 1.5)) == [1]
+    assert typed_ids(typed, ("id", "in", [1.5, 2])) == [2]
+    assert typed_ids(typed, ("id", "not in", [1.5])) == [1, 2]
+    assert typed_ids(typed, ("day", "=", dt.datetime(2024, 1, 1, 1))) == []
+    assert typed_ids(typed, ("day", "in", [dt.datetime(2024, 1, 1, 1)])) == []
+    assert typed_ids(typed, ("day", ">=", dt.datetime(2024, 1, 1, 1))) == []
+    assert typed_ids(typed, ("day", "<", dt.datetime(2024, 1, 1, 1))) == [1]
+    assert typed_ids(typed, ("day", "in", [dt.date(2024, 1, 1)])) == [1]
+    late = dt.datetime(2024, 1, 1, 0, 0, 0, 1234, tzinfo=dt.timezone.utc)
+    assert typed_ids(typed, ("ms", ">=", late)) == [] and typed_ids(typed, ("ms", "<", late)) == [1]
+    # a value of another comparable type: copy-on-write used to fail in the statistics check
+    # (AttributeError: 'pyarrow._compute.Expression' object has no attribute 'as_py')
+    assert typed_ids(typed, ("dec", "=", 1.5)) == [1]
+    assert typed_ids(typed, ("dec", "in", [1.5, 7])) == [1]
+
+
+def test_filters_that_cannot_compare_are_refused_before_reading(typed):
+    """Lists, structs and maps have no order or equality in Arrow, and a value of an
+    incomparable type has no kernel: these used to fail mid-read with ArrowNotImplementedError."""
+    nested = "only 'is null' and 'is not null' apply to it"
+    refused = [
+        (("ls", "=", [None, 2]), f"filter ('ls', '=', [None, 2]): column 'ls' is nested (list<element: int64>); {nested}"),
+        (("st", "in", [{"x": 1.0}]), f"filter ('st', 'in', [{{'x': 1.0}}]): column 'st' is nested (struct<x: double>); {nested}"),
+        (("mp", "!=", []), f"filter ('mp', '!=', []): column 'mp' is nested (map<string, int64>); {nested}"),
+        (("id", "=", "1"), "filter ('id', '=', '1'): the value cannot be compared with column 'id' (int64)"),
+        (("day", "<", "2024-01-01"),
+         "filter ('day', '<', '2024-01-01'): the value cannot be compared with column 'day' (date32[day])"),
+        (("dec", "in", [1.5, "x"]),
+         "filter ('dec', 'in', [1.5, 'x']): the value cannot be compared with column 'dec' (decimal128(10, 2))"),
+        (("id", "in", [None, 1]), "filter ('id', 'in', [None, 1]): a null in an 'in' list never compares equal; "
+                                  "test nulls with 'is null' / 'is not null'"),
+    ]
+    for f, message in refused:
+        with pytest.raises(SchemaError) as err:
+            typed.read(filters=[f])
+        assert str(err.value) == message
+    assert typed_ids(typed, ("ls", "is null")) == [2]
+    assert typed_ids(typed, ("st", "is not null")) == [2]
+    assert typed_ids(typed, ("mp", "is not null")) == [1, 2]

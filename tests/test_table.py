@@ -105,6 +105,57 @@ def test_bad_schemas(tmp_path):
         pyhudi.create_table(str(tmp_path / "t"), pa.schema([("id", pa.string()), ("_hoodie_record_key", pa.string())]), "id")
 
 
+NESTED = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ls", pa.list_(pa.int64())),
+                    ("st", pa.struct([("x", pa.float64())])), ("mp", pa.map_(pa.string(), pa.int64())),
+                    ("x", pa.int64())])
+NO_ORDER = "whose values have no order (lists, structs and maps cannot order records)"
+UNSTORABLE_TYPES = [
+    (NESTED, dict(ordering_field="ls"), SchemaError, f"ordering field 'ls' has type list<item: int64>, {NO_ORDER}"),
+    (NESTED, dict(ordering_field="mp"), SchemaError, f"ordering field 'mp' has type map<string, int64>, {NO_ORDER}"),
+    (NESTED, dict(num_buckets=1, column_families={"a": "ls,x", "b": "st,mp;st"}), ColumnFamilyError,
+     f"column family 'b': ordering column 'st' has type struct<x: double>, {NO_ORDER}"),
+    (NESTED, dict(partition_fields=["st"]), SchemaError,
+     "partition column 'st' has type struct<x: double>; a list, struct or map value cannot name a partition folder"),
+    (pa.schema([("id", pa.int64()), ("d", pa.decimal128(5, -2))]), {}, SchemaError,
+     "column 'd' has type decimal128(5, -2): Avro (and Hudi) decimals need 0 <= scale <= precision"),
+    (pa.schema([("id", pa.int64()), ("s", pa.list_(pa.struct([])))]), {}, SchemaError,
+     "column 's' is a struct without fields, which Parquet cannot store"),
+    (pa.schema([("id", pa.int64()), ("s", pa.struct([("a", pa.int64()), ("a", pa.string())]))]), {}, SchemaError,
+     "column 's' is a struct with the field name 'a' twice (Avro record fields need distinct names)"),
+    (pa.schema([("id", pa.int64()), ("u", pa.uint64())]), {}, SchemaError,
+     "Arrow type uint64 of column 'u' has no Avro equivalent"),
+    (pa.schema([("id", pa.int64()), ("m", pa.map_(pa.int64(), pa.string()))]), {}, SchemaError,
+     "Avro maps need string keys; column 'm' has int64"),
+]
+
+
+@pytest.mark.parametrize("schema, kwargs, error, message", UNSTORABLE_TYPES,
+                         ids=["list ordering", "map ordering", "struct family ordering", "struct partition",
+                              "negative decimal scale", "empty struct", "repeated struct field", "uint64",
+                              "integer map keys"])
+def test_types_hudi_cannot_store_or_order_are_refused_at_create(tmp_path, schema, kwargs, error, message):
+    """Each used to be accepted and fail at the first write or read (Avro refusing the decimal or
+    the repeated field name, Parquet the empty struct, the merge comparing lists, the partition
+    path spelling a struct) or, for an ordering column, to merge by a meaningless order."""
+    with pytest.raises(error) as err:
+        pyhudi.create_table(str(tmp_path / "t"), schema, "id", **kwargs)
+    assert str(err.value).startswith(message)
+    assert not (tmp_path / "t").exists() or _files(tmp_path / "t") == []
+
+
+def test_binary_partition_values_that_are_not_text_are_refused_naming_the_column(tmp_path):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("p", pa.binary()), ("x", pa.int64())])
+    t = pyhudi.create_table(str(tmp_path / "t"), schema, "id", partition_fields=["p"])
+    t.upsert(pa.table({"id": [1], "p": [b"eu"], "x": [1]}, schema=schema))
+    before = _files(tmp_path / "t")
+    with pytest.raises(SchemaError) as err:
+        t.upsert(pa.table({"id": [2], "p": [b"\xff"], "x": [2]}, schema=schema))
+    assert str(err.value) == ("partition column 'p' values of type binary cannot be turned into strings: "
+                              "Invalid UTF8 payload")
+    assert _files(tmp_path / "t") == before
+    assert t.read().to_pylist() == [{"id": 1, "p": b"eu", "x": 1}]
+
+
 def test_options_set_bucket_and_ordering(tmp_path):
     t = pyhudi.create_table(
         str(tmp_path / "t"), SCHEMA, "id",

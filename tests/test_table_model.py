@@ -4,15 +4,19 @@ against a plain-Python reference model (DESIGN §4 and §5).
 The machine (:class:`TableMachine`) creates one small table — one test per layout: merge-on-read
 bucketed (1-4 buckets) with or without column families, or without a bucket index (simple index)
 as copy-on-write or merge-on-read; partitioned or not (hive-style, partition columns dropped or
-kept), integer or string keys — then runs a random sequence of ``upsert`` / ``insert`` /
-``bulk_insert`` / ``delete`` / ``insert_overwrite(_table)`` (inputs as Arrow tables, one-row batch
-streams or pandas), ALTERs that add or drop a column family, and writes whose n-th data file fails
-(rolled back) or crashes the writer (left inflight for the next writer to roll back). Reads: full,
-column-pruned, filtered (ANDed, SQL null semantics, also on ``_hoodie_commit_time``), streamed in
-tiny batches, split into key-range tasks, both merge strategies, time travel (to a random past
-instant and just before it, and at the end of every sequence to every instant), incremental
-windows (random ones, and at the end each instant's own), with meta columns, through a reopened
-handle; read-optimized on copy-on-write.
+kept), integer or string keys; ordered by an integer, a UTC timestamp, a decimal or a date, or
+not; log blocks as Parquet or (as Apache Hudi writes them) Avro; columns of every type a user may
+store (integers, doubles, strings, booleans, binary, decimals, dates, UTC timestamps, lists,
+structs, maps, a list of structs: with nulls, empty lists and maps, null children) — then runs a
+random sequence of ``upsert`` / ``insert`` / ``bulk_insert`` / ``delete`` /
+``insert_overwrite(_table)`` (inputs as Arrow tables, one-row batch streams or pandas), ALTERs
+that add or drop a column family, and writes whose n-th data file fails (rolled back) or crashes
+the writer (left inflight for the next writer to roll back). Reads: full, column-pruned, filtered
+(ANDed, SQL null semantics, also on ``_hoodie_commit_time``; lists, structs and maps by
+``is null`` / ``is not null`` only), streamed in tiny batches, split into key-range tasks, both
+merge strategies, time travel (to a random past instant and just before it, and at the end of
+every sequence to every instant), incremental windows (random ones, and at the end each
+instant's own), with meta columns, through a reopened handle; read-optimized on copy-on-write.
 
 The table shapes, the reference model and the failure injection live in ``tests/table_model.py``.
 
@@ -38,6 +42,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from table_model import (
     ADDED_FAMILY,
     INT_KEYS,
+    NESTED,
     NON_NULL,
     STR_KEYS,
     TYPES,
@@ -45,6 +50,7 @@ from table_model import (
     Family,
     InjectedFailure,
     Model,
+    avro_log_blocks,
     create,
     failing_file_write,
     matches,
@@ -145,7 +151,8 @@ class TableMachine(RuleBasedStateMachine):
         fail_at = fail_at if fail_at <= 3 else 0
         crash = bool(fail_at) and data.draw(st.booleans(), label="crash")
         try:
-            with failing_file_write(fail_at, crash) if fail_at else contextlib.nullcontext():
+            with avro_log_blocks(self.shape.avro_logs), (failing_file_write(fail_at, crash) if fail_at
+                                                         else contextlib.nullcontext()):
                 return write(*args, **kwargs)
         except InjectedFailure:
             pending = [i for i in self.table.timeline if i.state.value != "COMPLETED" and i.action.value != "rollback"]
@@ -280,7 +287,8 @@ class TableMachine(RuleBasedStateMachine):
         ``_hoodie_commit_time`` with ``meta``."""
         names = [*(columns or self.columns), *(["_hoodie_commit_time"] if meta and self.history else [])]
         column = data.draw(st.sampled_from(names), label="filter column")
-        op = data.draw(st.sampled_from(["=", "!=", "<", ">=", "in", "not in", "is null", "is not null"]), label="op")
+        ops = ["=", "!=", "<", ">=", "in", "not in"] if column not in NESTED else []  # lists, structs, maps: no order
+        op = data.draw(st.sampled_from([*ops, "is null", "is not null"]), label="op")
         if column == "_hoodie_commit_time":
             value_strategy = st.sampled_from([instant for instant, _, _ in self.history])
         elif column in ("id", "part"):

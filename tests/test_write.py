@@ -522,6 +522,34 @@ def test_input_kinds_write_the_same_as_a_table(tmp_path, kind):
     assert _family_contents(t, i) == _family_contents(ref, i_ref)
 
 
+NESTED_SCHEMA = pa.schema([
+    pa.field("id", pa.int64(), False), ("m", pa.map_(pa.string(), pa.int64())), ("l", pa.list_(pa.int64())),
+    ("s", pa.struct([("x", pa.float64()), ("y", pa.string())])), ("dec", pa.decimal128(10, 2)),
+    ("day", pa.date32()), ("ok", pa.bool_()), ("x", pa.int64()),
+])
+
+
+def test_pandas_input_of_nested_and_logical_columns_takes_the_table_types(tmp_path):
+    """A DataFrame from ``to_pandas()`` holds maps as lists of pairs (values with a null become
+    floats), lists as arrays, decimals and dates as objects: it used to be converted by type
+    inference, which failed on the map (``ArrowTypeError: Expected bytes, got a 'float'``) and
+    turned an all-null map column into ``list<null>``. The table's types are used instead."""
+    data = pa.table({"id": [1, 2], "m": [[("a", 1), ("b", None)], None], "l": [[None, 2], []],
+                     "s": [{"x": None, "y": "u"}, None], "dec": [decimal.Decimal("-1.50"), None],
+                     "day": [dt.date(1, 1, 1), None], "ok": [None, True], "x": [None, 3]}, schema=NESTED_SCHEMA)
+    t = pyhudi.create_table(str(tmp_path / "t"), NESTED_SCHEMA, "id", num_buckets=1)
+    t.upsert(data.to_pandas())
+    assert t.read().to_pylist() == data.to_pylist()
+    t.upsert(pa.table({"id": [2], "m": pa.array([None], NESTED_SCHEMA.field("m").type)}).to_pandas())
+    assert t.read(columns=["id", "m"]).to_pylist() == [{"id": 1, "m": [("a", 1), ("b", None)]}, {"id": 2, "m": None}]
+    snap = snapshot(t.path)
+    with pytest.raises(SchemaError) as err:
+        t.upsert(pd.DataFrame({"id": [1], "x": [1.5]}))
+    assert str(err.value) == ("pandas DataFrame cannot be converted to the table schema: ('Float value 1.500000 was "
+                              "truncated converting to int64', 'Conversion failed for column x with type float64')")
+    assert snapshot(t.path) == snap
+
+
 # ============================================================ 6. failure -> rollback
 def test_failed_write_is_rolled_back_and_next_write_succeeds(tmp_path, monkeypatch):
     t = fam_table(tmp_path)

@@ -123,7 +123,7 @@ def plan_alter(
     new_fields = _typed_columns(added, typed, schema, implicit)
     kept = [f for f in schema if not any(f.name in families[d].columns for d in dropped)]
     new_schema = _canonical(pa.schema([*kept, *new_fields]), config.name)
-    result = validate_families({**remaining, **added}, new_schema.names, key_fields, partition_fields)
+    result = validate_families({**remaining, **added}, new_schema.names, key_fields, partition_fields, new_schema)
     edits = {k: v for k, v in set_props.items() if not is_family_key(k)}
     edits.update(family_properties({n: result[n] for n in added}))
     removed = [k for k in unset if not is_family_key(k)]

@@ -24,7 +24,10 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+import pyarrow as pa
+
 from pyhudi.errors import ColumnFamilyError
+from pyhudi.schema import has_order
 
 FAMILY_PREFIX = "hoodie.colFamily."
 FAMILY_ALIAS_PREFIX = "hoodie.columnFamily."
@@ -170,11 +173,13 @@ def validate_families(
     schema_columns: Sequence[str],
     record_key_fields: Sequence[str],
     partition_fields: Sequence[str] = (),
+    schema: pa.Schema | None = None,
 ) -> dict[str, ColumnFamily]:
     """Check every rule against a schema; return the families with key columns normalised away.
 
     Partition columns are treated like key columns (every family's rows carry the partition in
-    the file path), so they need not be listed in a family.
+    the file path), so they need not be listed in a family. With ``schema`` (the column types),
+    an ordering column must also have an order (not a list, struct or map).
     """
     if not families:
         return {}
@@ -205,6 +210,11 @@ def validate_families(
                 raise ColumnFamilyError(
                     f"column family {name!r}: ordering column {ordering!r} does not belong to the family "
                     f"(its columns: {', '.join(family.columns)})"
+                )
+            if schema is not None and not has_order(schema.field(ordering).type):
+                raise ColumnFamilyError(
+                    f"column family {name!r}: ordering column {ordering!r} has type {schema.field(ordering).type}, "
+                    "whose values have no order (lists, structs and maps cannot order records)"
                 )
         out[name] = _normalise_key_columns(family, tuple(implicit))
         if not out[name].columns:

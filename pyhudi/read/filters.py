@@ -41,9 +41,9 @@ class Filter:
         if self.op in _BINARY:
             return getattr(ref, _BINARY[self.op])(typed_scalar(self.value, field.type))
         if self.op == "in":
-            return ref.isin(typed_array(self.value, field.type))
+            return _set_expression(ref, self.value, field.type)
         if self.op == "not in":  # SQL semantics: a null is not "not in" anything
-            return ~ref.isin(typed_array(self.value, field.type)) & ref.is_valid()
+            return ~_set_expression(ref, self.value, field.type) & ref.is_valid()
         if self.op == "is null":
             return ref.is_null()
         if self.op == "is not null":
@@ -55,19 +55,54 @@ class Filter:
         return pc.match_substring(ref, pattern=self.value)
 
 
+_CONVERSION_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
+                      OverflowError)
+
+
+def exact_scalar(value: Any, type_: pa.DataType) -> pa.Scalar | None:
+    """``value`` as a scalar of the column's type, or None when the type cannot hold it exactly.
+
+    pyarrow converts with silent truncation (``1.5`` -> ``1`` for an integer column, a datetime
+    past midnight -> its day for a date column, microseconds -> milliseconds): such a value
+    compared in the column's type would select the wrong rows. A float column takes the float
+    nearest the value (``0.1`` on a float32 column means the float32 ``0.1``).
+    """
+    if isinstance(value, pa.Scalar):
+        return value if value.type == type_ else None
+    try:
+        typed = pa.scalar(value, type=type_)
+    except _CONVERSION_ERRORS:
+        return None
+    if pa.types.is_floating(type_):
+        return typed
+    try:
+        same = pc.equal(typed, pa.scalar(value)).as_py()
+    except _CONVERSION_ERRORS:
+        return typed  # Arrow infers no type comparable with the column's (text for binary): as converted
+    return typed if same else None
+
+
 def typed_scalar(value: Any, type_: pa.DataType) -> pa.Scalar:
-    """The filter value as a scalar of the column's type when it converts, else as given."""
-    try:
-        return pa.scalar(value, type=type_)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
-        return pc.scalar(value) if not isinstance(value, pa.Scalar) else value
+    """The filter value as a scalar of the column's type when it converts exactly, else as Arrow
+    infers it (an int column compared with ``1.5`` is compared as doubles)."""
+    typed = exact_scalar(value, type_)
+    if typed is not None:
+        return typed
+    return value if isinstance(value, pa.Scalar) else pa.scalar(value)
 
 
-def typed_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
-    try:
-        return pa.array(list(values), type_)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
-        return pa.array(list(values))
+def _set_expression(ref: pc.Expression, values: Sequence[Any], type_: pa.DataType) -> pc.Expression:
+    """``ref`` equals one of ``values``: ``is_in`` for the values the column's type holds exactly,
+    and an equality (which compares in a common type) for each other one; ``is_in`` would cast
+    them to the column's type, truncating."""
+    exact, others = [], []
+    for value in values:
+        typed = exact_scalar(value, type_)
+        (exact if typed is not None else others).append(typed if typed is not None else typed_scalar(value, type_))
+    expression = ref.isin(pa.array(exact, type_))
+    for other in others:
+        expression = expression | (ref == other)
+    return expression
 
 
 def _is_string(type_: pa.DataType) -> bool:
@@ -103,6 +138,9 @@ def normalize_filters(filters: Sequence[tuple] | None, schema: pa.Schema) -> lis
             if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
                 raise SchemaError(f"filter {f!r}: {op!r} needs a list of values")
             value = tuple(value)
+            if any(v is None for v in value):  # SQL: IN (NULL) matches nothing, NOT IN (.., NULL) no row
+                raise SchemaError(f"filter {f!r}: a null in an {op!r} list never compares equal; "
+                                  "test nulls with 'is null' / 'is not null'")
         elif op in _STRING_OPS:
             if not isinstance(value, str):
                 raise SchemaError(f"filter {f!r}: {op!r} needs a string value")
@@ -110,8 +148,24 @@ def normalize_filters(filters: Sequence[tuple] | None, schema: pa.Schema) -> lis
                 raise SchemaError(f"filter {f!r}: {op!r} needs a string column, {column!r} is {schema.field(column).type}")
         elif value is None:
             raise SchemaError(f"filter {f!r}: compare with null using 'is null' / 'is not null'")
-        out.append(Filter(column, op, value))
+        normalized = Filter(column, op, value)
+        if op not in _NULL_OPS:
+            _check_comparable(normalized, schema.field(column), f)
+        out.append(normalized)
     return out
+
+
+def _check_comparable(f: Filter, field: pa.Field, given: Any) -> None:
+    """Refuse, before anything is read, a value the column cannot be compared with: Arrow has
+    no comparison of lists, structs or maps, nor of e.g. a timestamp with a string."""
+    if pa.types.is_nested(field.type):
+        raise SchemaError(f"filter {given!r}: column {field.name!r} is nested ({field.type}); "
+                          "only 'is null' and 'is not null' apply to it")
+    try:  # binds the expression's kernels (no rows are needed for that)
+        pa.table([pa.array([], field.type)], names=[field.name]).filter(f.expression(field))
+    except _CONVERSION_ERRORS:
+        raise SchemaError(f"filter {given!r}: the value cannot be compared with column {field.name!r} "
+                          f"({field.type})") from None
 
 
 def filter_expression(filters: Sequence[Filter | tuple], schema: pa.Schema) -> pc.Expression | None:

@@ -18,8 +18,13 @@ from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
 
 
-def to_arrow_table(data: Any) -> pa.Table:
-    """Accept a pyarrow Table/RecordBatch/RecordBatchReader, an iterable of batches, or pandas."""
+def to_arrow_table(data: Any, schema: pa.Schema | None = None) -> pa.Table:
+    """Accept a pyarrow Table/RecordBatch/RecordBatchReader, an iterable of batches, or pandas.
+
+    A pandas DataFrame is converted with the types of ``schema`` (the table's) for its columns:
+    pandas keeps lists, structs, maps, decimals and dates as Python objects, whose types Arrow
+    cannot always infer back (a map whose values hold a null comes out as pairs with floats).
+    """
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
@@ -28,7 +33,7 @@ def to_arrow_table(data: Any) -> pa.Table:
         return data.read_all()
     module = type(data).__module__
     if module.startswith("pandas"):
-        return pa.Table.from_pandas(data, preserve_index=False)
+        return _from_pandas(data, schema)
     if isinstance(data, (list, tuple, Iterator)) or hasattr(data, "__iter__"):
         batches = [b if isinstance(b, pa.RecordBatch) else None for b in data]
         if any(b is None for b in batches):
@@ -40,6 +45,16 @@ def to_arrow_table(data: Any) -> pa.Table:
         f"unsupported data type {type(data).__name__}: expected a pyarrow Table, RecordBatch(Reader), "
         "iterable of RecordBatches or pandas DataFrame"
     )
+
+
+def _from_pandas(frame: Any, schema: pa.Schema | None) -> pa.Table:
+    known = schema is not None and all(isinstance(n, str) and n in schema.names for n in frame.columns)
+    target = pa.schema([schema.field(n) for n in frame.columns]) if known else None
+    try:
+        return pa.Table.from_pandas(frame, schema=target, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        against = "the table schema" if known else "Arrow types"
+        raise SchemaError(f"pandas DataFrame cannot be converted to {against}: {exc}") from None
 
 
 def _cast_column(column: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
@@ -113,7 +128,8 @@ def record_keys(data: pa.Table, key_fields: Sequence[str]) -> pa.ChunkedArray:
     return pc.binary_join_element_wise(*parts, ",")
 
 
-def _as_strings(column: pa.ChunkedArray) -> pa.ChunkedArray:
+def _as_strings(column: pa.ChunkedArray, what: str = "record key") -> pa.ChunkedArray:
+    """The values as text; ``what`` (with the column name) names them in the error."""
     if pa.types.is_string(column.type):
         return column
     if pa.types.is_large_string(column.type):
@@ -121,7 +137,9 @@ def _as_strings(column: pa.ChunkedArray) -> pa.ChunkedArray:
     try:
         return column.cast(pa.string())
     except pa.ArrowNotImplementedError:
-        raise SchemaError(f"record key values of type {column.type} cannot be turned into strings") from None
+        raise SchemaError(f"{what} values of type {column.type} cannot be turned into strings") from None
+    except pa.ArrowInvalid as exc:  # bytes that are not UTF-8 text
+        raise SchemaError(f"{what} values of type {column.type} cannot be turned into strings: {exc}") from None
 
 
 def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style: bool) -> pa.ChunkedArray:
@@ -130,7 +148,7 @@ def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style:
         return pa.chunked_array([pc.fill_null(pa.nulls(data.num_rows, pa.string()), "")])
     parts = []
     for field in partition_fields:
-        text = _as_strings(data.column(field))
+        text = _as_strings(data.column(field), f"partition column {field!r}")
         text = pc.if_else(pc.equal(text, ""), DEFAULT_PARTITION_PATH, text)
         text = pc.fill_null(text, DEFAULT_PARTITION_PATH)
         parts.append(pc.binary_join_element_wise(f"{field}=", text, "") if hive_style else text)

@@ -114,7 +114,7 @@ class WriteTxn:
         """
         config = self.config
         key_fields, partition_fields = config.record_key_fields, config.partition_fields
-        rows = prepare.conform(prepare.to_arrow_table(data), self.schema, key_fields, partition_fields)
+        rows = prepare.conform(prepare.to_arrow_table(data, self.schema), self.schema, key_fields, partition_fields)
         implicit = set(key_fields) | set(partition_fields)
         if self.operation != "delete" and not [c for c in rows.column_names if c not in implicit]:
             raise SchemaError(
