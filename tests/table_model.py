@@ -81,6 +81,14 @@ NON_NULL = {
     "hs": st.lists(st.none() | _POINTS, max_size=2),
 }
 NON_NULL = {c: s.map(lambda v, t=TYPES[c]: pa.scalar(v, t).as_py()) for c, s in NON_NULL.items()}  # Arrow's spelling
+OTHER_TYPED = {  # filter values of another type that compare with the column (never truncated to its type)
+    "a": st.sampled_from([-0.5, 1.5]),
+    "d": st.sampled_from([0.5, -1.5]),
+    "dec": st.sampled_from([1.5, -1.5, 0]),
+    "day": st.sampled_from([datetime.datetime(2024, 2, 29), datetime.datetime(2024, 2, 29, 12),
+                            datetime.datetime(1969, 12, 31, 23, 59)]),
+    "tm": st.sampled_from([datetime.date(1970, 1, 1), datetime.date(2024, 2, 29)]),
+}
 NULLABLE = set(NON_NULL) - {"a", "c"}  # a, c are null only when unwritten
 VALUES = {c: (st.none() | s) if c in NULLABLE else s for c, s in NON_NULL.items()}
 
@@ -285,7 +293,8 @@ def project(rows: list[dict], columns: list[str]) -> list[dict]:
 
 
 def matches(value: Any, op: str, operand: Any) -> bool:
-    """SQL semantics: a null satisfies only ``is null``."""
+    """SQL semantics: a null satisfies only ``is null``; a date compares with a timestamp as its
+    midnight, an integer or decimal with a float as numbers (never truncated)."""
     if op == "is null":
         return value is None
     if value is None:
@@ -293,8 +302,20 @@ def matches(value: Any, op: str, operand: Any) -> bool:
     if op == "is not null":
         return True
     if op in ("in", "not in"):
-        return (value in operand) == (op == "in")
+        return any(a == b for a, b in (_comparable(value, o) for o in operand)) == (op == "in")
+    value, operand = _comparable(value, operand)
     return {"=": value == operand, "!=": value != operand, "<": value < operand, ">=": value >= operand}[op]
+
+
+def _comparable(value: Any, operand: Any) -> tuple[Any, Any]:
+    def midnight(day: datetime.date, like: datetime.datetime) -> datetime.datetime:
+        return datetime.datetime.combine(day, datetime.time(), tzinfo=like.tzinfo)
+
+    if isinstance(value, datetime.datetime) and type(operand) is datetime.date:
+        return value, midnight(operand, value)
+    if type(value) is datetime.date and isinstance(operand, datetime.datetime):
+        return midnight(value, operand), operand
+    return value, operand
 
 
 def rows_of(table: pa.Table) -> list[dict]:

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import ReadError
-from pyhudi.read.filters import NULL_REJECTING, Filter, typed_scalar
+from pyhudi.read.filters import NULL_REJECTING, Filter, typed_values
 from pyhudi.read.keys import text_keys
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
 
@@ -161,13 +161,11 @@ def stats_may_match(stats: pq.Statistics | None, num_rows: int, f: Filter, type_
             return True
         n = len(f.value)
         return lo[:n] <= f.value <= hi[:n]
-    values = f.value if f.op in ("in", "not in") else (f.value,)
-    converted = []
-    for v in values:
-        v = typed_scalar(v, type_).as_py() if not isinstance(v, pa.Scalar) else v.as_py()
+    exact, others = typed_values(f.value if f.op in ("in", "not in") else (f.value,), type_)
+    converted = [*exact.to_pylist(), *(o.as_py() for o in others)]
+    for v in converted:
         if v is None or not _comparable(lo, v) or not _comparable(hi, v):
             return True
-        converted.append(v)
     if f.op in ("=", "in"):
         return any(lo <= v <= hi for v in converted)
     if f.op in ("!=", "not in"):
