@@ -220,6 +220,17 @@ def test_pushed_filters_are_claimed_only_when_the_kernel_applies_them_exactly():
     assert all(r is l for r, l in zip(rest, left)) and len(rest) == len(left)
 
 
+def test_pushed_filters_the_kernel_refuses_for_their_column_are_left_to_spark():
+    """A filter on a struct column, or with a value the column cannot be compared with, stays
+    with Spark (the kernel refuses it; the scan must not fail)."""
+    schema = pa.schema([("id", pa.int64()), ("st", pa.struct([("x", pa.float64())])), ("ts", pa.timestamp("us", "UTC"))])
+    accepted = [EqualTo(("id",), 3), IsNull(("st",))]
+    refused = [EqualTo(("st",), {"x": 1.0}), GreaterThan(("ts",), "not a time")]
+    kernel, rest = claim([*accepted, *refused], schema.names, schema)
+    assert kernel == [("id", "=", 3), ("st", "is null")]
+    assert len(rest) == 2 and all(r is f for r, f in zip(rest, refused))
+
+
 def test_reader_projects_the_user_schema_and_rejects_mismatches(hudi_table):
     source = HudiDataSource({"path": hudi_table.path})
     full = source.schema()

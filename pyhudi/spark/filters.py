@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import (
@@ -39,6 +40,7 @@ from pyspark.sql.datasource import (
 )
 
 from pyhudi.errors import SchemaError
+from pyhudi.read.filters import normalize_filters
 
 KernelFilter = tuple
 
@@ -93,18 +95,31 @@ def _negation(child: Filter, columns: Iterable[str]) -> list[KernelFilter] | Non
     return None
 
 
-def claim(filters: Sequence[Filter], columns: Iterable[str]) -> tuple[list[KernelFilter], list[Filter]]:
-    """Split pushed filters into (kernel filters to apply, Spark filters left to Spark)."""
+def claim(filters: Sequence[Filter], columns: Iterable[str],
+          schema: pa.Schema | None = None) -> tuple[list[KernelFilter], list[Filter]]:
+    """Split pushed filters into (kernel filters to apply, Spark filters left to Spark). With
+    ``schema`` (the columns' types), a filter the kernel refuses for its column (a nested column,
+    a value it cannot compare) is left to Spark rather than failing the scan."""
     columns = set(columns)
     kernel: list[KernelFilter] = []
     rest: list[Filter] = []
     for spark_filter in filters:
         translated = to_kernel(spark_filter, columns)
+        if translated is not None and schema is not None and not _kernel_accepts(translated, schema):
+            translated = None
         if translated is None:
             rest.append(spark_filter)
         else:
             kernel.extend(translated)
     return kernel, rest
+
+
+def _kernel_accepts(translated: list[KernelFilter], schema: pa.Schema) -> bool:
+    try:
+        normalize_filters(translated, schema)
+    except SchemaError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- kernel → Spark

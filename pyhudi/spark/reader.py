@@ -112,7 +112,7 @@ class HudiDataSourceReader(DataSourceReader):
         self.instant: str | None = None  # the snapshot the partitions were planned at
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:
-        kernel, rest = claim(filters, self.columns)
+        kernel, rest = claim(filters, self.columns, self.target)
         self.filters.extend(kernel)
         return rest
 
