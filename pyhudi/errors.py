@@ -77,6 +77,11 @@ class CommitConflictError(HudiError):
     """Two writers changed the same file group in a way that cannot be reconciled."""
 
 
+class ConcurrentWriteError(CommitConflictError):
+    """A second writer ran at the same time on a table whose concurrency mode allows one
+    (``hoodie.write.concurrency.mode=SINGLE_WRITER``): it is refused, the live writer goes on."""
+
+
 class SplitFileGroupError(CommitConflictError):
     """Two tasks of one write each wrote a new base file of the same file group: the rows of a
     file group must reach one task (``pyhudi.spark.write`` routes them so)."""
@@ -100,5 +105,6 @@ __all__ = [
     "CorruptBlockError",
     "ReadError",
     "CommitConflictError",
+    "ConcurrentWriteError",
     "SplitFileGroupError",
 ]

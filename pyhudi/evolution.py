@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from pyhudi.config import table as tc
 from pyhudi.config.alter import AlterPlan, plan_alter
+from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS
 from pyhudi.config.families import (
     ColumnFamily,
     default_family,
@@ -45,6 +46,7 @@ from pyhudi.errors import ColumnFamilyError, CommitConflictError, FileNameError,
 from pyhudi.schema import META_FIELDS, arrow_schema_from_avro, avro_schema_json
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import parse_data_file_name
+from pyhudi.timeline.heartbeat import Heartbeat
 from pyhudi.timeline.instant import Action, Instant
 from pyhudi.timeline.metadata import SCHEMA_KEY, CommitMetadata
 from pyhudi.timeline.timeline import COMMIT_ACTIONS, Timeline
@@ -250,9 +252,15 @@ def _record_alter(timeline: Timeline, config: tc.TableConfig, plan: AlterPlan,
         },
     )
     content = metadata.to_avro_bytes()
-    requested = timeline.create_requested(Action.DELTACOMMIT)
-    inflight = timeline.transition_to_inflight(requested, content)
-    return timeline.complete(inflight, content).requested_time
+    # a heartbeat, as every writer keeps: no concurrent writer rolls back the pending ALTER
+    instant_time = timeline.new_instant_time()
+    heartbeat = Heartbeat(timeline.storage, instant_time, HEARTBEAT_INTERVAL_MS.get(config.props)).start()
+    try:
+        requested = timeline.create_requested(Action.DELTACOMMIT, instant_time)
+        inflight = timeline.transition_to_inflight(requested, content)
+        return timeline.complete(inflight, content).requested_time
+    finally:
+        heartbeat.stop()
 
 
 def _check_name_unused(storage: Storage, partition_depth: int, name: str) -> None:

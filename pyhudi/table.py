@@ -14,6 +14,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import pyarrow as pa
 
 from pyhudi.config import table as tc
+from pyhudi.config.concurrency import (
+    FAILED_WRITES_POLICY,
+    WRITE_CONCURRENCY_MODE,
+    default_concurrency_properties,
+    resolve_concurrency,
+)
 from pyhudi.config.families import (
     ColumnFamily,
     families_from_mapping,
@@ -21,12 +27,13 @@ from pyhudi.config.families import (
     is_family_key,
     validate_families,
 )
-from pyhudi.config.keys import format_value
+from pyhudi.config.keys import format_value, lookup
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
 from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.schema import META_FIELDS, avro_schema_json, has_order
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.instant import Instant
+from pyhudi.timeline.lock import FileLock
 from pyhudi.timeline.timeline import Timeline
 
 TABLE_TYPES = ("MERGE_ON_READ", "COPY_ON_WRITE")
@@ -173,6 +180,10 @@ def create_table(
             "column families need a MERGE_ON_READ table with a bucket index (pass num_buckets=...); RFC-80"
         )
 
+    if not any(lookup(key).raw(extra) is not None for key in (WRITE_CONCURRENCY_MODE.key, FAILED_WRITES_POLICY.key)):
+        extra.update(default_concurrency_properties(table_type, num_buckets is not None))
+    resolve_concurrency(extra, table_type, num_buckets is not None)  # refuses contradictory settings
+
     config = tc.new_table_properties(
         name=name,
         table_type=table_type,
@@ -264,13 +275,17 @@ class Table:
         return self.config.num_buckets
 
     # ----------------------------------------------------------------- timeline
-    def active_timeline(self) -> Timeline:
-        """A freshly listed :class:`Timeline` (reflects other writers' completed instants)."""
+    def active_timeline(self, options: Mapping[str, str] | None = None) -> Timeline:
+        """A freshly listed :class:`Timeline` (reflects other writers' completed instants).
+
+        ``options``: write options whose ``hoodie.write.lock.*`` keys (over the table's) shape
+        the timeline lock a write takes."""
         timeline = Timeline(
             self.storage,
             timeline_dir=self.config.timeline_dir,
             layout_version=self.config.layout_version,
             timezone=self.config.timezone,
+            lock=FileLock.from_config(self.storage, {**self.config.props, **(options or {})}),
         )
         return timeline.load()
 

@@ -472,7 +472,7 @@ def data_log_files(table_dir):
 
 def test_index_parsed(fixtures_dir):
     rows = index_rows(fixtures_dir)
-    assert len(rows) == 20
+    assert len(rows) == 21
     assert rows["quickstart_trips_table/mor/avro/table_corrupt_tail_block.zip"] == (2, {"AVRO_DATA": 1, "corrupt": 1})
 
 

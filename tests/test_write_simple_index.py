@@ -345,7 +345,7 @@ def test_commit_from_another_client_is_no_conflict_with_the_commits_that_wrote_t
     apply(state, rows([1, 5], 2))
     check_rows(t, state)
 
-    lazy = {"hoodie.cleaner.policy.failed.writes": "LAZY", "hoodie.parquet.small.file.limit": "0"}
+    lazy = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL", "hoodie.parquet.small.file.limit": "0"}
     txn = WriteClient(t, options=lazy).begin("upsert")
     statuses = txn.write_rows(rows([2], 3), task_id=0)
     other = WriteClient(t, options=lazy).write(rows([3], 4), "upsert")  # rewrites the group meanwhile

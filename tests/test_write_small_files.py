@@ -307,7 +307,7 @@ def test_concurrent_copy_on_write_writers_padding_one_small_file_the_later_commi
     t = make_table(tmp_path, "COPY_ON_WRITE", False)
     t.insert(rows(range(4), 1))
     (group,) = t.file_groups()
-    lazy = {"hoodie.cleaner.policy.failed.writes": "LAZY"}
+    lazy = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL"}  # two writers at once
     a, b = WriteClient(t, options=lazy), WriteClient(t, options=lazy)
     txn_a, statuses_a = _planned(a, rows([10, 11], 2), operation)
     txn_b, statuses_b = _planned(b, rows([20, 21], 3), operation)

@@ -42,7 +42,8 @@ from pyhudi.timeline.instant import Action
 from pyhudi.write.handle import WriteStatus
 from pyhudi.write.markers import delete_markers
 from pyhudi.write.overwrite import OVERWRITE_LOG_FILES, is_overwrite
-from pyhudi.write.rollback import HEARTBEAT_DIR, HEARTBEAT_INTERVAL_MS, Heartbeat
+from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS
+from pyhudi.write.rollback import HEARTBEAT_DIR, Heartbeat
 from pyhudi.write.txn import WriteTxn
 
 #: Internal option set by ``pyhudi.spark.write``: every Spark task holds whole file groups.
@@ -218,7 +219,8 @@ class HudiDataSourceWriter(DataSourceArrowWriter):
         task_id, stage, attempt = (0, 1, 0) if context is None else (
             context.partitionId(), context.stageId(), context.attemptNumber())
         txn = self.task_txn
-        heartbeat = Heartbeat(txn.storage, txn.instant, HEARTBEAT_INTERVAL_MS.get(txn.options)).start()
+        heartbeat = Heartbeat(txn.storage, txn.instant, HEARTBEAT_INTERVAL_MS.get(txn.options),
+                              tied_to_process=False).start()  # the task may end before the write
         try:
             statuses = txn.write_rows(rows, task_id=task_id, attempt=attempt, stage=stage)
         except HudiError as exc:  # bad data: retrying cannot help; the driver rolls back

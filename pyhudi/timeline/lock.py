@@ -101,7 +101,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     """Whether a process with this pid exists on this host (pid reuse makes this conservative)."""
     if pid <= 0:
         return False
@@ -294,7 +294,7 @@ class FileLock:
 
     def _is_stale(self, holder: LockHolder | None) -> bool:
         if holder is not None and holder.host == self._host and holder.pid is not None:
-            if holder.pid != os.getpid() and not _pid_alive(holder.pid):
+            if holder.pid != os.getpid() and not pid_alive(holder.pid):
                 return True
         if self.expiry_s <= 0:
             return False

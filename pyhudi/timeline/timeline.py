@@ -300,8 +300,11 @@ class Timeline:
             self._create(done, content)
         return done
 
-    def delete_pending(self, instant: Instant) -> None:
-        """Remove the requested and inflight files of a pending instant (rollback)."""
+    def delete_pending(self, instant: Instant, must_exist: bool = False) -> None:
+        """Remove the requested and inflight files of a pending instant (rollback).
+
+        ``must_exist``: refuse (TimelineError) if the instant is gone already — a rollback that
+        claims its target this way knows no other rollback claimed it first."""
         self._check_writable()
         if instant.is_completed:
             raise TimelineError(f"cannot delete completed instant {instant}; only pending instants can be deleted")
@@ -310,6 +313,8 @@ class Timeline:
             current = self._find(instant.requested_time, instant.completed_action)
             if current is not None and current.is_completed:
                 raise TimelineError(f"cannot delete instant {instant}: it completed as {current}")
+            if current is None and must_exist:
+                raise TimelineError(f"cannot delete instant {instant}: it is not on the timeline (rolled back?)")
             requested_name, inflight_name = instant.pending_file_names(self.layout_version)
             for name in (inflight_name, requested_name):  # most advanced first
                 self.storage.delete(f"{self.timeline_dir}/{name}")

@@ -3,14 +3,17 @@
 Phases (CONTRACTS C2), so a distributed engine can write files on executors and commit on
 the driver:
 
-- :meth:`WriteClient.begin` — roll back failed writes (eager policy, or expired heartbeats
-  under the lazy one), start the heartbeat (lazy policy), create the requested and inflight
-  instant; returns a picklable :class:`~pyhudi.write.txn.WriteTxn`;
+- :meth:`WriteClient.begin` — roll back failed writes (pending instants whose writer is gone;
+  never one with a fresh heartbeat), refuse to start beside a live writer on a single-writer
+  table, start the heartbeat, create the requested and inflight instant; returns a picklable
+  :class:`~pyhudi.write.txn.WriteTxn`;
 - :meth:`WriteTxn.write_rows <pyhudi.write.txn.WriteTxn.write_rows>` — executor side: prepare,
   de-duplicate, sort and write files for any subset of the rows; returns write statuses;
 - :meth:`WriteClient.commit` — reconcile against markers (files no status names — failed or
   duplicate task attempts — are deleted), write the commit metadata (every write stat and the
-  writer schema), complete the instant; a failure rolls the instant back;
+  writer schema), check conflicts with concurrent commits per the concurrency mode
+  (:mod:`pyhudi.write.conflicts`) and complete the instant, under the lock; a failure rolls the
+  instant back;
 - :meth:`WriteClient.abort` — roll the instant back (deletes everything written).
 
 :meth:`WriteClient.write` is all of it in one call: validation before the instant exists,
@@ -25,23 +28,23 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
+from pyhudi.config.concurrency import SINGLE_WRITER, WRITE_CONCURRENCY_MODE, ConcurrencyPolicy, resolve_concurrency
 from pyhudi.config.keys import lookup
 from pyhudi.engine.base import Engine, get_engine
-from pyhudi.errors import CommitConflictError, SplitFileGroupError, TimelineError
+from pyhudi.errors import CommitConflictError, ConcurrentWriteError, SplitFileGroupError, TimelineError
 from pyhudi.evolution import check_schema_unchanged, commit_extra_metadata
 from pyhudi.schema import avro_schema_json
 from pyhudi.storage.naming import PARTITION_METAFILE
 from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
 from pyhudi.timeline.timeline import Timeline
+from pyhudi.write.conflicts import check_no_concurrent_base_version, check_write_conflicts
 from pyhudi.write.handle import KIND_MERGE, WriteStatus
 from pyhudi.write.markers import delete_markers, list_markers
 from pyhudi.write.overwrite import ReplacePlan, check_not_replaced, is_overwrite, requested_content
 from pyhudi.write.rollback import (
-    FAILED_WRITES_POLICY,
     HEARTBEAT_DIR,
-    HEARTBEAT_INTERVAL_MS,
-    HEARTBEAT_TOLERABLE_MISSES,
     Heartbeat,
+    live_pending_writes,
     rollback_failed_writes,
     rollback_instant,
 )
@@ -98,6 +101,8 @@ class WriteClient:
         given = {k: str(v) for k, v in (options or {}).items()}
         _check_options(given)  # a bad value is refused before the timeline changes
         self.options = {**table.properties, **given}
+        self.policy: ConcurrencyPolicy = resolve_concurrency(
+            self.options, table.config.table_type, table.config.num_buckets is not None)
         self.on_commit = on_commit
         self._open: dict[str, _OpenTxn] = {}
 
@@ -109,7 +114,7 @@ class WriteClient:
         table = self.table
         # one listing serves the schema, the families and begin (commit re-lists under the lock,
         # where the schema and families are checked again)
-        timeline = table.active_timeline()
+        timeline = table.active_timeline(self.options)
         schema = table._history.schema_at(timeline, table.config)
         families = table._history.declared_families_at(timeline, table.config)
         # every input check happens before the timeline changes
@@ -129,7 +134,7 @@ class WriteClient:
         an engine prepares or routes rows with before the write begins (``WriteTxn.routes``)."""
         check_operation(operation)
         table = self.table
-        timeline = table.active_timeline()
+        timeline = table.active_timeline(self.options)
         schema = table._history.schema_at(timeline, table.config)
         families = table._history.declared_families_at(timeline, table.config)
         return self._txn(operation, schema, instant="", families=families)
@@ -145,20 +150,17 @@ class WriteClient:
         check_operation(operation)
         started = time.perf_counter()
         table = self.table
-        timeline = timeline if timeline is not None else table.active_timeline()
+        timeline = timeline if timeline is not None else table.active_timeline(self.options)
         schema = schema if schema is not None else table._history.schema_at(timeline, table.config)
         if families is None:
             families = table._history.declared_families_at(timeline, table.config)
-        policy = FAILED_WRITES_POLICY.get(self.options)
-        rolled_back = rollback_failed_writes(
-            table.storage, timeline, policy,
-            HEARTBEAT_INTERVAL_MS.get(self.options), HEARTBEAT_TOLERABLE_MISSES.get(self.options), reload=False,
-        )
-        # The heartbeat starts before the instant exists, so a lazy cleaner never sees a pending
+        rolled_back = rollback_failed_writes(table.storage, timeline, self.policy, reload=False)
+        if self.policy.mode == SINGLE_WRITER:
+            self._refuse_second_writer(timeline)
+        # The heartbeat starts before the instant exists, so no writer ever sees a pending
         # instant of a live writer without a fresh heartbeat.
         requested_time = timeline.new_instant_time()
-        heartbeat = Heartbeat(table.storage, requested_time, HEARTBEAT_INTERVAL_MS.get(self.options),
-                              enabled=policy == "LAZY").start()
+        heartbeat = Heartbeat(table.storage, requested_time, self.policy.heartbeat_interval_ms).start()
         txn = self._txn(operation, schema, instant=requested_time, families=families)
         try:
             instant = timeline.create_requested(txn.action, requested_time, content=requested_content(txn))
@@ -178,7 +180,7 @@ class WriteClient:
         """
         state = self._open.pop(txn.instant, None)
         storage = self.table.storage
-        timeline = state.timeline if state is not None else self.table.active_timeline()
+        timeline = state.timeline if state is not None else self.table.active_timeline(self.options)
         pending = timeline.get(txn.instant)
         if pending is None or not pending.is_inflight:
             if state is not None:
@@ -202,15 +204,16 @@ class WriteClient:
                 # C3: checked under the timeline lock, so no ALTER completes between check and commit
                 check_schema_unchanged(self.table._history, current, self.table.config, txn.schema, txn.families)
                 check_not_replaced(txn, statuses, current)  # no file written went to a just-replaced group
-                check_no_concurrent_base_version(txn, statuses, seen, current)
+                check_no_concurrent_base_version(txn.instant, statuses, seen, current)
+                check_write_conflicts(txn.instant, statuses, seen, current, self.policy,
+                                      bucketed=txn.config.num_buckets is not None,
+                                      merge_on_read=txn.config.table_type == "MERGE_ON_READ")
                 if replace is not None:
                     replace.check(current)  # no file group appeared in (or left) the overwritten scope
 
             completed = timeline.complete(pending, metadata.to_avro_bytes(), precondition=precondition)
         except BaseException:
-            if state is not None:
-                state.heartbeat.stop(delete=False)
-            self._rollback_quietly(txn.instant)
+            self._give_up(txn.instant, state)
             raise
         delete_markers(storage, txn.instant)
         if state is not None:
@@ -234,20 +237,30 @@ class WriteClient:
         commit or abort it from another client object or process."""
         state = self._open.pop(txn.instant, None)
         if state is not None:
-            state.heartbeat.stop(delete=False)
+            state.heartbeat.untie()
 
     def abort(self, txn: WriteTxn) -> None:
         """Roll the instant back: delete every file written for it and remove it from the timeline."""
-        state = self._open.pop(txn.instant, None)
-        if state is not None:
-            state.heartbeat.stop(delete=False)
-        self._rollback_quietly(txn.instant)
+        self._give_up(txn.instant, self._open.pop(txn.instant, None))
 
     # ------------------------------------------------------------------ helpers
     def _txn(self, operation: str, schema: pa.Schema, instant: str, families: Mapping[str, Any]) -> WriteTxn:
         return WriteTxn(base_uri=self.table.storage.base_uri, config=self.table.config, instant=instant,
                         operation=operation, schema=schema, options=dict(self.options),
                         declared_families=dict(families))  # C3: from the timeline
+
+    def _refuse_second_writer(self, timeline: Timeline) -> None:
+        """On a single-writer table, a pending write with a fresh heartbeat is a live second
+        writer: refuse to start rather than roll it back (its data would be lost)."""
+        live = live_pending_writes(self.table.storage, timeline, self.policy)
+        if live:
+            other = live[0]
+            raise ConcurrentWriteError(
+                f"another writer is writing {other.action} {other.requested_time} on this table (its heartbeat is "
+                f"fresh), and the table has a single writer ({WRITE_CONCURRENCY_MODE.key}={SINGLE_WRITER}): this "
+                f"write did not start and changed nothing. Wait for that write, or set {WRITE_CONCURRENCY_MODE.key}="
+                "OPTIMISTIC_CONCURRENCY_CONTROL to let several writers work at once"
+            )
 
     def _reconcile_markers(self, instant: str, statuses: list[WriteStatus]) -> list[str]:
         """Delete data files written for ``instant`` that no committed status names."""
@@ -295,52 +308,25 @@ class WriteClient:
                 except Exception:  # another writer created it first
                     pass
 
+    def _give_up(self, instant: str, state: _OpenTxn | None) -> None:
+        """Roll back this writer's own instant. Its heartbeat stays (fresh, no longer beating)
+        while the rollback runs, so no other writer rolls it back at the same time; then it goes,
+        so if this rollback failed (lock timeout, crash), the next writer rolls it back."""
+        if state is not None:
+            state.heartbeat.stop(delete=False)
+        try:
+            self._rollback_quietly(instant)
+        finally:
+            self.table.storage.delete(f"{HEARTBEAT_DIR}/{instant}")
+
     def _rollback_quietly(self, instant: str) -> None:
         try:
-            timeline = self.table.active_timeline()
+            timeline = self.table.active_timeline(self.options)
             pending = timeline.get(instant)
             if pending is not None and pending.is_pending:
-                rollback_instant(self.table.storage, timeline, pending)
+                rollback_instant(self.table.storage, timeline, pending, self.policy.heartbeat_interval_ms)
         except Exception:  # the original error matters more; the next writer rolls back again
             pass
-
-
-def check_no_concurrent_base_version(txn: WriteTxn, statuses: Sequence[WriteStatus], seen: set[str] | None,
-                                     current: Timeline) -> None:
-    """Under the timeline lock: refuse a new base file version (copy-on-write merge) of a file
-    group that another commit wrote since this write was planned — Hudi's OCC check on
-    overlapping ``(partition, file id)``. Both versions start from the same older one, so the
-    later would hide the rows the earlier added (two inserts padding one small file, two upserts
-    of one group).
-
-    ``seen``: requested times of the commits completed in the listing the write was planned on;
-    without it, commits completed after the merged base files' own commits count.
-    """
-    merged = {(s.partition_path, s.file_id): s.prev_commit for s in statuses if s.kind == KIND_MERGE}
-    if not merged:
-        return
-    completion = current.completion_times()
-    since = min((completion.get(prev, "") for prev in merged.values()), default="")
-    for instant in sorted(current.completed(), key=lambda i: i.sort_time):
-        if instant.requested_time == txn.instant or str(instant.action) not in ("commit", "deltacommit",
-                                                                                 "replacecommit"):
-            continue
-        if (instant.requested_time in seen) if seen is not None else instant.sort_time <= since:
-            continue
-        metadata = current.read_metadata(instant)
-        if metadata is None or not hasattr(metadata, "partition_file_ids"):
-            continue
-        # without ``seen``: a commit conflicts with a group only if it completed after the
-        # group's merged base version did (the commit that wrote that version is no conflict)
-        hit = sorted((p, f) for p, ids in metadata.partition_file_ids().items() for f in ids if (p, f) in merged
-                     and (seen is not None or instant.sort_time > completion.get(merged[(p, f)], "")))
-        if hit:
-            partition, file_id = hit[0]
-            raise CommitConflictError(
-                f"write {txn.instant} conflicts with {instant.action} {instant.requested_time}, which wrote a new "
-                f"version of file group {file_id} of partition {partition!r} while this write ran; the write is "
-                "rolled back, retry it"
-            )
 
 
 def _check_options(options: Mapping[str, str]) -> None:

@@ -5,21 +5,30 @@ markers, a list of every data file it may have created. Rolling it back deletes 
 records a ``rollback`` instant (plan + metadata, as Hudi does) and removes the pending
 instant's timeline files — so nothing of it is ever visible.
 
-Who rolls back (``hoodie.cleaner.policy.failed.writes``): EAGER (single writer, the default)
-— the next writer rolls back every pending write instant before it starts; LAZY (several
-writers) — only instants whose heartbeat (``.hoodie/.heartbeat/<instant>``, touched by a
-live writer every interval) has expired, since a pending instant may belong to a live writer.
+Every writer keeps a heartbeat (``.hoodie/.heartbeat/<instant>``, touched every interval by a
+daemon thread), whatever the policy, and **no writer rolls back an instant whose heartbeat is
+fresh**: it may belong to a live writer. Who rolls back the others
+(:data:`~pyhudi.config.concurrency.FAILED_WRITES_POLICY`): EAGER (single writer) — the next
+writer rolls back every pending write whose writer is gone; LAZY (several writers) — the same,
+but a single-writer table refuses a second live writer instead (see
+:func:`live_pending_writes`). A writer is gone when its heartbeat expired (interval × tolerable
+misses), was never written, or names a process of this host that no longer exists (so a killed
+writer is rolled back at once, not minutes later).
 """
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 
-from pyhudi.config.keys import ConfigKey
+from pyhudi.config.concurrency import (
+    FAILED_WRITES_POLICY,
+    HEARTBEAT_INTERVAL_MS,
+    HEARTBEAT_TOLERABLE_MISSES,
+    ConcurrencyPolicy,
+)
 from pyhudi.errors import StorageError, TimelineError
 from pyhudi.storage.fs import Storage
+from pyhudi.timeline.heartbeat import HEARTBEAT_DIR, Heartbeat, heartbeat_expired
 from pyhudi.timeline.instant import Action, Instant
 from pyhudi.timeline.metadata import (
     InstantInfo,
@@ -31,82 +40,33 @@ from pyhudi.timeline.metadata import (
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.markers import delete_markers, list_markers
 
-FAILED_WRITES_POLICY = ConfigKey(
-    "hoodie.cleaner.policy.failed.writes", str, "EAGER",
-    "EAGER: the next writer rolls back pending writes; LAZY: only writes whose heartbeat expired.",
-    choices=("EAGER", "LAZY", "NEVER"),
-)
-HEARTBEAT_INTERVAL_MS = ConfigKey(
-    "hoodie.client.heartbeat.interval_in_ms", int, 60_000, "How often a live writer touches its heartbeat."
-)
-HEARTBEAT_TOLERABLE_MISSES = ConfigKey(
-    "hoodie.client.heartbeat.tolerable.misses", int, 2, "Missed heartbeats before a writer counts as failed."
-)
-HEARTBEAT_DIR = ".hoodie/.heartbeat"
+__all__ = [
+    "FAILED_WRITES_POLICY", "HEARTBEAT_DIR", "HEARTBEAT_INTERVAL_MS", "HEARTBEAT_TOLERABLE_MISSES", "Heartbeat",
+    "WRITE_ACTIONS", "execute_rollback", "heartbeat_expired", "live_pending_writes", "rollback_failed_writes",
+    "rollback_instant",
+]
+
 WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
 
 
-class Heartbeat:
-    """Touches ``.hoodie/.heartbeat/<instant>`` from a daemon thread while a write runs.
-
-    Only the LAZY policy reads heartbeats (several writers: a pending instant may be alive), so
-    as in Hudi a writer under another policy (``enabled=False``) keeps none.
-    """
-
-    def __init__(self, storage: Storage, instant: str, interval_ms: int, enabled: bool = True) -> None:
-        self.storage = storage
-        self.relpath = f"{HEARTBEAT_DIR}/{instant}"
-        self.interval_s = max(interval_ms, 10) / 1000.0
-        self.enabled = enabled
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> "Heartbeat":
-        if not self.enabled:
-            return self
-        self._beat()
-        self._thread = threading.Thread(target=self._run, name=f"pyhudi-heartbeat-{self.relpath}", daemon=True)
-        self._thread.start()
-        return self
-
-    def _beat(self) -> None:
-        # write-then-rename: a reader never sees an empty (torn) heartbeat
-        tmp = f"{self.relpath}.{os.getpid()}.{threading.get_ident()}.tmp"  # unique across processes too
-        self.storage.write(tmp, str(int(time.time() * 1000)).encode())
-        self.storage.rename(tmp, self.relpath)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                self._beat()
-            except StorageError:
-                pass  # a missed beat is tolerated; enough of them mark the writer failed
-
-    def stop(self, delete: bool = True) -> None:
-        if not self.enabled:
-            return
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        if delete:
-            self.storage.delete(self.relpath)
+def _writer_gone(storage: Storage, instant: Instant, policy: ConcurrencyPolicy) -> bool:
+    return heartbeat_expired(storage, instant.requested_time, policy.heartbeat_interval_ms, policy.heartbeat_misses)
 
 
-def heartbeat_expired(storage: Storage, instant: str, interval_ms: int, misses: int, now_ms: int | None = None) -> bool:
-    """True if the writer of ``instant`` stopped beating (or never started) long enough ago."""
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    try:
-        last = int(storage.read(f"{HEARTBEAT_DIR}/{instant}").decode().strip() or 0)
-    except (StorageError, ValueError):
-        last = 0
-    return now_ms - last > interval_ms * misses
+def live_pending_writes(storage: Storage, timeline: Timeline, policy: ConcurrencyPolicy,
+                        exclude: str | None = None) -> list[Instant]:
+    """Pending write instants (of the cached listing) whose writer is alive (fresh heartbeat)."""
+    return [i for i in timeline.pending() if i.action in WRITE_ACTIONS and i.requested_time != exclude
+            and not _writer_gone(storage, i, policy)]
 
 
-def rollback_instant(storage: Storage, timeline: Timeline, failed: Instant) -> Instant | None:
-    """Roll back one pending write instant; returns the completed rollback instant.
+def rollback_instant(storage: Storage, timeline: Timeline, failed: Instant,
+                     heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS.default) -> Instant | None:
+    """Roll back one pending write instant; returns the completed rollback instant, or None if
+    the instant completed or another rollback claimed it meanwhile.
 
-    Data files are found through the failed instant's markers, plus a listing fallback for
-    files whose marker-less creation cannot happen in pyhudi but may in other writers.
+    Data files are found through the failed instant's markers. The rollback keeps a heartbeat of
+    its own while it runs, so other writers finish only rollbacks whose executor is gone.
     """
     if failed.is_completed:
         raise ValueError(f"instant {failed} is completed; only pending writes are rolled back here")
@@ -119,16 +79,22 @@ def rollback_instant(storage: Storage, timeline: Timeline, failed: Instant) -> I
             for m in markers
         ],
     )
-    rollback = timeline.create_requested(Action.ROLLBACK, content=plan.to_avro_bytes())
-    rollback = timeline.transition_to_inflight(rollback)
+    rollback_time = timeline.new_instant_time()
+    heartbeat = Heartbeat(storage, rollback_time, heartbeat_interval_ms).start()
     try:
-        # Claim the failed instant first, under the timeline lock: once its pending files are
-        # gone its writer can no longer complete it; if it completed meanwhile, touch nothing.
-        timeline.delete_pending(failed)
-    except TimelineError:
-        timeline.delete_pending(rollback)
-        return None
-    return execute_rollback(storage, timeline, rollback, plan)
+        rollback = timeline.create_requested(Action.ROLLBACK, rollback_time, content=plan.to_avro_bytes())
+        rollback = timeline.transition_to_inflight(rollback)
+        try:
+            # Claim the failed instant first, under the timeline lock: once its pending files are
+            # gone its writer can no longer complete it; if it completed meanwhile, or another
+            # rollback claimed it first, touch nothing.
+            timeline.delete_pending(failed, must_exist=True)
+        except TimelineError:
+            timeline.delete_pending(rollback)
+            return None
+        return execute_rollback(storage, timeline, rollback, plan)
+    finally:
+        heartbeat.stop()
 
 
 def execute_rollback(storage: Storage, timeline: Timeline, rollback: Instant, plan: RollbackPlan) -> Instant:
@@ -159,35 +125,48 @@ def execute_rollback(storage: Storage, timeline: Timeline, rollback: Instant, pl
 
 
 def rollback_failed_writes(
-    storage: Storage, timeline: Timeline, policy: str, interval_ms: int, misses: int, exclude: str | None = None,
+    storage: Storage, timeline: Timeline, policy: ConcurrencyPolicy, exclude: str | None = None,
     reload: bool = True,
 ) -> list[str]:
-    """Roll back pending write instants per ``policy``; returns the rolled-back instant times.
+    """Roll back the pending write instants whose writer is gone (never one with a fresh
+    heartbeat, whatever the policy); returns the rolled-back instant times. The NEVER policy
+    rolls back nothing.
 
     ``reload=False`` when ``timeline`` was just listed (saves a listing per commit).
     """
-    if policy == "NEVER":
+    if policy.failed_writes == "NEVER":
         return []
     if reload:
         timeline.reload()
     done = []
     for instant in timeline.pending():  # rollbacks interrupted after claiming their target
-        if instant.action == Action.ROLLBACK and instant.is_inflight:
-            plan = timeline.read_metadata(instant.as_requested())
+        if instant.action == Action.ROLLBACK and instant.is_inflight and _writer_gone(storage, instant, policy):
+            try:
+                plan = timeline.read_metadata(instant.as_requested())
+            except StorageError:  # abandoned and removed since the listing
+                continue
             if isinstance(plan, RollbackPlan) and plan.instant_to_rollback is not None:
                 target = timeline.get(plan.instant_to_rollback.commit_time)
                 if target is None or target.is_pending:
-                    if target is not None:
-                        timeline.delete_pending(target)
-                    execute_rollback(storage, timeline, instant, plan)
+                    try:
+                        if target is not None:
+                            timeline.delete_pending(target)
+                        execute_rollback(storage, timeline, instant, plan)
+                    except TimelineError:  # another writer finished this rollback first
+                        continue
                     done.append(plan.instant_to_rollback.commit_time)
     if done:
         timeline.reload()
-    for instant in timeline.pending():
-        if instant.action not in WRITE_ACTIONS or instant.requested_time == exclude:
+    gone = [i.requested_time for i in timeline.pending() if i.action in WRITE_ACTIONS
+            and i.requested_time != exclude and _writer_gone(storage, i, policy)]
+    if gone:
+        # a writer deletes its heartbeat once its instant completed: list again, so an instant
+        # that completed since the listing is not taken for a failed one
+        timeline.reload()
+    for requested_time in gone:
+        instant = timeline.get(requested_time)
+        if instant is None or not instant.is_pending:
             continue
-        if policy == "LAZY" and not heartbeat_expired(storage, instant.requested_time, interval_ms, misses):
-            continue
-        if rollback_instant(storage, timeline, instant) is not None:
+        if rollback_instant(storage, timeline, instant, policy.heartbeat_interval_ms) is not None:
             done.append(instant.requested_time)
     return done

@@ -31,6 +31,7 @@ from pyhudi.index.bucket import bucket_ids
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import WriteToken
 from pyhudi.timeline.instant import Action
+from pyhudi.timeline.lock import FileLock
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write import prepare
 from pyhudi.write.handle import FileGroupWriteTask, WriteStatus
@@ -104,7 +105,8 @@ class WriteTxn:
     def timeline(self) -> Timeline:
         config = self.config
         return Timeline(self.storage, timeline_dir=config.timeline_dir, layout_version=config.layout_version,
-                        timezone=config.timezone).load()
+                        timezone=config.timezone,
+                        lock=FileLock.from_config(self.storage, {**config.props, **self.options})).load()
 
     # ------------------------------------------------------------------ phases
     def prepare(self, data: Any) -> pa.Table:

@@ -1,0 +1,94 @@
+"""Writer heartbeats: how a pending instant of a live writer is told from one of a dead writer.
+
+Every writer touches ``.hoodie/.heartbeat/<instant>`` from a daemon thread while its instant is
+pending (Hudi's ``HoodieHeartbeatClient``). A pending instant whose heartbeat is fresh belongs to
+a live writer and is never rolled back; one whose heartbeat expired (interval × tolerable
+misses), was never written, or names a dead process of this host is a failed write.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+from pyhudi.errors import StorageError
+from pyhudi.storage.fs import Storage
+from pyhudi.timeline.lock import pid_alive
+
+HEARTBEAT_DIR = ".hoodie/.heartbeat"
+_HOST = socket.gethostname()
+
+
+class Heartbeat:
+    """Touches ``.hoodie/.heartbeat/<instant>`` from a daemon thread while a write runs.
+
+    The file holds the time of the last beat in epoch ms (Java Hudi reads the file's modification
+    time, which the rename sets too) and, with ``tied_to_process``, ``<pid> <host>`` on a second
+    line: a writer that dies on this host is then seen as gone at once. Beats from processes that
+    may end while the write goes on (a Spark planning worker, a task) are not tied.
+    """
+
+    def __init__(self, storage: Storage, instant: str, interval_ms: int, tied_to_process: bool = True) -> None:
+        self.storage = storage
+        self.relpath = f"{HEARTBEAT_DIR}/{instant}"
+        self.interval_s = max(interval_ms, 10) / 1000.0
+        self.tied_to_process = tied_to_process
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "Heartbeat":
+        self._beat()
+        self._thread = threading.Thread(target=self._run, name=f"pyhudi-heartbeat-{self.relpath}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _beat(self) -> None:
+        # write-then-rename: a reader never sees an empty (torn) heartbeat
+        text = str(int(time.time() * 1000))
+        if self.tied_to_process:
+            text += f"\n{os.getpid()} {_HOST}"
+        tmp = f"{self.relpath}.{os.getpid()}.{threading.get_ident()}.tmp"  # unique across processes too
+        self.storage.write(tmp, text.encode())
+        self.storage.rename(tmp, self.relpath)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self._beat()
+            except StorageError:
+                pass  # a missed beat is tolerated; enough of them mark the writer failed
+
+    def stop(self, delete: bool = True) -> None:
+        """Stop beating; ``delete=False`` leaves the file as it is (fresh, for whoever goes on)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        if delete:
+            self.storage.delete(self.relpath)
+
+    def untie(self) -> None:
+        """Stop beating and leave a fresh beat that does not name this process: the write goes on
+        elsewhere (tasks beat while they write), so this process ending says nothing about it."""
+        self.stop(delete=False)
+        self.tied_to_process = False
+        self._beat()
+
+
+def heartbeat_expired(storage: Storage, instant: str, interval_ms: int, misses: int, now_ms: int | None = None) -> bool:
+    """True if the writer of ``instant`` is gone: it stopped beating (or never started) long enough
+    ago, or its heartbeat names a process of this host that no longer exists."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    try:
+        lines = storage.read(f"{HEARTBEAT_DIR}/{instant}").decode().split("\n")
+        last = int(lines[0].strip() or 0)
+    except (StorageError, ValueError, UnicodeDecodeError):
+        return True
+    if now_ms - last > interval_ms * misses:
+        return True
+    owner = lines[1].split() if len(lines) > 1 else []
+    if len(owner) == 2 and owner[1] == _HOST and owner[0].isdigit():
+        return not pid_alive(int(owner[0]))
+    return False
