@@ -167,7 +167,7 @@ class TimestampKeyGen:
                     return False
             elif f.op in _RANGE_OPS and self._orderable(type_):
                 formatted = self._formatted([f.value], type_)
-                have, bound = self._fields(text), self._fields(formatted[0]) if formatted else None
+                have, bound = self._fields(text), self._fields(next(iter(formatted))) if formatted else None
                 if have is None or bound is None:
                     continue
                 if (have < bound) if f.op in (">", ">=") else (have > bound):
@@ -296,7 +296,10 @@ def timestamp_table_properties(options: dict[str, str], partition_fields: Sequen
             options.pop(name, None)
     generator = TimestampKeyGen.from_properties(settings, partition_fields[0], hive_style)
     generator.check_type(schema.field(partition_fields[0]).type)
-    check_paths([format_millis(pa.array([0], pa.int64()), generator.output, "UTC")[0].as_py()], partition_fields[0])
+    try:
+        check_paths([format_millis(pa.array([0], pa.int64()), generator.output, "UTC")[0].as_py()], partition_fields[0])
+    except PathEscapeError as exc:
+        raise ConfigError(f"{kg.OUTPUT_DATE_FORMAT.key}={_spell(generator.output)!r} makes unusable paths: {exc}") from None
     return settings
 
 
