@@ -60,6 +60,14 @@ def test_write_epoch_millis_layout_and_properties(epoch_table):
         {"id": "c", "ts": T0 + 2 * H, "v": 3}, {"id": "d", "ts": None, "v": 4}]
 
 
+def test_key_generator_settings_cannot_be_altered(epoch_table):
+    with pytest.raises(ConfigError, match="property 'hoodie.keygen.timebased.output.dateformat' is fixed"):
+        epoch_table.alter(set_properties={"hoodie.keygen.timebased.output.dateformat": "yyyy"})
+    with pytest.raises(ConfigError, match="property 'hoodie.keygen.timebased.timestamp.type' is fixed"):
+        epoch_table.alter(unset_properties=["hoodie.keygen.timebased.timestamp.type"])
+    assert pyhudi.open_table(epoch_table.path).properties["hoodie.keygen.timebased.output.dateformat"] == "yyyy/MM/dd/HH"
+
+
 def test_upsert_and_delete_find_existing_rows(epoch_table):
     epoch_table.upsert(_rows(["a", "c"], [T0, T0 + 2 * H], [10, 30]))
     epoch_table.delete(_rows(["b"], [T0 + 600_000], [0]).select(["id", "ts"]))
