@@ -122,7 +122,8 @@ class TimestampKeyGen:
                 column = pc.trunc(column.cast(pa.float64()) if pa.types.is_decimal(column.type) else column)
             numbers = np.asarray(column.cast(pa.int64()).fill_null(1), dtype=np.int64)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise SchemaError(f"partition column {self.field!r} holds a value that is not an epoch number: {exc}") from None
+            raise SchemaError(f"partition column {self.field!r} holds a value that is not an epoch number: "
+                              f"{exc}") from None
         multiply, divide = _MS_PER_UNIT[self.unit]
         with np.errstate(over="raise"):
             try:
@@ -150,7 +151,8 @@ class TimestampKeyGen:
     @property
     def depth(self) -> int:
         """Folder levels of every path (the pattern's ``/`` are the same for every value)."""
-        return format_millis(pa.array([0], pa.int64()), self.output, self.output_zone or "UTC")[0].as_py().count("/") + 1
+        sample = format_millis(pa.array([0], pa.int64()), self.output, self.output_zone or "UTC")[0].as_py()
+        return sample.count("/") + 1
 
     # ------------------------------------------------------------------------------ pruning
     def may_match(self, path: str, filters: Iterable[Any], type_: pa.DataType) -> bool:
@@ -299,7 +301,8 @@ def timestamp_table_properties(options: dict[str, str], partition_fields: Sequen
     try:
         check_paths([format_millis(pa.array([0], pa.int64()), generator.output, "UTC")[0].as_py()], partition_fields[0])
     except PathEscapeError as exc:
-        raise ConfigError(f"{kg.OUTPUT_DATE_FORMAT.key}={_spell(generator.output)!r} makes unusable paths: {exc}") from None
+        raise ConfigError(f"{kg.OUTPUT_DATE_FORMAT.key}={_spell(generator.output)!r} makes unusable paths: "
+                          f"{exc}") from None
     return settings
 
 

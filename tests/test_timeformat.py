@@ -53,7 +53,8 @@ def test_pattern_errors_name_the_key():
 
 
 def test_parse_with_several_patterns_zones_and_offsets():
-    patterns = [parse_pattern(p, "k", PARSE_LETTERS) for p in ("yyyy-MM-dd'T'HH:mm:ss.SSSZ", "yyyyMMdd", "dd MMM yyyy hh a")]
+    texts = ("yyyy-MM-dd'T'HH:mm:ss.SSSZ", "yyyyMMdd", "dd MMM yyyy hh a")
+    patterns = [parse_pattern(p, "k", PARSE_LETTERS) for p in texts]
     text = pa.array(["2024-01-16T06:45:00.123+0530", "20240116", "16 jan 2024 03 PM", "2024-13-99x"])
     parsed = parse_text(text, patterns, "UTC")
     assert parsed.instant.to_pylist() == [T, 1705363200000, 1705363200000 + 15 * 3_600_000, None]

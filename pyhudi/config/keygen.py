@@ -51,7 +51,8 @@ TIMESTAMP_KEYS = (TIMESTAMP_TYPE, SCALAR_TIME_UNIT, INPUT_DATE_FORMAT, INPUT_DAT
 WRITE_KEYGEN_TYPE = ConfigKey("hoodie.datasource.write.keygenerator.type", str, None,
                               "Writer option naming the key generator type (stored as hoodie.table.keygenerator.type).")
 WRITE_KEYGEN_CLASS = ConfigKey("hoodie.datasource.write.keygenerator.class", str, None,
-                               "Writer option naming the key generator class (stored as hoodie.table.keygenerator.class).")
+                               "Writer option naming the key generator class "
+                               "(stored as hoodie.table.keygenerator.class).")
 
 IDENTITY_TYPES = frozenset({"SIMPLE", "COMPLEX", "NON_PARTITION", "NONPARTITIONED"})
 KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "NON_PARTITION", "TIMESTAMP", "CUSTOM")
