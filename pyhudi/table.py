@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
+from pyhudi.config import keygen as kg
 from pyhudi.config import table as tc
 from pyhudi.config.concurrency import (
     FAILED_WRITES_POLICY,
@@ -30,6 +31,7 @@ from pyhudi.config.families import (
 from pyhudi.config.keys import format_value, lookup
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
 from pyhudi.evolution import SchemaHistory, alter_table
+from pyhudi.keygen import partition_layout, timestamp_table_properties
 from pyhudi.schema import META_FIELDS, avro_schema_json, has_order
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.instant import Instant
@@ -148,6 +150,7 @@ def create_table(
     hash_fields = _as_fields(extra.pop(tc.BUCKET_HASH_FIELD.key, None), tc.BUCKET_HASH_FIELD.key)
     merge_mode = extra.pop(tc.MERGE_MODE.key, None)
     hive_style = tc.HIVE_STYLE_PARTITIONING.parse(extra.pop(tc.HIVE_STYLE_PARTITIONING.key, "false"))
+    keygen = _keygen_options(extra, schema, record_key_fields, partition_fields, hive_style)
 
     _require_columns(schema, record_key_fields, "record key column")
     _require_columns(schema, partition_fields, "partition column")
@@ -198,6 +201,7 @@ def create_table(
         database=database,
         create_schema=avro_schema_json(schema, name),
         extra=extra,
+        keygen=keygen,
     )
     if tc.properties_exist(storage):
         raise TableExistsError(f"a Hudi table already exists at {storage.base_uri}")
@@ -207,6 +211,38 @@ def create_table(
         raise TableExistsError(f"a Hudi table already exists at {storage.base_uri}") from exc
     storage.makedirs(f"{config.timeline_dir}/{config.get(tc.TIMELINE_HISTORY_PATH)}")
     return Table(storage, config)
+
+
+def _keygen_options(extra: dict[str, str], schema: pa.Schema, record_key_fields: Sequence[str],
+                    partition_fields: Sequence[str], hive_style: bool) -> str | None:
+    """The key generator type a new table stores when the options choose one pyhudi writes
+    differently from its default (TIMESTAMP; its checked settings are left in ``extra``), else None.
+
+    Accepts Hudi's table and writer spellings (``hoodie.table.keygenerator.type``,
+    ``hoodie.datasource.write.keygenerator.type``, or the ``...class`` of either).
+    """
+    type_raw = extra.pop(tc.KEYGEN_TYPE.key, None) or extra.pop(kg.WRITE_KEYGEN_TYPE.key, None)
+    class_raw = extra.pop(tc.KEYGEN_CLASS.key, None) or extra.pop(kg.WRITE_KEYGEN_CLASS.key, None)
+    extra.pop(kg.WRITE_KEYGEN_TYPE.key, None)
+    extra.pop(kg.WRITE_KEYGEN_CLASS.key, None)
+    kind = kg.keygen_type(type_raw, class_raw)
+    if kind is None or kind not in ("", *kg.KEYGEN_TYPES):
+        given = f"type {type_raw!r}" if type_raw else f"class {class_raw!r}"
+        raise ConfigError(f"unknown key generator {given}: pyhudi writes {', '.join(kg.KEYGEN_TYPES[:4])} "
+                          f"(or {kg.TIMESTAMP_CLASS})")
+    if kind == "CUSTOM":
+        raise ConfigError("the CUSTOM key generator is not supported for writing: pyhudi reads such tables; "
+                          "use TIMESTAMP (one field) or the default (one folder per partition field)")
+    if class_raw:
+        extra[tc.KEYGEN_CLASS.key] = class_raw
+    if kind != "TIMESTAMP":
+        stray = sorted(k for k in extra if k.startswith(("hoodie.keygen.timebased.", "hoodie.deltastreamer.keygen")))
+        if stray:
+            raise ConfigError(f"{stray[0]} applies to the TIMESTAMP key generator only, but the table's key generator "
+                              f"is {kind or 'the default'} (set hoodie.table.keygenerator.type=TIMESTAMP)")
+        return None
+    extra.update(timestamp_table_properties(extra, partition_fields, record_key_fields, schema, hive_style))
+    return "TIMESTAMP"
 
 
 def _default_name(storage: Storage) -> str:
@@ -435,7 +471,8 @@ class Table:
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
                 raise ConfigError(f"partition value {partition[name]!r} of field {name!r} is not a {data_type}: "
                                   f"{exc}") from exc
-        return partition_paths(pa.table(columns), self.partition_fields, self.config.hive_style_partitioning)[0].as_py()
+        return partition_paths(pa.table(columns), self.partition_fields, self.config.hive_style_partitioning,
+                               partition_layout(self.config))[0].as_py()
 
     # ----------------------------------------------------------------- reads
     def plan_scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
@@ -481,7 +518,8 @@ class Table:
         from pyhudi.read.plan import normalize_time
 
         as_of = normalize_time(as_of, "as_of", self.config.timezone)
-        return FileSystemView(self.storage, self.active_timeline(), len(self.partition_fields), as_of).file_groups()
+        return FileSystemView(self.storage, self.active_timeline(), partition_layout(self.config).depth,
+                              as_of).file_groups()
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary (used by the CLI)."""

@@ -41,6 +41,7 @@ FIXTURE_ACTIONS = {
     "sample_table/cow/v8_empty.zip": (2, {}),
     "sample_table/cow/v8_nonpartitioned.zip": (2, {"commit": 2}),
     "sample_table/cow/v8_simplekeygen_nonhivestyle.zip": (2, {"commit": 2}),
+    "sample_table/cow/v9_timebasedkeygen_epochmillis.zip": (2, {"commit": 4}),  # (INDEX.md says 3: four completed)
     "sample_table/cow/v9_txns_simple_nometa.zip": (2, {"commit": 10, "replacecommit": 2}),
     "sample_table/mor/avro/v9_nonpartitioned_rollback.zip": (2, {"deltacommit": 2, "rollback": 1}),
     "sample_table/mor/avro/v9_txns_simple_nometa.zip": (2, {"commit": 1, "deltacommit": 10, "replacecommit": 2}),

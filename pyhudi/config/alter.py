@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
+from pyhudi.config import keygen as kg
 from pyhudi.config import table as tc
 from pyhudi.config.families import (
     FAMILY_PREFIX,
@@ -54,8 +55,11 @@ FIXED_KEYS: frozenset[str] = frozenset(
     for value in vars(tc).values()
     if isinstance(value, ConfigKey)
     for name in (value.key, *value.aliases)
-) | frozenset(_WRITER_ALIASES)
+) | frozenset(_WRITER_ALIASES) | frozenset(
+    name for key in (*kg.TIMESTAMP_KEYS, kg.WRITE_KEYGEN_TYPE) for name in (key.key, *key.aliases)
+)
 """Keys fixed at creation: every ``hoodie.properties`` key declared in :mod:`pyhudi.config.table`
+and the key generator's (:mod:`pyhudi.config.keygen`: they decide the partition paths)
 (plus the writer options that alias them). Changing any of them would reinterpret existing files."""
 
 

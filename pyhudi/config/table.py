@@ -250,6 +250,7 @@ def new_table_properties(
     database: str | None = None,
     create_schema: str | None = None,
     extra: Mapping[str, str] | None = None,
+    keygen: str | None = None,
 ) -> TableConfig:
     """The complete property set of a new version-8 table, in the order Hudi writes it."""
     record_key_fields = tuple(record_key_fields)
@@ -260,7 +261,9 @@ def new_table_properties(
     if mode == "EVENT_TIME_ORDERING" and not ordering_field:
         raise ConfigError("merge mode EVENT_TIME_ORDERING needs an ordering field (hoodie.table.precombine.field)")
     strategy_id, payload = MERGE_MODES[mode]
-    if partition_fields:
+    if keygen:
+        pass  # (chosen by the caller: TIMESTAMP, with its hoodie.keygen.timebased.* settings in ``extra``)
+    elif partition_fields:
         keygen = "SIMPLE" if len(record_key_fields) == 1 and len(partition_fields) == 1 else "COMPLEX"
     else:
         keygen = "NON_PARTITION"

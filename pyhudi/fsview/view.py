@@ -31,7 +31,7 @@ from functools import cached_property, lru_cache
 
 from pyhudi.errors import FileNameError
 from pyhudi.storage.fs import FileInfo, Storage
-from pyhudi.storage.naming import BaseFileName, LogFileName, parse_data_file_name
+from pyhudi.storage.naming import PARTITION_METAFILE, BaseFileName, LogFileName, parse_data_file_name
 from pyhudi.timeline.timeline import Timeline
 
 FULL_ROW = None
@@ -164,14 +164,33 @@ class Visibility:
         return max(self.completions.values(), default=None)
 
 
+def _marked_partition_files(listing: Iterable[FileInfo]) -> list[FileInfo]:
+    """The files of folders that hold a partition metafile (``.hoodie_partition_metadata``, or
+    its base-format variants ``.hoodie_partition_metadata.parquet``/``.orc``)."""
+    by_folder: dict[str, list[FileInfo]] = {}
+    marked: set[str] = set()
+    for info in listing:
+        if info.path.startswith(".hoodie/"):
+            continue
+        folder, _, name = info.path.rpartition("/")
+        if name.startswith(PARTITION_METAFILE):
+            marked.add(folder)
+        by_folder.setdefault(folder, []).append(info)
+    return [info for folder in sorted(marked) for info in by_folder.get(folder, ())]
+
+
 class FileSystemView:
-    """File groups of a table as of its completed timeline (optionally as of a completion time)."""
+    """File groups of a table as of its completed timeline (optionally as of a completion time).
+
+    ``partition_depth``: folder levels of a partition path (:class:`pyhudi.keygen.PartitionLayout`);
+    None when the key generator's paths have no known depth (found by their metafiles).
+    """
 
     def __init__(
         self,
         storage: Storage,
         timeline: Timeline,
-        partition_depth: int,
+        partition_depth: int | None,
         as_of: str | None = None,
     ) -> None:
         self.storage = storage
@@ -212,12 +231,17 @@ class FileSystemView:
 
     def _data_files(self, partitions: set[str] | None = None) -> Iterable[FileInfo]:
         """Files at partition depth; only the given partitions' folders are listed when known
-        (and an unpartitioned table lists its base folder alone, never ``.hoodie``)."""
+        (and an unpartitioned table lists its base folder alone, never ``.hoodie``). When the
+        depth is unknown (key generators that transform values), a partition is a folder holding
+        Hudi's ``.hoodie_partition_metadata`` marker, as Hudi lists partitions."""
         if partitions is not None or self.partition_depth == 0:
             for partition in sorted(partitions) if partitions is not None else [""]:
                 depth = partition.count("/") + 1 if partition else 0
-                if depth == self.partition_depth:
+                if self.partition_depth is None or depth == self.partition_depth:
                     yield from self.storage.list_files(partition)
+            return
+        if self.partition_depth is None:
+            yield from _marked_partition_files(self.storage.walk_files(""))
             return
         for info in self.storage.walk_files(""):
             path = info.path

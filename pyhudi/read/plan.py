@@ -36,7 +36,8 @@ from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
 from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
-from pyhudi.read.pruning import keygen_keeps_values, partition_columns_from_path, partition_may_match
+from pyhudi.keygen import PartitionLayout, partition_layout
+from pyhudi.read.pruning import partition_columns_from_path, partition_may_match
 from pyhudi.read.split import key_splits, split_rows
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
 from pyhudi.schema import META_FIELDS
@@ -273,7 +274,8 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     elif begin is not None or end is not None:
         raise ReadError(f"begin/end apply to incremental queries, not to a {query_type} query")
     timeline = table.active_timeline()
-    view = FileSystemView(table.storage, timeline, len(table.partition_fields), as_of)
+    layout = partition_layout(config)
+    view = FileSystemView(table.storage, timeline, layout.depth, as_of)
     pinned = as_of if as_of is not None else view.visibility.latest_completion
     if query_type == "incremental":
         end = pinned or begin
@@ -306,7 +308,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
         batch_size=batch_size or DEFAULT_BATCH_SIZE,
         strategy=strategy,
     )
-    groups = _pruned_groups(table, view, normalized, schema, timeline, incremental)
+    groups = _pruned_groups(table, view, normalized, schema, timeline, incremental, layout)
     tasks = []
     has_families = not all(f.is_default for f in families.values())  # (a plain table never gets any)
     rebuilt: dict[str, dict] = {}  # partition path → values of the dropped partition columns
@@ -318,6 +320,10 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
             continue
         values = None
         if dropped and needed & set(dropped):
+            if not layout.identity:
+                raise ReadError(f"table {table.name!r} keeps its partition columns ({', '.join(dropped)}) out of its "
+                                f"data files, and its key generator ({layout.kind or 'unknown'}) formats them into "
+                                "paths that do not hold their values: they cannot be read")
             values = rebuilt.get(group.partition_path)
             if values is None:
                 values = rebuilt[group.partition_path] = partition_columns_from_path(
@@ -341,15 +347,23 @@ def _split(task: ReadTask, max_rows: int) -> list[ReadTask]:
 
 
 def _pruned_groups(table: Any, view: FileSystemView, filters: list[Filter], schema: pa.Schema, timeline: Any,
-                   incremental: tuple[str, ...] | None) -> list[FileGroup]:
-    """File groups that may hold matching rows: partition pruning, incremental touch sets."""
+                   incremental: tuple[str, ...] | None, layout: PartitionLayout) -> list[FileGroup]:
+    """File groups that may hold matching rows: partition pruning (values decoded from identity
+    paths; TIMESTAMP paths through their format; other key generators never prune), incremental
+    touch sets."""
     config = table.config
     groups = view.file_groups()
     fields = table.partition_fields
-    if fields and filters and keygen_keeps_values(config.get(tc.KEYGEN_TYPE), config.get(tc.KEYGEN_CLASS)):
+    timestamp = layout.timestamp
+    if fields and filters and (layout.identity or timestamp is not None):
         verdict: dict[str, bool] = {}
         for g in groups:
-            if g.partition_path not in verdict:
+            if g.partition_path in verdict:
+                continue
+            if timestamp is not None:
+                type_ = schema.field(timestamp.field).type if timestamp.field in schema.names else pa.string()
+                verdict[g.partition_path] = timestamp.may_match(g.partition_path, filters, type_)
+            else:
                 verdict[g.partition_path] = partition_may_match(
                     g.partition_path, fields, config.hive_style_partitioning, filters, schema,
                     config.get(tc.URL_ENCODE_PARTITIONING))

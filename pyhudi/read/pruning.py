@@ -36,9 +36,6 @@ from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
 KeyRange = tuple[str, str]
 """An inclusive ``(low, high)`` range of record keys."""
 
-_PRUNABLE_KEYGENS = {"", "SIMPLE", "COMPLEX", "NON_PARTITION", "NONPARTITIONED"}
-
-
 def partition_values(path: str, fields: Sequence[str], hive_style: bool,
                      url_encoded: bool = False) -> dict[str, str] | None:
     """The raw partition values encoded in ``path``, or None when it does not decode."""
@@ -94,17 +91,6 @@ def partition_columns_from_path(path: str, fields: Sequence[str], hive_style: bo
             raise ReadError(f"partition path {path!r}: value {text!r} of partition column {field!r} "
                             f"is not a {type_}") from None
     return out
-
-
-def keygen_keeps_values(keygen_type: str | None, keygen_class: str | None) -> bool:
-    """Whether partition paths hold the partition columns' values unchanged (SIMPLE / COMPLEX)."""
-    if keygen_type:
-        return keygen_type.upper() in _PRUNABLE_KEYGENS
-    if keygen_class:
-        simple = keygen_class.rsplit(".", 1)[-1]
-        return simple in ("SimpleKeyGenerator", "ComplexKeyGenerator", "NonpartitionedKeyGenerator",
-                          "SimpleAvroKeyGenerator", "ComplexAvroKeyGenerator", "NonpartitionedAvroKeyGenerator")
-    return True
 
 
 def partition_may_match(path: str, fields: Sequence[str], hive_style: bool, filters: Iterable[Filter],

@@ -296,13 +296,12 @@ class WriteClient:
         )
 
     def _write_partition_metafiles(self, statuses: list[WriteStatus], instant: str) -> None:
-        depth = len(self.table.partition_fields)
         for partition in sorted({s.partition_path for s in statuses}):
             if not partition:
                 continue
             relpath = f"{partition}/{PARTITION_METAFILE}"
             if not self.table.storage.exists(relpath):
-                text = f"#partition metadata\ncommitTime={instant}\npartitionDepth={depth}\n"
+                text = f"#partition metadata\ncommitTime={instant}\npartitionDepth={partition.count('/') + 1}\n"
                 try:
                     self.table.storage.create_if_absent(relpath, text.encode())
                 except Exception:  # another writer created it first

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from pyhudi.config.keys import ConfigKey
 from pyhudi.errors import CommitConflictError, ConfigError, FileNameError
 from pyhudi.fsview.view import FileSystemView
+from pyhudi.keygen import partition_layout
 from pyhudi.storage.naming import bucket_id_from_file_id
 from pyhudi.timeline.metadata import CommitMetadata, ReplaceCommitMetadata, RequestedReplaceMetadata
 from pyhudi.timeline.timeline import Timeline
@@ -151,7 +152,7 @@ def requested_content(txn: WriteTxn) -> bytes:
 
 
 def _replaced(txn: WriteTxn, statuses: Sequence[WriteStatus], timeline: Timeline) -> dict[str, list[str]]:
-    view = FileSystemView(txn.storage, timeline, len(txn.config.partition_fields))
+    view = FileSystemView(txn.storage, timeline, partition_layout(txn.config).depth)
     if txn.operation == INSERT_OVERWRITE_TABLE:
         groups = view.file_groups()
     else:

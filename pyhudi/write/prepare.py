@@ -142,10 +142,17 @@ def _as_strings(column: pa.ChunkedArray, what: str = "record key") -> pa.Chunked
         raise SchemaError(f"{what} values of type {column.type} cannot be turned into strings: {exc}") from None
 
 
-def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style: bool) -> pa.ChunkedArray:
-    """The relative partition folder of every row (``""`` for unpartitioned tables)."""
+def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style: bool,
+                    layout: Any = None) -> pa.ChunkedArray:
+    """The relative partition folder of every row (``""`` for unpartitioned tables); a
+    :class:`~pyhudi.keygen.PartitionLayout` with a TIMESTAMP key generator formats the paths."""
     if not partition_fields:
         return pa.chunked_array([pc.fill_null(pa.nulls(data.num_rows, pa.string()), "")])
+    if layout is not None and not layout.identity:
+        layout.require_writable()
+        paths = layout.timestamp.paths(data.column(partition_fields[0]))
+        layout.check_paths(pc.unique(paths).to_pylist())
+        return pa.chunked_array([paths])
     parts = []
     for field in partition_fields:
         text = _as_strings(data.column(field), f"partition column {field!r}")

@@ -28,6 +28,7 @@ from pyhudi.config.table import TableConfig
 from pyhudi.errors import ConfigError, SchemaError
 from pyhudi.fsview.view import FileSystemView
 from pyhudi.index.bucket import bucket_ids
+from pyhudi.keygen import partition_layout
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import WriteToken
 from pyhudi.timeline.instant import Action
@@ -123,7 +124,7 @@ class WriteTxn:
                 "input has only record key and partition columns: nothing to write (use delete to delete)"
             )
         keys = prepare.record_keys(rows, key_fields)
-        paths = prepare.partition_paths(rows, partition_fields, config.hive_style_partitioning)
+        paths = prepare.partition_paths(rows, partition_fields, config.hive_style_partitioning, partition_layout(config))
         if config.num_buckets is not None:
             hash_fields = tuple(config.bucket_hash_fields)
             # one key field: its record key is the string the bucket hash is defined on
@@ -154,7 +155,7 @@ class WriteTxn:
         if is_overwrite(self.operation):
             return plan_overwrite(self, prepared, token_for)  # new file groups only: nothing to look up
         timeline = timeline if timeline is not None else self.timeline()
-        view = FileSystemView(self.storage, timeline, len(self.config.partition_fields))
+        view = FileSystemView(self.storage, timeline, partition_layout(self.config).depth)
         touched = set(prepared.column(PARTITION_COLUMN).unique().to_pylist()) if prepared.num_rows else set()
         existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}
         if self.config.num_buckets is not None:
@@ -173,7 +174,7 @@ class WriteTxn:
         prepared = self.prepare(rows)
         existing = {}
         if prepared.num_rows and self.operation in ("upsert", "delete"):
-            view = FileSystemView(self.storage, self.timeline(), len(self.config.partition_fields))
+            view = FileSystemView(self.storage, self.timeline(), partition_layout(self.config).depth)
             touched = set(prepared.column(PARTITION_COLUMN).unique().to_pylist())
             existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}
         return file_group_routes(self, prepared, existing)

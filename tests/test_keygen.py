@@ -1,0 +1,221 @@
+"""Tables partitioned by Hudi's timestamp-based key generator (one field, several folder levels),
+by CUSTOM or unknown key generators: written as Hudi writes them, read in full, pruned soundly."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import pyarrow as pa
+import pytest
+
+import pyhudi
+from pyhudi.errors import ConfigError, SchemaError
+
+H = 3_600_000
+T0 = 1705367700000  # 2024-01-16 01:15 UTC
+EPOCH_MS = {"hoodie.table.keygenerator.type": "TIMESTAMP",
+            "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+            "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd/HH"}
+SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
+
+
+def _rows(ids, ts, v) -> pa.Table:
+    return pa.table({"id": ids, "ts": ts, "v": v}, schema=SCHEMA)
+
+
+def _partitions(path) -> list[str]:
+    root = pathlib.Path(path)
+    return sorted(str(p.parent.relative_to(root)) for p in root.glob("**/.hoodie_partition_metadata"))
+
+
+def _sorted(table: pa.Table) -> list[dict]:
+    return sorted(table.to_pylist(), key=lambda r: r["id"])
+
+
+@pytest.fixture
+def epoch_table(tmp_path):
+    """A copy-on-write table with DEFAULT options besides the key generator's two required keys."""
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", partition_fields="ts", table_type="COPY_ON_WRITE",
+                            options=EPOCH_MS)
+    t.upsert(_rows(["a", "b", "c", "d"], [T0, T0 + 10 * 60_000, T0 + 2 * H, None], [1, 2, 3, 4]))
+    return t
+
+
+def test_write_epoch_millis_layout_and_properties(epoch_table):
+    path = epoch_table.path
+    assert _partitions(path) == ["1970/01/01/00", "2024/01/16/01", "2024/01/16/03"]
+    meta = (pathlib.Path(path) / "2024/01/16/01/.hoodie_partition_metadata").read_text()
+    assert "partitionDepth=4" in meta
+    props = pyhudi.open_table(path).properties
+    assert props["hoodie.table.keygenerator.type"] == "TIMESTAMP"
+    assert props["hoodie.keygen.timebased.timestamp.type"] == "EPOCHMILLISECONDS"
+    assert props["hoodie.keygen.timebased.output.dateformat"] == "yyyy/MM/dd/HH"
+    assert props["hoodie.table.partition.fields"] == "ts"
+    got = pyhudi.open_table(path).read(columns=["id", "ts", "v"], with_meta=True)
+    assert sorted(zip(got["id"].to_pylist(), got["_hoodie_partition_path"].to_pylist())) == [
+        ("a", "2024/01/16/01"), ("b", "2024/01/16/01"), ("c", "2024/01/16/03"), ("d", "1970/01/01/00")]
+    assert _sorted(got.select(["id", "ts", "v"])) == [
+        {"id": "a", "ts": T0, "v": 1}, {"id": "b", "ts": T0 + 600_000, "v": 2},
+        {"id": "c", "ts": T0 + 2 * H, "v": 3}, {"id": "d", "ts": None, "v": 4}]
+
+
+def test_key_generator_settings_cannot_be_altered(epoch_table):
+    with pytest.raises(ConfigError, match="property 'hoodie.keygen.timebased.output.dateformat' is fixed"):
+        epoch_table.alter(set_properties={"hoodie.keygen.timebased.output.dateformat": "yyyy"})
+    with pytest.raises(ConfigError, match="property 'hoodie.keygen.timebased.timestamp.type' is fixed"):
+        epoch_table.alter(unset_properties=["hoodie.keygen.timebased.timestamp.type"])
+    props = pyhudi.open_table(epoch_table.path).properties
+    assert props["hoodie.keygen.timebased.output.dateformat"] == "yyyy/MM/dd/HH"
+
+
+def test_upsert_and_delete_find_existing_rows(epoch_table):
+    epoch_table.upsert(_rows(["a", "c"], [T0, T0 + 2 * H], [10, 30]))
+    epoch_table.delete(_rows(["b"], [T0 + 600_000], [0]).select(["id", "ts"]))
+    got = pyhudi.open_table(epoch_table.path).read(columns=["id", "v"])
+    assert _sorted(got) == [{"id": "a", "v": 10}, {"id": "c", "v": 30}, {"id": "d", "v": 4}]
+    assert len(epoch_table.file_groups()) == 3  # updates merged into the existing file groups
+
+
+@pytest.mark.parametrize(("filters", "ids", "partitions"), [
+    ([("ts", "=", T0)], ["a"], {"2024/01/16/01"}),
+    ([("ts", "in", [T0 + 2 * H, 5])], ["c"], {"1970/01/01/00", "2024/01/16/03"}),  # (5 ms: 1970)
+    ([("ts", ">=", T0 + 30 * 60_000)], ["c"], {"2024/01/16/01", "2024/01/16/03"}),  # (01:45: hour 01 may hold it)
+    ([("ts", ">=", T0 + H)], ["c"], {"2024/01/16/03"}),
+    ([("ts", ">", T0)], ["b", "c"], {"2024/01/16/01", "2024/01/16/03"}),
+    ([("ts", "<", T0 + H)], ["a", "b"], {"1970/01/01/00", "2024/01/16/01"}),
+    ([("ts", "<=", 0)], [], {"1970/01/01/00"}),
+    ([("ts", "is null")], ["d"], {"1970/01/01/00", "2024/01/16/01", "2024/01/16/03"}),
+    ([("ts", "!=", T0)], ["b", "c"], {"1970/01/01/00", "2024/01/16/01", "2024/01/16/03"}),
+    ([("v", "=", 3)], ["c"], {"1970/01/01/00", "2024/01/16/01", "2024/01/16/03"}),
+])
+def test_filters_on_the_source_field_prune_by_the_formatted_value(epoch_table, filters, ids, partitions):
+    table = pyhudi.open_table(epoch_table.path)
+    assert sorted(table.read(columns=["id"], filters=filters)["id"].to_pylist()) == ids
+    assert {task.partition_path for task in table.plan_scan(columns=["id"], filters=filters).tasks} == partitions
+
+
+def test_hive_style_unix_seconds(tmp_path):
+    options = {"hoodie.datasource.write.keygenerator.type": "TIMESTAMP",
+               "hoodie.keygen.timebased.timestamp.type": "UNIX_TIMESTAMP",
+               "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+               "hoodie.keygen.timebased.output.timezone": "GMT+8",
+               "hoodie.datasource.write.hive_style_partitioning": "true"}
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", partition_fields="ts", options=options)
+    t.upsert(_rows(["a", "b"], [T0 // 1000, T0 // 1000 + 23 * 3600], [1, 2]))
+    assert _partitions(t.path) == ["ts=2024/01/16", "ts=2024/01/17"]
+    table = pyhudi.open_table(t.path)
+    assert table.properties["hoodie.table.keygenerator.type"] == "TIMESTAMP"
+    assert _sorted(table.read(columns=["id", "ts"])) == [{"id": "a", "ts": T0 // 1000},
+                                                         {"id": "b", "ts": T0 // 1000 + 23 * 3600}]
+    filters = [("ts", ">=", T0 // 1000 + 20 * 3600)]
+    assert table.read(columns=["id"], filters=filters)["id"].to_pylist() == ["b"]
+    assert {task.partition_path for task in table.plan_scan(filters=filters).tasks} == {"ts=2024/01/17"}
+
+
+def test_date_strings_with_input_zone_and_scalar_days(tmp_path):
+    schema = pa.schema([("id", pa.string()), ("day", pa.string()), ("v", pa.int64())])
+    t = pyhudi.create_table(str(tmp_path / "s"), schema, "id", partition_fields="day", options={
+        "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+        "hoodie.keygen.timebased.timestamp.type": "DATE_STRING",
+        "hoodie.keygen.timebased.input.dateformat": "yyyy-MM-dd HH:mm;yyyyMMdd",
+        "hoodie.keygen.timebased.input.dateformat.list.delimiter.regex": ";",
+        "hoodie.keygen.timebased.input.timezone": "Asia/Kolkata",
+        "hoodie.keygen.timebased.output.timezone": "UTC",
+        "hoodie.keygen.timebased.output.dateformat": "'d='yyyyMMddHH"})
+    t.upsert(pa.table({"id": ["a", "b", "c"], "day": ["2024-01-16 03:00", "20240116", None], "v": [1, 2, 3]},
+                      schema=schema))
+    assert _partitions(t.path) == ["d=1970010100", "d=2024011518", "d=2024011521"]  # IST → UTC
+    assert t.properties["hoodie.table.keygenerator.class"] == "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
+    got = pyhudi.open_table(t.path).read(filters=[("day", "=", "20240116")])
+    assert got.select(["id", "day", "v"]).to_pylist() == [{"id": "b", "day": "20240116", "v": 2}]
+    with pytest.raises(SchemaError, match=r"partition column 'day': value '16/01/2024' does not match "
+                                          r"hoodie.keygen.timebased.input.dateformat \(yyyy-MM-dd HH:mm, yyyyMMdd\)"):
+        t.upsert(pa.table({"id": ["x"], "day": ["16/01/2024"], "v": [0]}, schema=schema))
+    assert len(pyhudi.open_table(t.path).timeline) == len(t.timeline)  # nothing written
+
+    days = pa.schema([("id", pa.string()), ("d", pa.int32()), ("v", pa.int64())])
+    s = pyhudi.create_table(str(tmp_path / "d"), days, "id", partition_fields="d", options={
+        "hoodie.table.keygenerator.type": "TIMESTAMP", "hoodie.keygen.timebased.timestamp.type": "SCALAR",
+        "hoodie.keygen.timebased.timestamp.scalar.time.unit": "days",
+        "hoodie.keygen.timebased.output.dateformat": "yyyy-MM"})
+    s.insert(pa.table({"id": ["a", "b"], "d": [19738, 0], "v": [1, 2]}, schema=days))
+    assert _partitions(s.path) == ["1970-01", "2024-01"]
+
+
+def test_timestamp_column_with_epoch_microseconds_is_read_by_hudi_rs(tmp_path):
+    hudi = pytest.importorskip("hudi")
+    schema = pa.schema([("id", pa.string()), ("at", pa.timestamp("us", tz="UTC")), ("v", pa.float64())])
+    t = pyhudi.create_table(str(tmp_path / "t"), schema, "id", partition_fields="at", table_type="COPY_ON_WRITE",
+                            options={"hoodie.table.keygenerator.type": "TIMESTAMP",
+                                     "hoodie.keygen.timebased.timestamp.type": "EPOCHMICROSECONDS",
+                                     "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd/HH"})
+    rows = pa.table({"id": ["a", "b", "c"], "at": pa.array([T0 * 1000, T0 * 1000 + 5 * H * 1000, None],
+                                                            pa.timestamp("us", tz="UTC")), "v": [1.0, 2.0, 3.0]},
+                    schema=schema)
+    t.upsert(rows)
+    t.upsert(rows.slice(0, 1).set_column(2, "v", pa.array([9.0])))
+    assert _partitions(t.path) == ["1970/01/01/00", "2024/01/16/01", "2024/01/16/06"]
+    expected = [{"id": "a", "v": 9.0}, {"id": "b", "v": 2.0}, {"id": "c", "v": 3.0}]
+    assert _sorted(pyhudi.open_table(t.path).read(columns=["id", "v"])) == expected
+    read = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(t.path).build().read())
+    assert _sorted(read.select(["id", "v"])) == expected
+    assert sorted(read["_hoodie_partition_path"].to_pylist()) == ["1970/01/01/00", "2024/01/16/01", "2024/01/16/06"]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"hoodie.keygen.timebased.timestamp.type": "EPOCH"},
+     "invalid value 'EPOCH' for hoodie.keygen.timebased.timestamp.type: expected one of UNIX_TIMESTAMP"),
+    ({"hoodie.keygen.timebased.output.dateformat": "yyyy/MM/qq"}, "pattern letter 'q' is not supported"),
+    ({"hoodie.keygen.timebased.output.dateformat": ""}, "hoodie.keygen.timebased.output.dateformat must be"),
+    ({"hoodie.keygen.timebased.output.dateformat": "yyyy/'..'/MM"}, "partition path '1970/../01'"),
+    ({"hoodie.keygen.timebased.timestamp.type": "DATE_STRING"},
+     "DATE_STRING needs hoodie.keygen.timebased.input.dateformat"),
+    ({"hoodie.keygen.timebased.output.timezone": "Moon/Base"}, "output.timezone='Moon/Base' is not a known time zone"),
+    ({"hoodie.keygen.timebased.timestamp.type": "SCALAR",
+      "hoodie.keygen.timebased.timestamp.scalar.time.unit": "WEEKS"},
+     "invalid value 'WEEKS' for hoodie.keygen.timebased.timestamp.scalar.time.unit"),
+    ({"hoodie.table.keygenerator.type": "FANCY"}, "unknown key generator type 'FANCY'"),
+    ({"hoodie.table.keygenerator.type": "CUSTOM"}, "the CUSTOM key generator is not supported for writing"),
+    ({"hoodie.table.keygenerator.type": "SIMPLE"}, "applies to the TIMESTAMP key generator only"),
+])
+def test_bad_options_are_refused_and_nothing_is_written(tmp_path, options, message):
+    path = tmp_path / "t"
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        pyhudi.create_table(str(path), SCHEMA, "id", partition_fields="ts", options={**EPOCH_MS, **options})
+    assert not path.exists() or not os.listdir(path)
+
+
+def test_type_and_field_count_mismatches_are_refused(tmp_path):
+    with pytest.raises(SchemaError, match="partition column 'id' has type string, but "
+                                          "hoodie.keygen.timebased.timestamp.type=EPOCHMILLISECONDS takes numbers"):
+        pyhudi.create_table(str(tmp_path / "a"), SCHEMA, "v", partition_fields="id", options=EPOCH_MS)
+    with pytest.raises(ConfigError, match=r"partitions by exactly one field, got 2 \(ts, v\)"):
+        pyhudi.create_table(str(tmp_path / "b"), SCHEMA, "id", partition_fields=["ts", "v"], options=EPOCH_MS)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def _retag(path: str, **props: str | None) -> None:
+    """Rewrite hoodie.properties as another key generator's table (same layout on disk)."""
+    file = pathlib.Path(path) / ".hoodie" / "hoodie.properties"
+    lines = [ln for ln in file.read_text().splitlines() if ln.split("=", 1)[0] not in props]
+    lines += [f"{k}={v}" for k, v in props.items() if v is not None]
+    file.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("props", [
+    {"hoodie.table.keygenerator.type": "CUSTOM", "hoodie.table.partition.fields": "ts:TIMESTAMP"},
+    {"hoodie.table.keygenerator.type": None, "hoodie.table.keygenerator.class": "com.example.MyKeyGenerator"},
+    {"hoodie.keygen.timebased.timestamp.type": None, "hoodie.keygen.timebased.output.dateformat": None},
+])
+def test_custom_and_unknown_key_generators_read_every_row_without_pruning(epoch_table, props):
+    epoch_table.upsert(_rows(["e"], [T0 + 30 * 24 * H], [5]))
+    _retag(epoch_table.path, **props)
+    table = pyhudi.open_table(epoch_table.path)
+    assert sorted(table.read(columns=["id"])["id"].to_pylist()) == ["a", "b", "c", "d", "e"]
+    assert table.read(columns=["id"], filters=[("ts", "=", T0)])["id"].to_pylist() == ["a"]
+    assert len(table.plan_scan(filters=[("ts", "=", T0)]).tasks) == 4  # every partition: paths are not values
+    with pytest.raises(ConfigError, match="pyhudi cannot reproduce: pyhudi reads this table but does not write it"):
+        table.upsert(_rows(["f"], [T0], [6]))
+    unchanged = pyhudi.open_table(epoch_table.path).read(columns=["id"])
+    assert sorted(unchanged["id"].to_pylist()) == ["a", "b", "c", "d", "e"]
