@@ -2,19 +2,31 @@
 
 Input: *versions* (a base file's rows, then each log block's rows in processing order), each
 with a record key, a processing sequence, a delete flag, optionally an ordering value, and the
-columns its block carries (a partial block carries some). Semantics, per key, in sequence order
-(reference/hudi-on-disk.md "Merge rules", DESIGN §4):
+columns its block carries (a partial block carries some). The order is Apache Hudi 1.x's file
+group reader's (reference/hudi-on-disk.md "Merge rules", DESIGN §4): the log versions of a key
+merge with each other first, then the result merges with the base row.
 
 - commit-time ordering: every version wins over the state before it;
 - event-time ordering: a version wins if it has no ordering value (a partial block without the
   family's ordering column merges by commit time), or if its ordering value is >= the highest
   seen since the last default-ordering delete; a delete with the default ordering value
   (IntWrapper(0) / null) always wins and resets the ordering;
-- a winning full record replaces the row; a winning partial record replaces its columns only;
-  a winning delete removes the row (a later winning record creates it again).
+- among the log versions, a winning record takes the columns it carries, and a losing partial
+  record still fills the columns the log record does not carry yet (Hudi's partial merge): an
+  older partial update supplies a column a newer one lacks. The log record then meets the base
+  row: it wins if one of its versions wins over the base row (the base row's columns fill what
+  it lacks), else the base row stays whole. Applying each log version to the base row in turn
+  would differ exactly there. pyhudi's own tables follow the same order (they then read the
+  same under Apache Hudi's reader);
+- a delete that wins over the base row removes it for good: later versions start a new row
+  (pyhudi keeps this where Hudi's reader forgets a delete followed by a newer log record);
+- a key the base file stores twice (an ``insert`` keeps duplicates) merges its log versions into
+  its first stored copy only; the other copies come back as stored (Hudi removes the key's log
+  record from its map when the first copy meets it).
 
 All of this is computed with sorts, grouped cumulative maxima and ``reduceat`` over the whole
-input — no per-record Python.
+input — no per-record Python. :func:`pyhudi.read.window.merge_window` gives the same rows from
+sorted inputs window by window.
 """
 
 from __future__ import annotations

@@ -11,7 +11,10 @@ others (log blocks) touch a few of them. Then only the touched keys are merged â
 size of the log pieces, not of the base â€” and each column of the big piece is copied once with
 the touched rows replaced, or passed on untouched when no log piece carries the column
 (:func:`merge_window` picks this path when the other pieces' keys are all in the big one).
-Windows that add keys take the general path over the sorted union of their keys.
+Windows that add keys take the general path over the sorted union of their keys. Applying the
+pieces in turn gives the rows of Hudi's order (log versions merged with each other, then with
+the base row) except under event-time ordering with a partial log piece: such windows go to
+:func:`~pyhudi.read.merge.merge_versions`.
 """
 
 from __future__ import annotations
