@@ -15,6 +15,10 @@ upsert or delete reaches every copy. The rules modelled (DESIGN §4):
   write carries it (the write loses if its value is lower than the stored one, or null while the
   stored one is not; ties and a stored null: the write wins); a write without the ordering
   column wins (commit time);
+- merge-on-read keeps Hudi's order: the versions a family's log files hold merge with each other
+  first (a losing partial version still fills the columns the winner lacks), then the result
+  merges with the base file's record (it wins whole if it loses the event-time comparison);
+  copy-on-write merges every write into the stored record (the merge handle);
 - a delete removes every family's record; a later write starts a fresh record;
 - a row exists while any family has a live record; its ``_hoodie_commit_time`` is the newest of
   its families' winning writes;
@@ -169,10 +173,16 @@ def model_families(shape: Shape) -> list[Family]:
 
 @dataclass
 class Record:
-    """A family's live record of one row copy: its columns and the instant of the winning write."""
+    """A family's live record of one row copy: its columns and the instant of the winning write.
+
+    Merge-on-read also keeps the record of the base file (``base``: values, ordering value) and
+    the merged log versions (``log``: the columns they carry, the highest ordering value, whether
+    one lacked the ordering column, the instant of the winner); ``values`` is their merge."""
 
     values: dict[str, Any]
     instant: str
+    base: tuple | None = None
+    log: tuple | None = None
 
 
 Copy = dict  # family name -> Record | None
@@ -223,8 +233,20 @@ class Model:
                 best[row["id"]] = (rank, row)
         return {key: row for key, (_, row) in best.items()}
 
-    def merged(self, family: Family, record: Record | None, row: dict, present: set[str], instant: str) -> Record:
+    def merged(self, family: Family, record: Record | None, row: dict, present: set[str], instant: str,
+               to_base: bool = True) -> Record:
+        """``record`` after a write of ``row``: into a base file (``to_base``), or a log file of
+        a merge-on-read table (Hudi's order, see the module docstring)."""
         given = {c: row[c] for c in family.columns if c in present}
+        if self.shape.layout != "cow" and not to_base:
+            return self.merged_on_read(family, record, given, instant)
+        out = self.merged_into_base(family, record, given, present, row, instant)
+        if self.shape.layout != "cow":  # (a merge-on-read base file: the record its log versions meet)
+            out = Record(out.values, out.instant, base=(out.values, out.values.get(family.ordering or ""), out.instant))
+        return out
+
+    def merged_into_base(self, family: Family, record: Record | None, given: dict, present: set[str], row: dict,
+                         instant: str) -> Record:
         if record is None:
             return Record({c: given.get(c) for c in family.columns}, instant)
         if family.ordering is not None and family.ordering in present:
@@ -233,7 +255,33 @@ class Model:
                 return record  # an older event (or one without a time): the stored version stays
         return Record({**record.values, **given}, instant)
 
-    def write(self, operation: str, present: set[str], batch: list[dict], instant: str) -> None:
+    def merged_on_read(self, family: Family, record: Record | None, given: dict, instant: str) -> Record:
+        ordered = family.ordering is not None and family.ordering in given
+        value = given.get(family.ordering) if ordered else None
+        base = record.base if record is not None else None
+        log = record.log if record is not None else None
+        if log is None:
+            log = (dict(given), value if ordered else None, not ordered or family.ordering is None, instant)
+        else:
+            values, top, unordered, winner = log
+            wins = family.ordering is None or not ordered or top is None or (value is not None and value >= top)
+            if wins:
+                top = top if not ordered or value is None else (value if top is None else max(top, value))
+                log = ({**values, **given}, top, unordered or not ordered, instant)
+            else:
+                log = ({**given, **values}, top, unordered, winner)
+        values, top, unordered, winner = log
+        if base is None:
+            return Record({c: values.get(c) for c in family.columns}, winner, base, log)
+        stored = base[1]
+        if family.ordering is None or unordered or stored is None or (top is not None and top >= stored):
+            return Record({**base[0], **values}, winner, base, log)
+        return Record(dict(base[0]), base[2], base, log)
+
+    def write(self, operation: str, present: set[str], batch: list[dict], instant: str,
+              base_keys: set | None = None) -> None:
+        """``base_keys``: the (family, key) whose record this write put in a base file (all of
+        them when None)."""
         touched = [f for f in self.families if any(c in present for c in f.columns)]
         winners = {f.name: self.winners(f, present, batch) for f in touched}
         keys = list(dict.fromkeys(r["id"] for r in batch))
@@ -247,7 +295,8 @@ class Model:
                 targets = copies
             for target in targets:
                 for f in touched:
-                    target[f.name] = self.merged(f, target[f.name], winners[f.name][key], present, instant)
+                    to_base = base_keys is None or (f.name, str(key)) in base_keys
+                    target[f.name] = self.merged(f, target[f.name], winners[f.name][key], present, instant, to_base)
             self.rows[key] = copies
 
     def delete(self, keys: list) -> None:

@@ -72,6 +72,9 @@ def test_merge_window_equals_hash_merge(pieces, event_time):
 def test_updates_merged_into_a_base_equal_hash_merge(pieces, event_time):
     expected = merge_versions(pieces, FIELDS, event_time, pa.int64())
     assert _rows(merge_window(pieces, FIELDS, event_time, pa.int64())) == _rows(expected)
+    # the first piece as a base file's batch: log versions merge with each other first
+    with_base = merge_versions(pieces, FIELDS, event_time, pa.int64(), base_rows=len(pieces[0].keys))
+    assert _rows(merge_window(pieces, FIELDS, event_time, pa.int64(), base_first=True)) == _rows(with_base)
 
 
 def _chunked(v: Versions, size: int) -> list[Versions]:
@@ -216,22 +219,49 @@ def test_a_file_that_declares_a_false_key_order_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("event_time", [True, False])
-def test_a_key_the_base_stores_twice_keeps_both_copies_each_merged(event_time):
-    """Hudi's merge handle updates every stored copy of a key (an ``insert`` keeps duplicates):
-    each copy is merged with the key's later versions on its own."""
-    base = Versions(pa.array(["k1", "k1", "k2"]),
-                    pa.table({"a": pa.array([1, 2, 3], pa.int64()), "b": ["x", "y", "z"],
-                              "ts": pa.array([5, 1, 1], pa.int64())}), False, pa.array([5, 1, 1], pa.int64()))
+def test_a_key_the_base_stores_twice_merges_its_log_versions_into_the_first_copy(event_time):
+    """Merge-on-read, as Hudi's file group reader: a key's log versions merge into the first
+    stored copy of the key (in file order) only; its other copies come back as stored, and a
+    key stored twice without log versions keeps every copy."""
+    base = Versions(pa.array(["k1", "k2", "k1", "k2"]),
+                    pa.table({"a": pa.array([1, 3, 2, 4], pa.int64()), "b": ["x", "z", "y", "w"],
+                              "ts": pa.array([5, 1, 1, 1], pa.int64())}), False, pa.array([5, 1, 1, 1], pa.int64()))
     update = Versions(pa.array(["k1", "k3"]), pa.table({"a": pa.array([9, 7], pa.int64()), "ts": pa.array([3, 3], pa.int64())}),
                       False, pa.array([3, 3], pa.int64()))
-    got = merge_versions([base, update], FIELDS, event_time, pa.int64(), base_rows=3).to_pylist()
+    got = merge_versions([base, update], FIELDS, event_time, pa.int64(), base_rows=4).to_pylist()
+    # event time: the update (ts 3) loses to the first copy (ts 5); commit time: it wins, b kept
     copy_one = {"_key": "k1", "a": 1, "b": "x", "ts": 5} if event_time else {"_key": "k1", "a": 9, "b": "x", "ts": 3}
-    assert got == [copy_one, {"_key": "k1", "a": 9, "b": "y", "ts": 3},  # partial update: b kept per copy
-                   {"_key": "k2", "a": 3, "b": "z", "ts": 1}, {"_key": "k3", "a": 7, "b": None, "ts": 3}]
+    assert got == [copy_one, {"_key": "k1", "a": 2, "b": "y", "ts": 1},
+                   {"_key": "k2", "a": 3, "b": "z", "ts": 1}, {"_key": "k2", "a": 4, "b": "w", "ts": 1},
+                   {"_key": "k3", "a": 7, "b": None, "ts": 3}]
     deleted = merge_versions([base, Versions(pa.array(["k1"]), None, True, None, pa.array([True]))], FIELDS,
-                             event_time, pa.int64(), base_rows=3).to_pylist()
-    assert [r["_key"] for r in deleted] == ["k2"]  # a delete removes every copy
+                             event_time, pa.int64(), base_rows=4).to_pylist()
+    assert deleted == [{"_key": "k1", "a": 2, "b": "y", "ts": 1}, {"_key": "k2", "a": 3, "b": "z", "ts": 1},
+                       {"_key": "k2", "a": 4, "b": "w", "ts": 1}]  # the delete takes the first copy only
     assert merge_versions([base, update], FIELDS, event_time, pa.int64()).num_rows == 3  # without base_rows: one per key
+
+
+@pytest.mark.parametrize("event_time", [True, False])
+def test_partial_log_versions_merge_with_each_other_before_the_base(event_time):
+    """Hudi's order: log versions first merge with each other (under event time the higher
+    ordering value wins the columns it carries; the other record fills the columns it lacks),
+    then the result merges with the base row. Applying each log version to the base in turn
+    gave ``a`` the base's value under event time: the older partial record (ts 3) loses to the
+    base (ts 4) but fills ``a``, which the newer one (ts 6) lacks."""
+    base = Versions(pa.array(["k1"]), pa.table({"a": pa.array([1], pa.int64()), "b": ["x"], "ts": pa.array([4], pa.int64())}),
+                    False, pa.array([4], pa.int64()))
+    newer = Versions(pa.array(["k1"]), pa.table({"b": ["new"], "ts": pa.array([6], pa.int64())}), False, pa.array([6], pa.int64()))
+    older = Versions(pa.array(["k1"]), pa.table({"a": pa.array([30], pa.int64()), "ts": pa.array([3], pa.int64())}),
+                     False, pa.array([3], pa.int64()))
+    expected = [{"_key": "k1", "a": 30, "b": "new", "ts": 6 if event_time else 3}]
+    assert merge_versions([base, newer, older], FIELDS, event_time, pa.int64(), base_rows=1).to_pylist() == expected
+    window = merge_window([base, newer, older], FIELDS, event_time, pa.int64(), base_first=True)
+    assert window.to_pylist() == expected
+    # both log versions lower than the base: the base row wins whole
+    low = Versions(pa.array(["k1"]), pa.table({"b": ["low"], "ts": pa.array([2], pa.int64())}), False, pa.array([2], pa.int64()))
+    got = merge_window([base, low, older], FIELDS, event_time, pa.int64(), base_first=True).to_pylist()
+    assert got == ([{"_key": "k1", "a": 1, "b": "x", "ts": 4}] if event_time else
+                   [{"_key": "k1", "a": 30, "b": "low", "ts": 3}])
 
 
 NESTED_SCHEMA = pa.schema([

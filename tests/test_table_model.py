@@ -37,6 +37,7 @@ import tempfile
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
@@ -110,6 +111,16 @@ class TableMachine(RuleBasedStateMachine):
     def _completion(self, instant: str) -> str:
         return next(i.completion_time for i in self.table.timeline if i.requested_time == instant)
 
+    def _base_keys(self) -> set[tuple[str, str]]:
+        """(family, record key) of every record the last write put in a base file (the others
+        went to log files: merge-on-read merges those with each other before the base record)."""
+        out = set()
+        for status in self.table.last_write.statuses:
+            if status.writes_base_file:
+                keys = pq.read_table(self.table.storage.full_path(status.relpath), columns=["_hoodie_record_key"])
+                out.update((status.family, k) for k in keys.column(0).to_pylist())
+        return out
+
     def _record(self, instant: str) -> None:
         completion = self._completion(instant)
         assert not self.history or completion > self.history[-1][1]
@@ -176,7 +187,7 @@ class TableMachine(RuleBasedStateMachine):
         instant = self._attempt(data, getattr(self.table, operation), self._input(data, self._frame(present, rows)))
         if instant is None:
             return
-        self.model.write(operation, set(present), rows, instant)
+        self.model.write(operation, set(present), rows, instant, self._base_keys())
         self._record(instant)
 
     @rule(data=st.data())
@@ -209,7 +220,7 @@ class TableMachine(RuleBasedStateMachine):
         for key in list(self.model.rows):
             if replaced is None or partition_of(self.shape, key) in replaced:
                 del self.model.rows[key]
-        self.model.write("bulk_insert", set(present), rows, instant)
+        self.model.write("bulk_insert", set(present), rows, instant, self._base_keys())
         self._record(instant)
 
     @rule(data=st.data())

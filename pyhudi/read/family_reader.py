@@ -387,6 +387,7 @@ def _sort_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field],
     cursors = [_Cursor(i.chunks(batch_size)) for i in inputs]
     learning = _blocks_of_base(inputs)
     within = [True] if learning else None
+    base_first = bool(getattr(inputs[0], "is_base", False))
     while True:
         active = [c for c in cursors if c.buffer is not None]
         if not active:
@@ -394,7 +395,7 @@ def _sort_merge(inputs: list, scan: FamilyScan, fields: list[pa.Field],
         bounding = [c for c in active if not c.final]
         bound = min(c.last_key for c in bounding) if bounding else None
         pieces = [c.take_through(bound) for c in cursors]
-        merged = merge_window(pieces, fields, scan.event_time, scan.ordering_type, within)
+        merged = merge_window(pieces, fields, scan.event_time, scan.ordering_type, within, base_first)
         if merged.num_rows:
             yield merged, all(c.buffer is None for c in cursors)
     if learning and within[0]:  # every key of the log blocks was found in the base file
