@@ -266,6 +266,10 @@ def _bucket_count(num_buckets: int | None, extra: dict[str, str]) -> int | None:
     return num_buckets
 
 
+def _string_options(options: Mapping[str, Any] | None) -> dict[str, str]:
+    return {k: v if isinstance(v, str) else format_value(v) for k, v in (options or {}).items()}
+
+
 def open_table(path: str) -> "Table":
     """Open an existing Hudi table (versions 6, 8, 9; written by pyhudi or Apache Hudi)."""
     storage = Storage(path)
@@ -390,7 +394,56 @@ class Table:
 
         client = WriteClient(self, engine=engine, options=options, on_commit=on_commit)
         self.last_write = client.write(data, operation)
+        self._compact_inline(client.options, engine)
         return self.last_write.instant
+
+    # ----------------------------------------------------------------- table services
+    def table_context(self, timeline: Timeline | None = None) -> Any:
+        """What services and file-slice readers need of the table now (picklable)."""
+        from pyhudi.read.file_slice import TableContext
+
+        timeline = timeline if timeline is not None else self.active_timeline()
+        schema = self._history.schema_at(timeline, self.config)
+        return TableContext(self.storage, self.config, schema, self._history.families_at(timeline, self.config,
+                                                                                         None, schema))
+
+    def schedule_compaction(self, families: Sequence[str] | str | None = None, full: bool = False,
+                            options: Mapping[str, Any] | None = None) -> str | None:
+        """Plan a compaction (``<t>.compaction.requested``): of the named families (default: every
+        family whose latest slice has log files), or ``full`` — every family of a file group into
+        one full-row base file. Returns the instant, or None when nothing qualifies."""
+        from pyhudi.services.compaction import schedule_compaction
+
+        opts = _string_options(options)
+        timeline = self.active_timeline(opts)
+        return schedule_compaction(self.table_context(timeline), timeline, families=families, full=full,
+                                   options=opts)
+
+    def run_compaction(self, instant: str, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
+        """Execute the compaction planned at ``instant`` (completes as a ``commit``); returns it."""
+        from pyhudi.services.compaction import run_compaction
+
+        opts = _string_options(options)
+        timeline = self.active_timeline(opts)
+        return run_compaction(self.table_context(timeline), timeline, instant, engine=engine,
+                              options=opts).requested_time
+
+    def compact(self, families: Sequence[str] | str | None = None, full: bool = False, *, engine: Any = None,
+                options: Mapping[str, Any] | None = None) -> str | None:
+        """Schedule and run a compaction; returns its instant (None when nothing needed one)."""
+        instant = self.schedule_compaction(families, full, options)
+        return None if instant is None else self.run_compaction(instant, engine=engine, options=options)
+
+    def _compact_inline(self, options: Mapping[str, str], engine: Any) -> None:
+        """``hoodie.compact.inline``: after a write, compact when the trigger strategy says so."""
+        from pyhudi.config.compaction import INLINE_COMPACT
+        from pyhudi.services.compaction import compaction_due
+
+        if not INLINE_COMPACT.get(options) or self.config.table_type != "MERGE_ON_READ":
+            return
+        timeline = self.active_timeline(options)
+        if compaction_due(timeline, options, timeline.new_instant_time()):
+            self.compact(engine=engine, options=options)
 
     def upsert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None,
                on_commit: Callable[[Any], None] | None = None) -> str:

@@ -273,23 +273,7 @@ class WriteClient:
 
     def _commit_metadata(self, statuses: list[WriteStatus], operation: str, schema: pa.Schema,
                          families: Mapping[str, Any]) -> CommitMetadata:
-        stats = []
-        for s in statuses:
-            base_kind = s.writes_base_file
-            stats.append(WriteStat(
-                file_id=s.file_id, path=s.relpath, prev_commit=s.prev_commit, num_writes=s.num_records,
-                num_deletes=s.num_deletes, num_update_writes=s.num_updates, num_inserts=s.num_inserts,
-                total_write_bytes=s.bytes_written, total_write_errors=0, partition_path=s.partition_path,
-                total_log_records=0, total_log_files=0, total_updated_records_compacted=0, total_log_blocks=0,
-                total_corrupt_log_block=0, total_rollback_blocks=0, file_size_in_bytes=s.bytes_written,
-                log_version=None if base_kind else 1, log_offset=None if base_kind else 0,
-                base_file=None if base_kind else s.base_file,
-                log_files=None if base_kind else [s.file_name],
-                prev_base_file=s.base_file if s.kind == KIND_MERGE else None,
-                runtime_stats=RuntimeStats(total_scan_time=0, total_create_time=0, total_upsert_time=s.elapsed_ms),
-                total_log_files_compacted=0, total_log_read_time_ms=0, total_log_size_compacted=0,
-                num_updates=s.num_updates,
-            ))
+        stats = [write_stat_of(s) for s in statuses]
         return CommitMetadata.from_write_stats(
             stats, operation_type=operation, schema=avro_schema_json(schema, self.table.name),
             extra_metadata=commit_extra_metadata(families),  # C3: the families in effect
@@ -326,6 +310,25 @@ class WriteClient:
                 rollback_instant(self.table.storage, timeline, pending, self.policy.heartbeat_interval_ms)
         except Exception:  # the original error matters more; the next writer rolls back again
             pass
+
+
+def write_stat_of(status: WriteStatus) -> WriteStat:
+    """The commit metadata's write stat of one written file (base or log)."""
+    base_kind = status.writes_base_file
+    return WriteStat(
+        file_id=status.file_id, path=status.relpath, prev_commit=status.prev_commit, num_writes=status.num_records,
+        num_deletes=status.num_deletes, num_update_writes=status.num_updates, num_inserts=status.num_inserts,
+        total_write_bytes=status.bytes_written, total_write_errors=0, partition_path=status.partition_path,
+        total_log_records=0, total_log_files=0, total_updated_records_compacted=0, total_log_blocks=0,
+        total_corrupt_log_block=0, total_rollback_blocks=0, file_size_in_bytes=status.bytes_written,
+        log_version=None if base_kind else 1, log_offset=None if base_kind else 0,
+        base_file=None if base_kind else status.base_file,
+        log_files=None if base_kind else [status.file_name],
+        prev_base_file=status.base_file if status.kind == KIND_MERGE else None,
+        runtime_stats=RuntimeStats(total_scan_time=0, total_create_time=0, total_upsert_time=status.elapsed_ms),
+        total_log_files_compacted=0, total_log_read_time_ms=0, total_log_size_compacted=0,
+        num_updates=status.num_updates,
+    )
 
 
 def _check_options(options: Mapping[str, str]) -> None:

@@ -11,8 +11,7 @@ A write plans on the timeline it listed when it began; commits that complete whi
   setting to change, and nothing of the earlier one is touched;
 * ``OPTIMISTIC_CONCURRENCY_CONTROL`` — Hudi's ``SimpleConcurrentFileWritesConflictResolutionStrategy``:
   the write fails if a concurrent commit touched one of its file groups (on bucketed tables: one of
-  its ``(partition, bucket)``s, Hudi's bucket-index variant); a compaction requested before this
-  write never conflicts;
+  its ``(partition, bucket)``s, Hudi's bucket-index variant); a compaction never conflicts;
 * ``NON_BLOCKING_CONCURRENCY_CONTROL`` — appends never conflict (readers order log files by
   completion time); only files that create a base file are checked as under OCC (Hudi resolves
   conflicts for BULK_INSERT under NBCC), since a second base file would hide the first.
@@ -38,7 +37,8 @@ def concurrent_commits(txn_instant: str, current: Timeline, seen: set[str] | Non
     """Completed write commits of ``current`` that this write did not see when it began, in
     completion order. ``seen``: requested times completed in the listing the write planned on;
     without it, commits that completed after the write's own requested time. Compactions
-    (``commit`` on merge-on-read) requested before the write are not concurrent writes."""
+    (``commit`` on merge-on-read) never conflict with a write: its log files complete after the
+    compaction's instant, so readers apply them on top of the compacted base."""
     for instant in sorted(current.completed(), key=lambda i: i.sort_time):
         if instant.requested_time == txn_instant or str(instant.action) not in _WRITE_COMMITS:
             continue
@@ -46,8 +46,8 @@ def concurrent_commits(txn_instant: str, current: Timeline, seen: set[str] | Non
             continue
         if seen is None and (instant.completion_time or instant.requested_time) <= txn_instant:
             continue
-        if merge_on_read and instant.action == Action.COMMIT and instant.requested_time < txn_instant:
-            continue
+        if merge_on_read and instant.action == Action.COMMIT:
+            continue  # a compaction: completion-time slicing puts this write's files after its base
         yield instant
 
 
