@@ -172,6 +172,38 @@ def cmd_files(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_compact(args: argparse.Namespace, console: Console) -> int:
+    """Schedule (--schedule), execute (--run INSTANT) or both (default) a compaction; --dry-run
+    prints the plan a schedule would write without writing it."""
+    table = pyhudi.open_table(args.path)
+    families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
+    options = dict(o.split("=", 1) for o in args.option or ())
+    if args.run:
+        instant = table.run_compaction(args.run, engine=args.engine, options=options)
+        report = {"compaction": instant, "state": "COMPLETED"}
+    elif args.dry_run:
+        report = {"plan": table.plan_compaction(families, args.full, options)}
+    else:
+        instant = table.schedule_compaction(families, args.full, options)
+        if instant is not None and not args.schedule:
+            table.run_compaction(instant, engine=args.engine, options=options)
+        state = None if instant is None else ("REQUESTED" if args.schedule else "COMPLETED")
+        report = {"compaction": instant, "state": state}
+    if args.json:
+        print(json.dumps(report, indent=2))
+    elif "plan" in report:
+        plan = report["plan"]
+        console.print(f"{len(plan)} file slices would be compacted" + ("" if plan else " (nothing to do)"))
+        for op in plan:
+            console.print(f"  {op['partition'] or '(none)'} {op['file_id']} family {op['family'] or 'default'}: "
+                          f"{op['base_file'] or '(no base file)'} + {len(op['log_files'])} log files")
+    elif report["compaction"] is None:
+        console.print("nothing to compact")
+    else:
+        console.print(f"compaction [bold]{report['compaction']}[/bold] {report['state'].lower()}")
+    return 0
+
+
 def cmd_alter(args: argparse.Namespace, console: Console) -> int:
     """``ALTER TABLE ... SET/UNSET TBLPROPERTIES`` from the shell (families: RFC-80's DDL)."""
     table = pyhudi.open_table(args.path)
@@ -318,6 +350,17 @@ def build_parser() -> argparse.ArgumentParser:
     alter.add_argument("--unset", action="append", help="KEY (repeatable)")
     alter.add_argument("--column", action="append", help="NAME:TYPE of a new family's column (repeatable)")
     alter.set_defaults(func=cmd_alter)
+    compact = sub.add_parser("compact", help="compact file slices (per family, or --full): schedule and/or run")
+    compact.add_argument("path")
+    compact.add_argument("--schedule", action="store_true", help="only write the plan (compaction.requested)")
+    compact.add_argument("--run", metavar="INSTANT", help="execute the compaction planned at INSTANT")
+    compact.add_argument("--dry-run", action="store_true", help="show what a schedule would plan; write nothing")
+    compact.add_argument("--families", help="comma-separated families to compact (default: every family)")
+    compact.add_argument("--full", action="store_true", help="merge every family into one full-row base file")
+    compact.add_argument("--engine", default="local", choices=["local", "spark"])
+    compact.add_argument("--option", action="append", help="hoodie.* KEY=VALUE (repeatable)")
+    compact.add_argument("--json", action="store_true")
+    compact.set_defaults(func=cmd_compact)
     demo = sub.add_parser("demo", help="run the end-to-end demo")
     demo.add_argument("--path", help="directory to create the demo table in (kept)")
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo table")

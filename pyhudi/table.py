@@ -419,6 +419,17 @@ class Table:
         return schedule_compaction(self.table_context(timeline), timeline, families=families, full=full,
                                    options=opts)
 
+    def plan_compaction(self, families: Sequence[str] | str | None = None, full: bool = False,
+                        options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """What :meth:`schedule_compaction` would plan now, as rows; nothing is written (a dry run)."""
+        from pyhudi.services.compaction import describe_plan, plan_compaction
+
+        opts = _string_options(options)
+        timeline = self.active_timeline(opts)
+        plan = plan_compaction(self.table_context(timeline), timeline, timeline.new_instant_time(),
+                               families=families, full=full, options=opts)
+        return describe_plan(plan)
+
     def run_compaction(self, instant: str, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
         """Execute the compaction planned at ``instant`` (completes as a ``commit``); returns it."""
         from pyhudi.services.compaction import run_compaction

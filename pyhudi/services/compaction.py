@@ -156,13 +156,35 @@ def _group_units(group: FileGroup, families: Sequence[str | None], family_table:
     return [] if already else [_Unit([_operation(s, max_file_size) for s in slices], [s.family for s in slices])]
 
 
-def schedule_compaction(context: TableContext, timeline: Timeline, *, families: Sequence[str] | None = None,
-                        full: bool = False, options: Mapping[str, str] | None = None) -> str | None:
-    """Plan a compaction; returns its instant, or None when nothing qualifies (nothing written)."""
+def plan_compaction(context: TableContext, timeline: Timeline, instant_time: str, *,
+                    families: Sequence[str] | None = None, full: bool = False,
+                    options: Mapping[str, str] | None = None) -> CompactionPlan | None:
+    """The plan a compaction at ``instant_time`` would carry (None: nothing qualifies); writes nothing.
+    ``timeline`` must be listed after ``instant_time`` was generated."""
     options = {**context.config.props, **(options or {})}
     if context.config.table_type != "MERGE_ON_READ":
         raise ConfigError(f"compaction applies to MERGE_ON_READ tables; table {context.config.name!r} is "
                           f"{context.config.table_type} (its base files are rewritten on every write)")
+    chosen, family_table = _families_to_compact(context, families, full)
+    busy = {g for plan in pending_compactions(timeline).values() for g in plan.file_groups()}
+    view = FileSystemView(context.storage, timeline, partition_layout(context.config).depth)
+    max_file_size = int(options.get("hoodie.parquet.max.file.size", 125 * _MB))
+    units = []
+    for group in view.file_groups():
+        if (group.partition_path, group.file_id) not in busy:
+            units.extend(_group_units(group, chosen, family_table, full, instant_time, max_file_size))
+    selected = _select(units, options)
+    operations = [op for unit in selected for op in unit.operations]
+    if not operations:
+        return None
+    extra = {FULL_KEY: "true" if full else "false",
+             FAMILIES_KEY: ",".join(f or "" for unit in selected for f in unit.families)}
+    return CompactionPlan(operations=operations, extra_metadata=extra, version=2, strategy=None,
+                          preserve_hoodie_metadata=True, missing_schedule_partitions=None)
+
+
+def _families_to_compact(context: TableContext, families: Sequence[str] | str | None,
+                         full: bool) -> tuple[list[str | None], bool]:
     declared = [name for name, f in context.families.items() if not f.is_default]
     family_table = bool(declared)
     if families is not None:
@@ -179,25 +201,29 @@ def schedule_compaction(context: TableContext, timeline: Timeline, *, families: 
         chosen = list(declared) if family_table else [None]
     if full and family_table:
         chosen = [*chosen, None]  # full-row base files of an earlier full compaction take part too
+    return chosen, family_table
+
+
+def schedule_compaction(context: TableContext, timeline: Timeline, *, families: Sequence[str] | None = None,
+                        full: bool = False, options: Mapping[str, str] | None = None) -> str | None:
+    """Plan a compaction; returns its instant, or None when nothing qualifies (nothing written)."""
+    _families_to_compact(context, families, full)  # bad requests fail before an instant time is taken
     instant_time = timeline.new_instant_time()
     timeline.reload()  # after the time: every deltacommit that completed before it is listed
-    busy = {g for plan in pending_compactions(timeline).values() for g in plan.file_groups()}
-    view = FileSystemView(context.storage, timeline, partition_layout(context.config).depth)
-    max_file_size = int(options.get("hoodie.parquet.max.file.size", 125 * _MB))
-    units = []
-    for group in view.file_groups():
-        if (group.partition_path, group.file_id) not in busy:
-            units.extend(_group_units(group, chosen, family_table, full, instant_time, max_file_size))
-    selected = _select(units, options)
-    operations = [op for unit in selected for op in unit.operations]
-    if not operations:
+    plan = plan_compaction(context, timeline, instant_time, families=families, full=full, options=options)
+    if plan is None:
         return None
-    extra = {FULL_KEY: "true" if full else "false",
-             FAMILIES_KEY: ",".join(f or "" for unit in selected for f in unit.families)}
-    plan = CompactionPlan(operations=operations, extra_metadata=extra, version=2,
-                          strategy=None, preserve_hoodie_metadata=True, missing_schedule_partitions=None)
     timeline.create_requested(Action.COMPACTION, instant_time, content=plan.to_avro_bytes())
     return instant_time
+
+
+def describe_plan(plan: CompactionPlan | None) -> list[dict[str, Any]]:
+    """A plan as plain rows (partition, file id, family, base file, log files) for people and JSON."""
+    if plan is None:
+        return []
+    return [{"partition": op.partition_path or "", "file_id": op.file_id, "family": family or "",
+             "base_file": op.data_file_path, "log_files": list(op.delta_file_paths or ())}
+            for op, family in zip(plan.operations or (), _operation_families(plan))]
 
 
 # ------------------------------------------------------------------------------ execute

@@ -100,6 +100,41 @@ def show_timeline(session: SqlSession, table: str, limit: int | None = None) -> 
     })
 
 
-register_procedure("show_timeline", show_timeline)
+def run_compaction(session: SqlSession, table: str, op: str = "scheduleandexecute", timestamp: str | None = None,
+                   families: str | None = None, full: bool = False) -> pa.Table:
+    """Hudi's ``run_compaction``: ``op`` = 'schedule' (plan only), 'run' / 'execute' (the pending
+    compaction at ``timestamp``, or every pending one), or 'scheduleAndExecute' (default).
+    Operations run as Spark tasks (the same task functions as the local engine)."""
+    from pyhudi.services.compaction import pending_compactions
 
-__all__ = ["PROCEDURES", "call", "register_procedure", "show_timeline", "table_argument"]
+    target = table_argument(session, table)
+    engine = _engine()
+    mode = str(op).lower()
+    names = [f.strip() for f in families.split(",")] if families else None
+    done: list[tuple[str, str]] = []
+    if mode == "schedule":
+        instant = target.schedule_compaction(names, bool(full))
+        done = [] if instant is None else [(instant, "REQUESTED")]
+    elif mode in ("run", "execute"):
+        pending = [str(timestamp)] if timestamp else sorted(pending_compactions(target.active_timeline()))
+        done = [(target.run_compaction(i, engine=engine), "COMPLETED") for i in pending]
+    elif mode == "scheduleandexecute":
+        instant = target.schedule_compaction(names, bool(full))
+        done = [] if instant is None else [(target.run_compaction(instant, engine=engine), "COMPLETED")]
+    else:
+        raise SqlError(f"run_compaction: op must be 'schedule', 'run' or 'scheduleAndExecute', got {op!r}")
+    return pa.table({"instant": pa.array([i for i, _ in done], pa.string()),
+                     "state": pa.array([s for _, s in done], pa.string())})
+
+
+def _engine() -> str:
+    """Spark when a Spark session runs in this process (the SQL front's usual case), else local."""
+    from pyspark.sql import SparkSession
+
+    return "spark" if SparkSession.getActiveSession() is not None else "local"
+
+
+register_procedure("show_timeline", show_timeline)
+register_procedure("run_compaction", run_compaction)
+
+__all__ = ["PROCEDURES", "call", "register_procedure", "run_compaction", "show_timeline", "table_argument"]
