@@ -39,8 +39,7 @@ READ_SCRIPT = SESSION + """
 import importlib.util, sys
 spark = builder.getOrCreate()
 df = spark.read.format("pyhudi").load(sys.argv[1])
-print("ROWS", sorted(tuple(r) for r in df.select("k", "v").collect()))
-print("FILTERED", sorted(tuple(r) for r in df.filter("v > 1").select("k", "v").collect()))
+print("ROWS", sorted(tuple(r) for r in df.filter("v > 1").select("k", "v").collect()))
 print("PYHUDI_IMPORTED", "pyhudi" in sys.modules)
 print("FOUND_AT", importlib.util.find_spec("pyspark_pyhudi").origin)
 """
@@ -115,7 +114,8 @@ def _run_outside(bin_dir: Path, cwd: Path, script: str, *args: str) -> subproces
 
 
 def _lines(done: subprocess.CompletedProcess) -> dict[str, str]:
-    assert done.returncode == 0, done.stderr[-3000:]
+    python_side = [line for line in done.stderr.splitlines() if not line.lstrip().startswith("at ")]
+    assert done.returncode == 0, "\n".join(python_side)[-3000:]
     return dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
 
 
@@ -131,8 +131,7 @@ def test_format_pyhudi_found_outside_the_repository_without_register(tmp_path, e
 
     out = _lines(_run_outside(bin_dir, elsewhere, READ_SCRIPT, str(table)))
 
-    assert out["ROWS"] == "[('a', 1), ('b', 2), ('c', 3)]"
-    assert out["FILTERED"] == "[('b', 2), ('c', 3)]"  # default session: filter pushdown off, Spark filters
+    assert out["ROWS"] == "[('b', 2), ('c', 3)]"  # a default session: filter pushdown off, Spark filters
     assert out["PYHUDI_IMPORTED"] == "False"  # found by PySpark's static lookup alone
     if editable:  # the checkout itself, through the .pth line of the editable install
         assert out["FOUND_AT"] == str(source / "pyspark_pyhudi" / "__init__.py")
