@@ -71,9 +71,9 @@ def _venv_without_pyhudi(root: Path) -> Path:
         if not (name.startswith(("pyhudi", "pyspark_pyhudi", "__editable__")) or name.endswith(".pth")):
             (deps / name).symlink_to(entry)
     bin_dir = root / "venv" / "bin"
-    purelib = subprocess.run([str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
-    Path(purelib, "test_deps.pth").write_text(f"{deps}\n")
+    ask = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    purelib = subprocess.run([str(bin_dir / "python"), "-c", ask], check=True, capture_output=True, text=True)
+    Path(purelib.stdout.strip(), "test_deps.pth").write_text(f"{deps}\n")
     return bin_dir
 
 
@@ -155,8 +155,9 @@ def planned_by_spark():  # what a cluster's executors meet: the source pickled t
         spark.dataSource.register(pyhudi.spark.HudiDataSource)
         spark.read.format("pyhudi").load(path).collect()
 
+rows = spark.createDataFrame([("d", 4)], "k string, v long")
 for name, attempt in [("read", lambda: pyhudi.spark.read(spark, path).collect()),
-                      ("write", lambda: pyhudi.spark.write(spark.createDataFrame([("d", 4)], "k string, v long"), path)),
+                      ("write", lambda: pyhudi.spark.write(rows, path)),
                       ("register", lambda: pyhudi.spark.register(spark)),
                       ("engine", lambda: SparkEngine(spark)),
                       ("planned", planned_by_spark)]:

@@ -121,6 +121,8 @@ def worker_import_errors(spark: Any) -> Iterator[None]:
     (``spark``: the SparkSession or SparkContext running the job)."""
     try:
         yield
+    except ImportError:
+        raise  # this process failed to import: not a worker's environment
     except Exception as exc:
         text = str(exc)
         marker = next((m for m in _MISSING_MODULE_MARKERS if m in text), None)
