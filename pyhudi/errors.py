@@ -20,6 +20,11 @@ class ColumnFamilyError(ConfigError):
     """A column family definition breaks one of the RFC-80 / DESIGN §4 rules."""
 
 
+class WorkerEnvironmentError(ConfigError):
+    """Spark's Python workers cannot import pyhudi: they run another Python than the program
+    (``PYSPARK_PYTHON`` / ``spark.pyspark.python`` choose it)."""
+
+
 class SchemaError(HudiError, ValueError):
     """Input data does not match the table schema (unknown column, bad type, null key)."""
 
@@ -91,6 +96,7 @@ __all__ = [
     "HudiError",
     "ConfigError",
     "ColumnFamilyError",
+    "WorkerEnvironmentError",
     "SchemaError",
     "StorageError",
     "PathEscapeError",

@@ -58,9 +58,9 @@ def spark():
     from pyhudi.spark.conf import configure
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this venv (pyarrow, pyhudi)
-    # The project is installed in editable mode, whose import hook PySpark's scan for statically
-    # registered sources (top-level ``pyspark_*`` modules) does not see: put the checkout on the
-    # workers' path, where a regular install puts ``pyspark_pyhudi`` (site-packages).
+    # Workers must run THIS checkout (the installed pyhudi may be another one, e.g. a git
+    # worktree's tests): put it first on the workers' path. How installs are found without this:
+    # tests/test_spark_install.py.
     repo = str(pathlib.Path(__file__).resolve().parent.parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
     session = (

@@ -23,6 +23,7 @@ from pyspark.sql import SparkSession
 
 from pyhudi.engine.base import Task
 from pyhudi.errors import ConfigError, HudiError
+from pyhudi.spark.workers import check_worker_python, worker_import_errors
 
 R = TypeVar("R")
 
@@ -82,6 +83,7 @@ class SparkEngine:
 
     def __init__(self, spark: SparkSession | SparkContext | None = None, job_description: str = "pyhudi") -> None:
         self.context = _spark_context(spark)
+        check_worker_python(self.context)  # tasks run the kernel in Spark's Python workers
         self.job_description = job_description
 
     def __getstate__(self) -> Any:
@@ -93,7 +95,8 @@ class SparkEngine:
         items = list(enumerate(tasks))
         self.context.setJobDescription(f"{self.job_description}: {len(items)} task(s)")
         try:
-            results = self.context.parallelize(items, len(items)).map(_run_indexed).collect()
+            with worker_import_errors(self.context):
+                results = self.context.parallelize(items, len(items)).map(_run_indexed).collect()
         finally:
             self.context.setJobDescription(None)  # type: ignore[arg-type]
         for result in results:

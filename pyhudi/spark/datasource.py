@@ -62,7 +62,8 @@ class HudiDataSource(DataSource):
 
     def reader(self, schema: StructType):
         import pyhudi
-        from pyhudi.spark.reader import HudiDataSourceReader, ReadSettings, table_schema_at
+        from pyhudi.spark.reader import (HudiDataSourceReader, HudiScanReader, ReadSettings,
+                                         planned_without_pushdown, table_schema_at)
 
         options = self._options()
         settings = ReadSettings.from_options(options)
@@ -70,7 +71,8 @@ class HudiDataSource(DataSource):
         table = pyhudi.open_table(path)
         full = spark_schema(table_schema_at(table, settings.schema_instant), table.record_key_fields)
         columns = project(full, schema)
-        return HudiDataSourceReader(path, settings, columns, arrow_schema(schema))
+        reader = HudiScanReader if planned_without_pushdown() else HudiDataSourceReader
+        return reader(path, settings, columns, arrow_schema(schema))
 
     def writer(self, schema: StructType, overwrite: bool):
         from pyhudi.spark.writer import begin
@@ -99,10 +101,14 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 def register(spark: SparkSession) -> None:
     """Register the ``pyhudi`` data source with ``spark`` (idempotent).
 
-    Also turns on ``spark.sql.python.filterPushdown.enabled`` for the session: Spark refuses to
-    plan a Python reader that implements ``pushFilters`` while it is off, and pushed filters are
-    what prune partitions and skip files.
+    Also turns on ``spark.sql.python.filterPushdown.enabled`` for the session (pushed filters
+    are what prune partitions and skip files), and first checks that Spark's Python workers can
+    import pyhudi (:func:`pyhudi.spark.workers.check_worker_python`: a clear error naming
+    ``PYSPARK_PYTHON`` / ``spark.pyspark.python`` instead of Spark's ``ModuleNotFoundError``).
     """
+    from pyhudi.spark.workers import check_worker_python
+
+    check_worker_python(spark)
     if spark.conf.get(PUSHDOWN_CONF, "false").lower() != "true":
         spark.conf.set(PUSHDOWN_CONF, "true")
     _register(spark, HudiDataSource)

@@ -18,6 +18,7 @@ own relation), or disable ``spark.sql.python.filterPushdown.enabled`` for such q
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ from pyhudi.read.split import SPLIT_ROWS
 from pyhudi.spark import options as opt
 from pyhudi.spark.filters import claim, to_condition
 from pyhudi.spark.types import cast_batch
+from pyhudi.spark.workers import explains_worker_imports
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,34 @@ class HudiDataSourceReader(DataSourceReader):
                 yield cast_batch(batch, self.target)
 
 
+class HudiScanReader(HudiDataSourceReader):
+    """The reader of a read Spark plans with filter pushdown off
+    (``spark.sql.python.filterPushdown.enabled``: false by default, turned on by
+    ``pyhudi.spark.register`` and ``pyhudi.spark.conf.configure``). Spark refuses to plan a reader
+    that implements ``pushFilters`` then; this one does not, and Spark filters the rows itself."""
+
+    pushFilters = DataSourceReader.pushFilters
+
+
+def planned_without_pushdown() -> bool:
+    """Whether Spark is planning the current read with filter pushdown off.
+
+    A Python source is not told: PySpark's planning worker
+    (``pyspark.sql.worker.plan_data_source_read``) reads the setting into its local
+    ``enable_pushdown`` before it calls ``DataSource.reader()``, then fails the query if the reader
+    implements ``pushFilters`` and the setting is off. That local is read off the call stack;
+    any other caller (the filter pushdown worker, a PySpark that names it otherwise) gets False,
+    so the pushdown reader — and at worst Spark's own error naming the setting."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename.endswith("plan_data_source_read.py") and "enable_pushdown" in code.co_varnames:
+            return frame.f_locals.get("enable_pushdown") is False
+        frame = frame.f_back
+    return False
+
+
+@explains_worker_imports  # load() plans the schema in a Spark worker
 def read(spark: SparkSession, path: str, columns: Sequence[str] | None = None,
          filters: Sequence[Sequence[Any]] | None = None, **options: Any) -> DataFrame:
     """A DataFrame of the Hudi table at ``path`` (``spark.read.format("pyhudi")`` with Hudi's read

@@ -37,6 +37,7 @@ from pyhudi.config.families import families_from_properties, is_family_key
 from pyhudi.errors import ConfigError, FileNameError, HudiError, SchemaError, SplitFileGroupError, TimelineError
 from pyhudi.spark import options as opt
 from pyhudi.spark.types import arrow_schema
+from pyhudi.spark.workers import explains_worker_imports
 from pyhudi.storage.naming import parse_data_file_name
 from pyhudi.timeline.instant import Action
 from pyhudi.write.handle import WriteStatus
@@ -261,6 +262,7 @@ class HudiDataSourceWriter(DataSourceArrowWriter):
 
 
 # --------------------------------------------------------------------------- pyhudi.spark.write
+@explains_worker_imports  # routing and writing run pyhudi in Spark workers
 def write(df: DataFrame, path: str, operation: str = "upsert", mode: str = "append", **options: Any) -> str | None:
     """Write ``df`` to the Hudi table at ``path`` with each file group written by one Spark task.
 
