@@ -350,3 +350,66 @@ def test_compaction_never_conflicts_with_writers_under_any_mode(tmp_path):
         assert t.compact() is not None  # a table service (in single-writer mode it runs between writes)
         client.commit(txn, statuses)
         assert [(r["id"], r["a"]) for r in rows(t)] == [(1, 1.5), (2, 2.5)]
+
+
+# ------------------------------------------------------------------------------ faces: CLI, SQL, Spark
+def test_cli_schedules_runs_and_dry_runs_compactions(tmp_path, capsys):
+    import json
+
+    from pyhudi.cli import main
+
+    t, _ = seeded(tmp_path)
+    timeline_before = [str(i) for i in t.timeline]
+    assert main(["compact", t.path, "--dry-run", "--families", "fc", "--json"]) == 0
+    [op] = json.loads(capsys.readouterr().out)["plan"]
+    assert (op["family"], op["file_id"], op["base_file"]) == ("fc", FID, None)
+    assert op["log_files"] == sorted(n for n in data_files(t) if n.endswith("_fc.log.1_0-1-0"))
+    assert [str(i) for i in t.timeline] == timeline_before  # a dry run writes nothing
+    assert main(["compact", t.path, "--schedule", "--json"]) == 0
+    scheduled = json.loads(capsys.readouterr().out)
+    assert scheduled["state"] == "REQUESTED"
+    assert main(["compact", t.path, "--run", scheduled["compaction"]]) == 0
+    assert capsys.readouterr().out.strip() == f"compaction {scheduled['compaction']} completed"
+    assert main(["compact", t.path]) == 0
+    assert capsys.readouterr().out.strip() == "nothing to compact"
+    assert main(["compact", t.path, "--families", "nope"]) == 2
+    assert "unknown column family 'nope'" in capsys.readouterr().out
+    assert rows(t) == EXPECTED
+
+
+def test_sql_call_run_compaction_schedules_and_runs(tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from sql_fake import FakeBackend
+
+    from pyhudi.spark.sql import SqlSession
+
+    t, _ = seeded(tmp_path)
+    session = SqlSession(FakeBackend(str(tmp_path / "warehouse")))
+    [scheduled] = session.execute(f"CALL run_compaction(table => '{t.path}', op => 'schedule')").to_pylist()
+    assert scheduled["state"] == "REQUESTED"
+    ran = session.execute(f"CALL run_compaction(table => '{t.path}', op => 'run')").to_pylist()
+    assert ran == [{"instant": scheduled["instant"], "state": "COMPLETED"}]
+    assert session.execute(f"CALL run_compaction(table => '{t.path}')").to_pylist() == []  # nothing left
+    assert rows(t) == EXPECTED
+
+
+@pytest.mark.spark
+def test_spark_runs_a_plan_as_the_local_engine_does(tmp_path, spark):
+    local, _ = seeded(tmp_path / "local")
+    remote, _ = seeded(tmp_path / "spark")
+    a = local.compact()
+    b = remote.compact(engine="spark")
+    assert rows(remote) == rows(local) == EXPECTED
+    assert [n.replace(b, "T") for n in data_files(remote) if b in n] == [
+        n.replace(a, "T") for n in data_files(local) if a in n]
+
+    def by_write(t):  # meta values with each instant replaced by its position on the timeline
+        index = {i.requested_time: str(k) for k, i in enumerate(t.timeline)}
+        out = []
+        for r in without_file_name(rows(t, with_meta=True)):
+            time = r["_hoodie_commit_time"]
+            out.append(dict(r, _hoodie_commit_time=index[time],
+                            _hoodie_commit_seqno=r["_hoodie_commit_seqno"].replace(time, index[time])))
+        return out
+
+    assert by_write(remote) == by_write(local)
