@@ -303,6 +303,26 @@ class Model:
         for key in keys:
             self.rows.pop(key, None)
 
+    def compact(self, families: set[str] | None, full: bool) -> None:
+        """A compaction turns each compacted family's record into a base record with the values a
+        read sees now (commit times kept). A full compaction writes every family of a row, so a
+        family without a record gets one of nulls (the full-row base file holds the row)."""
+        for copies in self.rows.values():
+            for copy_ in copies:
+                live = [r for r in copy_.values() if r is not None]
+                if not live:
+                    continue
+                newest = max(r.instant for r in live)
+                for f in self.families:
+                    if not full and families is not None and f.name not in families:
+                        continue
+                    record = copy_[f.name]
+                    if record is None and not full:
+                        continue
+                    values = dict(record.values) if record is not None else {c: None for c in f.columns}
+                    instant = record.instant if record is not None else newest
+                    copy_[f.name] = Record(values, instant, base=(dict(values), values.get(f.ordering or ""), instant))
+
     # ------------------------------------------------------------------ reads
     def expected(self, window: set[str] | None = None) -> list[dict]:
         """Every row copy as a dict (schema columns + ``_hoodie_commit_time``), sorted; with

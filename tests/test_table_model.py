@@ -258,6 +258,24 @@ class TableMachine(RuleBasedStateMachine):
         assert self.table.schema.names == self.columns
         self._record(instant)
 
+    @precondition(lambda self: self.shape.layout != "cow")
+    @rule(data=st.data())
+    def compact(self, data: st.DataObject) -> None:
+        """Compaction at a random point: of some families, of all, or full (every family into one
+        full-row base file). Reads, time travel and incremental windows see the same rows."""
+        full = data.draw(st.booleans(), label="full compaction")
+        families = None
+        if not full and self.shape.layout == "families":
+            names = [f.name for f in self.model.families]
+            families = data.draw(st.none() | st.lists(st.sampled_from(names), min_size=1, unique=True),
+                                 label="families")
+        instant = self.table.compact(families=families, full=full)
+        if instant is None:
+            return
+        event("full compaction" if full else "family compaction")
+        self.model.compact(set(families) if families else None, full)
+        self._record(instant)
+
     @rule()
     def reopen(self) -> None:
         """A fresh handle (``pyhudi.open_table``) must see the same table: nothing lives only in
