@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import zip_longest
 
 import numpy as np
 import pyarrow as pa
@@ -437,13 +436,16 @@ class LockstepInput:
                                                   columns=self.lead_columns, use_threads=threads)]
         streams += [m.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=cols,
                                            use_threads=threads)
-                    for m, cols in zip(self.followers, self.follower_columns)]
+                    for m, cols in zip(self.followers, self.follower_columns)
+                    if cols]  # (a follower read for its keys alone adds nothing: pyarrow yields no rows for it)
         last = schema = None
         left = _rows_in(self.lead.parquet.metadata, self.row_groups)
         check = self.lead._order_to_check(verify)
-        for batches in zip_longest(*streams):
-            if any(b is None or b.num_rows != batches[0].num_rows for b in batches):
-                raise ReadError(f"{self.label}: base files with equal key columns returned unequal batches")
+        # pyarrow may cut the files' batches at different rows (page and row group boundaries
+        # depend on the columns read): each follower is re-cut to the lead's batches
+        followers = [_Rebatcher(stream, self.label) for stream in streams[1:]]
+        for lead_batch in streams[0]:
+            batches = [lead_batch, *(f.take(lead_batch.num_rows) for f in followers)]
             if schema is None:
                 schema = pa.schema([f for b in batches for f in b.schema])
             left -= batches[0].num_rows
@@ -453,7 +455,39 @@ class LockstepInput:
             if check:
                 last = self.lead._check_declared_order(v.keys, last)
             yield v
+        if any(f.take(1).num_rows for f in followers):
+            raise ReadError(f"{self.label}: base files with equal key columns hold different numbers of rows")
         self.lead._order_checked(check)
+
+
+class _Rebatcher:
+    """A stream of record batches handed out ``n`` rows at a time, whatever its own batch sizes."""
+
+    def __init__(self, stream: Iterator[pa.RecordBatch], label: str) -> None:
+        self.stream, self.label = stream, label
+        self.pending: list[pa.RecordBatch] = []
+        self.rows = 0
+
+    def take(self, n: int) -> pa.RecordBatch:
+        while self.rows < n:
+            batch = next(self.stream, None)
+            if batch is None:
+                if n == 1:
+                    break  # (the end-of-stream check)
+                raise ReadError(f"{self.label}: base files with equal key columns hold different numbers of rows")
+            self.pending.append(batch)
+            self.rows += batch.num_rows
+        if not self.pending:
+            return pa.record_batch([])
+        if len(self.pending) == 1 and self.pending[0].num_rows == n:
+            self.rows = 0
+            return self.pending.pop()
+        table = pa.Table.from_batches(self.pending)
+        out = table.slice(0, n).combine_chunks().to_batches()
+        rest = table.slice(n)
+        self.pending = rest.combine_chunks().to_batches() if rest.num_rows else []
+        self.rows = rest.num_rows
+        return out[0] if out else pa.record_batch([], schema=table.schema)
 
 
 class MemoryInput:

@@ -1,0 +1,131 @@
+"""Compaction benchmark (issue 12): Scenario W after rounds of one-family updates.
+
+Prints ratios measured in one run, wall and CPU time side by side (machines differ):
+
+- compacting the one updated family / compacting all five families (RFC-80's "real savings",
+  target <= 0.3);
+- a full compaction / ``pq.write_table`` of the same rows (target <= 1.5);
+- a full read after the full compaction / ``pq.read_table`` of the same data (target <= 1.2);
+- peak memory (RSS growth, in a child process) of compacting a 10x larger file group / the
+  smaller one (target <= 1.5; the merge streams).
+
+Run: ``.venv/bin/python bench/bench_compaction.py [--rows 200000] [--rounds 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scenario_w import PER, SCHEMA, families, make_data  # noqa: E402
+
+import pyhudi  # noqa: E402
+
+
+def timed(fn):
+    start, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - start, time.process_time() - cpu
+
+
+def updated_table(root: str, data: pa.Table, rounds: int, buckets: int = 1) -> pyhudi.Table:
+    """Scenario W inserted, then ``rounds`` upserts of family f0 on 10% of the rows."""
+    t = pyhudi.create_table(root, SCHEMA, "id", num_buckets=buckets, column_families=families())
+    t.bulk_insert(data)
+    rng = np.random.default_rng(3)
+    for _ in range(rounds):
+        ids = np.sort(rng.choice(data.num_rows, data.num_rows // 10, replace=False))
+        update = data.take(pa.array(ids)).select(["id", *[f"c{c}" for c in range(PER)]])
+        t.upsert(update)
+    return t
+
+
+def family_vs_all(rows: int, rounds: int, work: str) -> None:
+    data = make_data(rows)
+    one = updated_table(os.path.join(work, "one"), data, rounds)
+    every = updated_table(os.path.join(work, "all"), data, rounds)
+    _, w1, c1 = timed(lambda: one.compact(families=["f0"]))
+    # all five families merged and rewritten (only f0 has log files: a table without families
+    # would rewrite every column of the row)
+    _, w5, c5 = timed(lambda: every.compact(full=True))
+    print(f"compact one family / all five families: wall {w1 / w5:.2f}, CPU {c1 / c5:.2f} "
+          f"({w1:.2f}s vs {w5:.2f}s; target <= 0.3)")
+
+
+def full_vs_raw(rows: int, rounds: int, work: str) -> None:
+    data = make_data(rows)
+    t = updated_table(os.path.join(work, "full"), data, rounds)
+    _, wf, cf = timed(lambda: t.compact(full=True))
+    expected = t.read()
+    raw = os.path.join(work, "raw.parquet")
+    # pyarrow's best settings for random doubles (bench_write's raw baseline)
+    _, wr, cr = timed(lambda: pq.write_table(expected, raw, use_dictionary=False, compression="none"))
+    print(f"full compaction / pq.write_table: wall {wf / wr:.2f}, CPU {cf / cr:.2f} ({wf:.2f}s vs {wr:.2f}s; "
+          "target <= 1.5)")
+    best_read = min(timed(t.read)[1:] for _ in range(3))
+    best_raw = min(timed(lambda: pq.read_table(raw))[1:] for _ in range(3))
+    print(f"full read after full compaction / pq.read_table: wall {best_read[0] / best_raw[0]:.2f}, "
+          f"CPU {best_read[1] / best_raw[1]:.2f} (target <= 1.2)")
+
+
+_BUILD = """
+import sys
+sys.path.insert(0, sys.argv[3])
+import bench_compaction as b
+from scenario_w import make_data
+b.updated_table(sys.argv[1], make_data(int(sys.argv[2])), 1)
+"""
+_COMPACT = """
+import resource, sys
+import pyhudi
+t = pyhudi.open_table(sys.argv[1])
+t.read(columns=["id"])  # imports and caches warm; the baseline is a process that has read the table
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t.compact(families=["f0"])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+def memory(rows: int, work: str) -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    peaks = []
+    for n in (rows, rows * 10):
+        path = os.path.join(work, f"mem{n}")
+        subprocess.run([sys.executable, "-c", _BUILD, path, str(n), here], check=True)
+        out = subprocess.run([sys.executable, "-c", _COMPACT, path], capture_output=True, text=True, check=True)
+        peaks.append(max(1, int(out.stdout.strip().splitlines()[-1])))
+    print(f"compaction peak RSS growth, {rows * 10} / {rows} rows: {peaks[1] / peaks[0]:.2f} "
+          f"({peaks[0] // 1024} MB vs {peaks[1] // 1024} MB; target <= 1.5; a 10x file group)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-memory", action="store_true")
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="pyhudi-bench-compaction-")
+    try:
+        print(f"Scenario W: {args.rows} rows x 100 doubles in 5 families, {args.rounds} rounds of f0 updates "
+              f"(10% of rows); load average {os.getloadavg()[0]:.1f}")
+        family_vs_all(args.rows, args.rounds, work)
+        full_vs_raw(args.rows, args.rounds, work)
+        if not args.no_memory:
+            memory(args.rows // 10, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
