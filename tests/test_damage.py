@@ -1,0 +1,79 @@
+"""Damage is never silent (issue 11 item 6): a damaged table gives a clear error naming the
+damaged file (or the documented recovery), never rows other than a committed snapshot's."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from pyhudi import create_table, open_table
+from pyhudi.config.table import BACKUP_FILE, PROPERTIES_FILE
+from pyhudi.errors import ConfigError
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
+
+
+def _bucketed(path) -> object:
+    table = create_table(str(path), SCHEMA, "id", num_buckets=2, ordering_field=None)
+    table.upsert(pa.table({"id": [1, 2], "v": ["a", "b"], "p": ["x", "y"]}, schema=SCHEMA))
+    return table
+
+
+def _rows(table, **kwargs) -> list[tuple]:
+    out = table.read(**kwargs).sort_by("id")
+    return list(zip(*(out.column(n).to_pylist() for n in out.column_names)))
+
+
+# ----------------------------------------------------------------------------- hoodie.properties
+def test_truncated_properties_uses_the_valid_backup(tmp_path):
+    table = _bucketed(tmp_path / "t")
+    good = table.storage.read(PROPERTIES_FILE)
+    table.storage.write(BACKUP_FILE, good)
+    cut = good[: good.rindex(b"hoodie.table.checksum")]  # the checksum line (written last) is lost
+    table.storage.write(PROPERTIES_FILE, cut)
+    reopened = open_table(str(tmp_path / "t"))
+    assert reopened.num_buckets == 2
+    assert _rows(reopened) == [(1, "a", "x"), (2, "b", "y")]
+
+
+def test_truncated_properties_without_backup_is_an_error_naming_the_file(tmp_path):
+    table = _bucketed(tmp_path / "t")
+    good = table.storage.read(PROPERTIES_FILE)
+    table.storage.write(PROPERTIES_FILE, good[: good.rindex(b"hoodie.table.checksum")])
+    with pytest.raises(ConfigError, match=r"corrupt and no valid backup.*t/\.hoodie/hoodie\.properties: "
+                                          r"hoodie\.table\.checksum is missing"):
+        open_table(str(tmp_path / "t"))
+    table.storage.write(PROPERTIES_FILE, good)  # restored: the table is as it was
+    assert _rows(open_table(str(tmp_path / "t"))) == [(1, "a", "x"), (2, "b", "y")]
+
+
+def test_flipped_byte_in_properties_is_a_clear_error(tmp_path):
+    table = _bucketed(tmp_path / "t")
+    good = bytearray(table.storage.read(PROPERTIES_FILE))
+    at = good.index(b"hoodie.table.name=") + len("hoodie.table.name=")
+    good[at] ^= 0x80  # not UTF-8 any more
+    table.storage.write(PROPERTIES_FILE, bytes(good))
+    with pytest.raises(ConfigError, match=rf"hoodie\.properties: byte {at} is not UTF-8 text"):
+        open_table(str(tmp_path / "t"))
+    good[at] ^= 0x80 ^ 0x01  # still text, but another table name: the checksum catches it
+    table.storage.write(PROPERTIES_FILE, bytes(good))
+    with pytest.raises(ConfigError, match=r"hoodie\.table\.checksum=\d+ does not match CRC32"):
+        open_table(str(tmp_path / "t"))
+
+
+def test_corrupt_backup_and_corrupt_original_names_both(tmp_path):
+    table = _bucketed(tmp_path / "t")
+    table.storage.write(PROPERTIES_FILE, b"hoodie.table.name=t\n")
+    table.storage.write(BACKUP_FILE, b"\xff\xfe")
+    with pytest.raises(ConfigError, match=r"hoodie\.properties: the required key hoodie\.table\.version is "
+                                          r"missing.*hoodie\.properties\.backup: byte 0 is not UTF-8"):
+        open_table(str(tmp_path / "t"))
+
+
+def test_pre_checksum_table_versions_need_no_checksum(tmp_path):
+    from pyhudi.config.table import _read_valid
+    from pyhudi.storage.fs import Storage
+
+    storage = Storage(str(tmp_path / "old"))
+    storage.write(PROPERTIES_FILE, b"hoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\nhoodie.table.version=2\n")
+    assert _read_valid(storage, PROPERTIES_FILE).name == "t"
