@@ -8,7 +8,7 @@ import pytest
 
 from pyhudi import create_table, open_table
 from pyhudi.config.table import BACKUP_FILE, PROPERTIES_FILE
-from pyhudi.errors import ConfigError
+from pyhudi.errors import ConfigError, PathEscapeError, SchemaError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 
@@ -77,3 +77,65 @@ def test_pre_checksum_table_versions_need_no_checksum(tmp_path):
     storage = Storage(str(tmp_path / "old"))
     storage.write(PROPERTIES_FILE, b"hoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\nhoodie.table.version=2\n")
     assert _read_valid(storage, PROPERTIES_FILE).name == "t"
+
+
+# ----------------------------------------------------------------------------- reserved values
+def _partitioned(path, **options) -> object:
+    table = create_table(str(path), SCHEMA, "id", partition_fields="p", options=options or None)
+    table.upsert(pa.table({"id": [1, 2], "v": ["a", "b"], "p": ["x", None]}, schema=SCHEMA))
+    return table
+
+
+def _listing(table) -> list[str]:
+    return sorted(i.path for i in table.storage.walk_files(""))
+
+
+@pytest.mark.parametrize("value", [".hoodie", ".hoodie_partition_metadata", ".hoodie-x"])
+def test_partition_value_under_the_metafolder_is_refused(tmp_path, value):
+    table = _partitioned(tmp_path / "t")
+    before, timeline = _listing(table), [i.file_name(2) for i in table.timeline]
+    with pytest.raises(PathEscapeError, match=rf"partition path '\{value}' built from columns p cannot be used: "
+                                              r"a partition folder may not start with '\.hoodie'"):
+        table.upsert(pa.table({"id": [3], "v": ["c"], "p": [value]}, schema=SCHEMA))
+    assert _listing(table) == before and [i.file_name(2) for i in table.timeline] == timeline
+    assert _rows(table) == [(1, "a", "x"), (2, "b", None)]
+
+
+def test_hive_style_partition_value_starting_with_a_dot_is_an_ordinary_folder(tmp_path):
+    table = _partitioned(tmp_path / "t", **{"hoodie.datasource.write.hive_style_partitioning": "true"})
+    # hive style: the folder is p=.hoodie, not .hoodie
+    table.upsert(pa.table({"id": [3], "v": ["c"], "p": [".hoodie"]}, schema=SCHEMA))
+    assert _rows(table) == [(1, "a", "x"), (2, "b", None), (3, "c", ".hoodie")]
+
+
+def test_default_partition_literal_as_a_value_is_refused(tmp_path):
+    table = _partitioned(tmp_path / "t")
+    with pytest.raises(SchemaError, match=r"partition column 'p' has the value '__HIVE_DEFAULT_PARTITION__', "
+                                          r"which is the default partition of null and empty values"):
+        table.upsert(pa.table({"id": [3], "v": ["c"], "p": ["__HIVE_DEFAULT_PARTITION__"]}, schema=SCHEMA))
+    # so overwriting the default partition (null / "") removes exactly the null-valued rows
+    table.insert_overwrite(partitions=[{"p": ""}])
+    assert _rows(table) == [(1, "a", "x")]
+
+
+def test_empty_single_record_key_is_refused(tmp_path):
+    schema = pa.schema([("k", pa.string()), ("v", pa.int64())])
+    table = create_table(str(tmp_path / "t"), schema, "k")
+    table.upsert(pa.table({"k": ["a"], "v": [1]}, schema=schema))
+    before = _listing(table)
+    with pytest.raises(SchemaError, match=r"record key column 'k' is empty at row 1: a record key cannot be null or empty"):
+        table.upsert(pa.table({"k": ["b", ""], "v": [2, 3]}, schema=schema))
+    with pytest.raises(SchemaError, match=r"record key column 'k' is empty at row 0"):
+        table.delete(pa.table({"k": [""]}, schema=pa.schema([("k", pa.string())])))
+    assert _listing(table) == before
+    assert table.read().to_pylist() == [{"k": "a", "v": 1}]
+
+
+def test_composite_key_may_be_empty_in_some_fields_but_not_all(tmp_path):
+    schema = pa.schema([("k1", pa.string()), ("k2", pa.string()), ("v", pa.int64())])
+    table = create_table(str(tmp_path / "t"), schema, ["k1", "k2"])
+    table.upsert(pa.table({"k1": ["", "a"], "k2": ["b", ""], "v": [1, 2]}, schema=schema))
+    with pytest.raises(SchemaError, match=r"record key columns 'k1', 'k2' is empty at row 0"):
+        table.upsert(pa.table({"k1": [""], "k2": [""], "v": [3]}, schema=schema))
+    out = table.read(with_meta=True).sort_by("v")
+    assert out.column("_hoodie_record_key").to_pylist() == ["k1:__empty__,k2:b", "k1:a,k2:__empty__"]
