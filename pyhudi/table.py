@@ -435,7 +435,9 @@ class Table:
              as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot", **options: Any) -> pa.Table:
         """Snapshot read into one Arrow table.
 
-        ``as_of``: time travel (instants completed at or before it); ``query_type``:
+        ``as_of``: time travel (instants completed at or before it). The value a write returned
+        (its requested time) stands for that write's completion time, so ``read(as_of=t.upsert(...))``
+        includes that write and whatever had completed when it completed; ``query_type``:
         ``"snapshot"`` or ``"read_optimized"`` (base files only); ``with_meta``: prepend the five
         ``_hoodie_*`` columns; ``filters``: ``[(column, op, value)]`` ANDed, applied exactly.
         """
@@ -454,7 +456,9 @@ class Table:
     def read_incremental(self, start: Any, end: Any = None, columns: Sequence[str] | None = None,
                          filters: Sequence[tuple] | None = None, with_meta: bool = False, **options: Any) -> pa.Table:
         """Rows written by instants that completed in ``(start, end]``, in their state as of ``end``
-        (default: latest). Rows deleted by ``end`` are not returned."""
+        (default: latest). Rows deleted by ``end`` are not returned. As for ``as_of``, the value a
+        write returned stands for its completion time (``start`` = a write's instant: rows changed
+        after that write). ``start`` after ``end`` is a ReadError."""
         from pyhudi.read.task import READ_BATCH_SIZE
 
         options.setdefault("batch_size", READ_BATCH_SIZE)
@@ -463,10 +467,11 @@ class Table:
     def file_groups(self, as_of: Any = None) -> list:
         """Visible file groups (file-system view of the completed timeline, as of ``as_of``)."""
         from pyhudi.fsview.view import FileSystemView
-        from pyhudi.read.plan import normalize_time
+        from pyhudi.read.plan import normalize_time, resolve_instant_time
 
-        as_of = normalize_time(as_of, "as_of", self.config.timezone)
-        return FileSystemView(self.storage, self.active_timeline(), len(self.partition_fields), as_of).file_groups()
+        timeline = self.active_timeline()
+        as_of = resolve_instant_time(timeline, normalize_time(as_of, "as_of", self.config.timezone))
+        return FileSystemView(self.storage, timeline, len(self.partition_fields), as_of).file_groups()
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary (used by the CLI)."""

@@ -8,7 +8,7 @@ import pytest
 
 from pyhudi import create_table, open_table
 from pyhudi.config.table import BACKUP_FILE, PROPERTIES_FILE
-from pyhudi.errors import ConfigError, PathEscapeError, SchemaError
+from pyhudi.errors import ConfigError, PathEscapeError, ReadError, SchemaError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 
@@ -139,3 +139,28 @@ def test_composite_key_may_be_empty_in_some_fields_but_not_all(tmp_path):
         table.upsert(pa.table({"k1": [""], "k2": [""], "v": [3]}, schema=schema))
     out = table.read(with_meta=True).sort_by("v")
     assert out.column("_hoodie_record_key").to_pylist() == ["k1:__empty__,k2:b", "k1:a,k2:__empty__"]
+
+
+# ----------------------------------------------------------------------------- as_of and windows
+def test_as_of_the_instant_a_write_returned_includes_that_write(tmp_path):
+    table = _partitioned(tmp_path / "t")
+    first = table.timeline[-1].requested_time
+    second = table.upsert(pa.table({"id": [1], "v": ["A"], "p": ["x"]}, schema=SCHEMA))
+    third = table.upsert(pa.table({"id": [3], "v": ["c"], "p": ["x"]}, schema=SCHEMA))
+    assert _rows(table, as_of=first) == [(1, "a", "x"), (2, "b", None)]
+    assert _rows(table, as_of=second) == [(1, "A", "x"), (2, "b", None)]
+    assert _rows(table, as_of=third) == _rows(table)
+    assert [len(table.file_groups(as_of=t)) for t in (first, second, third)] == [2, 2, 3]
+    # the instant a write returned as begin: rows changed after that write
+    changed = table.read_incremental(second)
+    assert changed.to_pylist() == [{"id": 3, "v": "c", "p": "x"}]
+    assert table.read_incremental(first, second).to_pylist() == [{"id": 1, "v": "A", "p": "x"}]
+
+
+def test_incremental_begin_after_end_is_an_error(tmp_path):
+    table = _partitioned(tmp_path / "t")
+    second = table.upsert(pa.table({"id": [1], "v": ["A"], "p": ["x"]}, schema=SCHEMA))
+    first = table.timeline[0].requested_time
+    with pytest.raises(ReadError, match=r"incremental query: begin '\d{17}' is after end '\d{17}'"):
+        table.read_incremental(second, first)
+    assert table.read_incremental(second, second).num_rows == 0  # an empty window is not an error

@@ -157,6 +157,23 @@ def normalize_time(value: Any, what: str, timezone: str = "UTC") -> str | None:
     return {8: digits + "000000000", 14: digits + "999", 17: digits}[len(digits)]
 
 
+def resolve_instant_time(timeline: Any, time: str | None) -> str | None:
+    """The completion time a point in time stands for.
+
+    Snapshots are pinned by completion time (an instant is in a snapshot if it completed at or
+    before it), but a write returns its requested time, which is earlier than its completion: so
+    the requested time of a completed instant stands for that instant's completion time, and a
+    read ``as_of`` the value a write returned includes that write (and exactly what had completed
+    when it completed). Any other time is a completion time as given.
+    """
+    if time is None:
+        return None
+    instant = timeline.get(time)
+    if instant is None or not instant.is_completed:
+        return time
+    return instant.completion_time or time
+
+
 def _families_and_schema(table: Any, instant: str | None, timeline: Any):
     history = getattr(table, "_history", None)
     if history is not None:  # C3, from the timeline this plan listed (not listed again per question)
@@ -273,6 +290,12 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     elif begin is not None or end is not None:
         raise ReadError(f"begin/end apply to incremental queries, not to a {query_type} query")
     timeline = table.active_timeline()
+    as_of = resolve_instant_time(timeline, as_of)
+    if query_type == "incremental":
+        begin, as_of = resolve_instant_time(timeline, begin), resolve_instant_time(timeline, end)
+        if as_of is not None and begin > as_of:
+            raise ReadError(f"incremental query: begin {begin!r} is after end {as_of!r} "
+                            "(rows changed in (begin, end] are returned)")
     view = FileSystemView(table.storage, timeline, len(table.partition_fields), as_of)
     pinned = as_of if as_of is not None else view.visibility.latest_completion
     if query_type == "incremental":
