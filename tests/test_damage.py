@@ -8,7 +8,7 @@ import pytest
 
 from pyhudi import create_table, open_table
 from pyhudi.config.table import BACKUP_FILE, PROPERTIES_FILE
-from pyhudi.errors import ConfigError, PathEscapeError, ReadError, SchemaError
+from pyhudi.errors import ConfigError, CorruptFileError, PathEscapeError, ReadError, SchemaError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 
@@ -164,3 +164,119 @@ def test_incremental_begin_after_end_is_an_error(tmp_path):
     with pytest.raises(ReadError, match=r"incremental query: begin '\d{17}' is after end '\d{17}'"):
         table.read_incremental(second, first)
     assert table.read_incremental(second, second).num_rows == 0  # an empty window is not an error
+
+
+# ----------------------------------------------------------------------------- data files
+def _mor_with_update(path):
+    """Two commits: a base file with rows 1, 2, then a log file updating row 1."""
+    table = create_table(str(path), SCHEMA, "id")
+    table.upsert(pa.table({"id": [1, 2], "v": ["a", "b"], "p": ["x", "y"]}, schema=SCHEMA))
+    table.upsert(pa.table({"id": [1], "v": ["A"], "p": ["x"]}, schema=SCHEMA))
+    (log,) = [i.path for i in table.storage.walk_files("") if ".log." in i.path]
+    (base,) = [i.path for i in table.storage.walk_files("") if i.path.endswith(".parquet")]
+    return table, log, base
+
+
+def _rewrite(table, relpath, change) -> None:
+    data = bytearray(table.storage.read(relpath))
+    table.storage.write(relpath, bytes(change(data)))
+
+
+def test_log_file_cut_short_is_an_error_naming_it(tmp_path):
+    table, log, _ = _mor_with_update(tmp_path / "t")
+    assert _rows(table) == [(1, "A", "x"), (2, "b", "y")]
+    _rewrite(table, log, lambda d: d[:-10])
+    with pytest.raises(CorruptFileError, match=rf"log file {log} of the table at .*/t is \d+ bytes, but completed "
+                                               r"commits wrote \d+: it was cut short"):
+        table.read()
+
+
+def test_log_file_cut_short_with_the_skip_option_warns_and_reads_the_rest(tmp_path):
+    table, log, _ = _mor_with_update(tmp_path / "t")
+    _rewrite(table, log, lambda d: d[:-10])
+    with pytest.warns(UserWarning) as caught:
+        rows = _rows(table, options={"hoodie.pyhudi.read.corrupt.blocks.skip": "true"})
+    assert rows == [(1, "a", "x"), (2, "b", "y")]  # the lost block's update is gone, as warned
+    messages = [str(w.message) for w in caught]
+    assert any(f"log file {log}" in m and "cut short" in m for m in messages)
+    assert any(f"log file {log}" in m and "corrupt block at offset 0" in m for m in messages)
+
+
+def test_flipped_byte_in_a_committed_log_block_is_an_error_naming_it(tmp_path):
+    table, log, _ = _mor_with_update(tmp_path / "t")
+
+    def flip_block_length(d):
+        d[6 + 7] ^= 0x01  # the low byte of the first block's length: the framing no longer adds up
+        return d
+
+    _rewrite(table, log, flip_block_length)
+    with pytest.raises(CorruptFileError, match=rf"log file {log} of the table at .*/t has a corrupt block at "
+                                               r"offset 0 \(\d+ bytes\) inside what a completed commit wrote"):
+        table.read()
+
+
+def test_flipped_byte_in_log_block_content_is_a_corrupt_file_error(tmp_path):
+    table, log, _ = _mor_with_update(tmp_path / "t")
+    from pyhudi.logformat import LogReader
+
+    (block,) = LogReader(table.storage, log).blocks()
+    footer_end = block._content.offset + block._content.length - 8  # the block's Parquet footer ends here
+
+    def flip_content(d):
+        for i in range(footer_end - 32, footer_end):  # same size, framing intact, footer bytes bad
+            d[i] ^= 0xFF
+        return d
+
+    _rewrite(table, log, flip_content)
+    with pytest.raises(CorruptFileError, match=rf"data file {log} of the table at .*/t is corrupt: "):
+        table.read()
+
+
+def test_torn_tail_no_commit_wrote_is_skipped_silently(tmp_path, recwarn):
+    table, log, _ = _mor_with_update(tmp_path / "t")
+    _rewrite(table, log, lambda d: d + b"#HUDI#\x00\x00\x00\x00\x00\x00\x01\x00torn")  # a failed append
+    assert _rows(table) == [(1, "A", "x"), (2, "b", "y")]
+    assert not [w for w in recwarn if "corrupt" in str(w.message)]
+
+
+def test_missing_base_file_is_an_error_naming_it(tmp_path):
+    table = create_table(str(tmp_path / "t"), SCHEMA, "id", table_type="COPY_ON_WRITE")
+    table.upsert(pa.table({"id": [1, 2], "v": ["a", "b"], "p": ["x", "y"]}, schema=SCHEMA))
+    table.upsert(pa.table({"id": [1], "v": ["A"], "p": ["x"]}, schema=SCHEMA))
+    newest = max((i.path for i in table.storage.walk_files("") if i.path.endswith(".parquet")),
+                 key=lambda p: p.rsplit("_", 1)[1])
+    table.storage.delete(newest)  # the older version of the file group is still there
+    with pytest.raises(CorruptFileError, match=rf"data file {newest} of the table at .*/t is missing: commit "
+                                               r"\d{17} wrote it and it was neither replaced nor cleaned"):
+        table.read()
+
+
+def test_missing_file_of_a_pruned_partition_does_not_fail_other_partitions(tmp_path):
+    table = _partitioned(tmp_path / "t")
+    (gone,) = [i.path for i in table.storage.walk_files("") if i.path.startswith("x/") and ".parquet" in i.path
+               or i.path.startswith("x/.") and ".log." in i.path]
+    table.storage.delete(gone)
+    assert _rows(table, filters=[("p", "=", "y")]) == []  # (null partition: no row has p = "y")
+    with pytest.raises(CorruptFileError, match=rf"data file {gone} .* is missing"):
+        table.read(filters=[("p", "=", "x")])
+
+
+def test_base_file_of_another_size_than_committed_is_an_error(tmp_path):
+    table, _, base = _mor_with_update(tmp_path / "t")
+    _rewrite(table, base, lambda d: d + b"\x00")
+    with pytest.raises(CorruptFileError, match=rf"base file {base} of the table at .*/t is \d+ bytes, but commit "
+                                               r"\d{17} wrote \d+"):
+        table.read()
+
+
+def test_flipped_bytes_in_a_base_file_footer_are_a_corrupt_file_error(tmp_path):
+    table, _, base = _mor_with_update(tmp_path / "t")
+
+    def flip_footer(d):
+        for i in range(len(d) - 40, len(d) - 8):  # inside the thrift footer: same size, bad bytes
+            d[i] ^= 0xFF
+        return d
+
+    _rewrite(table, base, flip_footer)
+    with pytest.raises(CorruptFileError, match=rf"data file {base} of the table at .*/t is corrupt: "):
+        table.read()

@@ -35,6 +35,7 @@ from pyhudi.errors import HudiError, ReadError, SchemaError
 from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
+from pyhudi.read.damage import check_written_files, skip_corrupt_blocks
 from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
 from pyhudi.read.pruning import keygen_keeps_values, partition_columns_from_path, partition_may_match
 from pyhudi.read.split import key_splits, split_rows
@@ -328,8 +329,9 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
         incremental=incremental,
         batch_size=batch_size or DEFAULT_BATCH_SIZE,
         strategy=strategy,
+        skip_corrupt_blocks=skip_corrupt_blocks(options),
     )
-    groups = _pruned_groups(table, view, normalized, schema, timeline, incremental)
+    groups = _pruned_groups(table, view, normalized, schema, timeline, incremental, options)
     tasks = []
     has_families = not all(f.is_default for f in families.values())  # (a plain table never gets any)
     rebuilt: dict[str, dict] = {}  # partition path → values of the dropped partition columns
@@ -364,19 +366,26 @@ def _split(task: ReadTask, max_rows: int) -> list[ReadTask]:
 
 
 def _pruned_groups(table: Any, view: FileSystemView, filters: list[Filter], schema: pa.Schema, timeline: Any,
-                   incremental: tuple[str, ...] | None) -> list[FileGroup]:
-    """File groups that may hold matching rows: partition pruning, incremental touch sets."""
+                   incremental: tuple[str, ...] | None, options: Mapping[str, Any] | None = None) -> list[FileGroup]:
+    """File groups that may hold matching rows: partition pruning, incremental touch sets; the
+    files of the partitions read are checked against what completed commits wrote."""
     config = table.config
     groups = view.file_groups()
     fields = table.partition_fields
-    if fields and filters and keygen_keeps_values(config.get(tc.KEYGEN_TYPE), config.get(tc.KEYGEN_CLASS)):
-        verdict: dict[str, bool] = {}
-        for g in groups:
-            if g.partition_path not in verdict:
-                verdict[g.partition_path] = partition_may_match(
-                    g.partition_path, fields, config.hive_style_partitioning, filters, schema,
-                    config.get(tc.URL_ENCODE_PARTITIONING))
-        groups = [g for g in groups if verdict[g.partition_path]]
+    verdict: dict[str, bool] = {}
+    prunes = bool(fields and filters and keygen_keeps_values(config.get(tc.KEYGEN_TYPE), config.get(tc.KEYGEN_CLASS)))
+
+    def reads_partition(path: str) -> bool:
+        if not prunes:
+            return True
+        if path not in verdict:
+            verdict[path] = partition_may_match(path, fields, config.hive_style_partitioning, filters, schema,
+                                                config.get(tc.URL_ENCODE_PARTITIONING))
+        return verdict[path]
+
+    groups = check_written_files(view, groups, reads_partition, options)
+    if prunes:
+        groups = [g for g in groups if reads_partition(g.partition_path)]
     if incremental is not None:
         if not incremental:
             return []
