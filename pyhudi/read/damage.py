@@ -9,8 +9,9 @@ known from its write stats (path, bytes written, log offset), so the two cases c
 
 - a file a completed, visible commit wrote (its file group not replaced) that is absent from
   the listing → :class:`~pyhudi.errors.CorruptFileError` naming the file and the commit;
-- a base file whose size is not what its commit recorded, or a log file shorter than what
-  completed commits wrote to it → CorruptFileError;
+- a log file shorter than what completed commits wrote to it → CorruptFileError (a base file
+  cut short or grown fails to decode: its Parquet footer is at its end, see below; its size is
+  not compared, so a base file rewritten whole by a tool still reads);
 - a corrupt block of a log file inside the bytes a completed commit wrote → CorruptFileError,
   unless ``hoodie.pyhudi.read.corrupt.blocks.skip`` is true: then a warning names the file and
   the block and the block is skipped (Hudi's behaviour for every corrupt block); a corrupt block
@@ -158,9 +159,9 @@ def check_written_files(view: FileSystemView, groups: list[FileGroup], reads_par
     groups with each log file carrying the byte ranges completed commits wrote to it.
 
     Raises:
-        CorruptFileError: a committed file of a partition the read covers is missing, a base
-            file's size differs from its commit's record, or a log file is shorter than what
-            completed commits wrote (a warning instead for logs, with the skip option).
+        CorruptFileError: a committed file of a partition the read covers is missing, or a log
+            file is shorter than what completed commits wrote (a warning instead, with the skip
+            option).
     """
     committed = committed_files(view)
     if not committed:
@@ -174,11 +175,6 @@ def check_written_files(view: FileSystemView, groups: list[FileGroup], reads_par
                 raise CorruptFileError(f"data file {relpath} of {_where(view)} is missing: commit {written.instant} "
                                        "wrote it and it was neither replaced nor cleaned")
             continue
-        if not written.end:
-            continue
-        if not written.is_log and found.size != written.end:
-            raise CorruptFileError(f"base file {relpath} of {_where(view)} is {found.size} bytes, but commit "
-                                   f"{written.instant} wrote {written.end}")
         if written.is_log and found.size < written.end:
             message = (f"log file {relpath} of {_where(view)} is {found.size} bytes, but completed commits "
                        f"wrote {written.end}: it was cut short")
