@@ -280,3 +280,53 @@ def test_flipped_bytes_in_a_base_file_footer_are_a_corrupt_file_error(tmp_path):
     _rewrite(table, base, flip_footer)
     with pytest.raises(CorruptFileError, match=rf"data file {base} of the table at .*/t is corrupt: "):
         table.read()
+
+
+# ----------------------------------------------------------------------------- Apache Hudi's tables
+CORRUPT_TAIL = "quickstart_trips_table/mor/avro/table_corrupt_tail_block.zip"
+TAIL_LOG = ".5ae929e7-c845-4c91-8877-d5d0c85cdef2-0_20260607061228578.log.1_0-44-80"  # 902 bytes, 884 committed
+FIRST_LOG = ".5ae929e7-c845-4c91-8877-d5d0c85cdef2-0_20260607061226267.log.1_0-30-51"
+
+
+def _hudi_rows(table, **kwargs) -> list[dict]:
+    return table.read(**kwargs).sort_by("key").to_pylist()
+
+
+def test_hudi_torn_tail_beyond_the_commit_is_skipped_silently(unzip_fixture, recwarn):
+    table = open_table(str(unzip_fixture(CORRUPT_TAIL)))
+    assert table.storage.size(TAIL_LOG) == 902
+    assert len(_hudi_rows(table)) == 4
+    assert not [w for w in recwarn if "corrupt" in str(w.message)]
+
+
+def test_hudi_log_cut_into_its_committed_bytes_is_an_error(unzip_fixture):
+    table = open_table(str(unzip_fixture(CORRUPT_TAIL)))
+    healthy = _hudi_rows(table)
+    _rewrite(table, TAIL_LOG, lambda d: d[:874])  # 10 bytes short of what the commit wrote
+    with pytest.raises(CorruptFileError, match=rf"log file {TAIL_LOG} .* is 874 bytes, but completed commits wrote 884"):
+        table.read()
+    with pytest.warns(UserWarning) as caught:
+        skipped = _hudi_rows(table, options={"hoodie.pyhudi.read.corrupt.blocks.skip": True})
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2 and all(m.startswith(f"log file {TAIL_LOG} of the table at ") for m in messages)
+    assert "is 874 bytes, but completed commits wrote 884: it was cut short; reading the blocks left" in messages[0]
+    assert "has a corrupt block at offset 0 (874 bytes) inside what a completed commit wrote; skipped" in messages[1]
+    before_last = table.timeline[-2].completion_time  # the state the lost block's commit started from
+    assert skipped == _hudi_rows(table, as_of=before_last) != healthy
+
+
+def test_hudi_avro_block_with_flipped_bytes_is_a_corrupt_file_error(unzip_fixture):
+    from pyhudi.logformat import LogReader
+
+    table = open_table(str(unzip_fixture(CORRUPT_TAIL)))
+    (block,) = LogReader(table.storage, FIRST_LOG).blocks()
+    middle = block._content.offset + block._content.length // 2
+
+    def flip(d):
+        for i in range(middle, middle + 16):
+            d[i] ^= 0xFF
+        return d
+
+    _rewrite(table, FIRST_LOG, flip)
+    with pytest.raises(CorruptFileError, match=rf"data file {FIRST_LOG} of the table at .* is corrupt: "):
+        table.read()
