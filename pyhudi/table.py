@@ -467,11 +467,10 @@ class Table:
     def file_groups(self, as_of: Any = None) -> list:
         """Visible file groups (file-system view of the completed timeline, as of ``as_of``)."""
         from pyhudi.fsview.view import FileSystemView
-        from pyhudi.read.plan import normalize_time, resolve_instant_time
+        from pyhudi.read.plan import normalize_time
 
-        timeline = self.active_timeline()
-        as_of = resolve_instant_time(timeline, normalize_time(as_of, "as_of", self.config.timezone))
-        return FileSystemView(self.storage, timeline, len(self.partition_fields), as_of).file_groups()
+        as_of = normalize_time(as_of, "as_of", self.config.timezone)
+        return FileSystemView(self.storage, self.active_timeline(), len(self.partition_fields), as_of).file_groups()
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary (used by the CLI)."""

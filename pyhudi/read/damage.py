@@ -149,42 +149,43 @@ def committed_files(view: FileSystemView) -> dict[str, CommittedFile]:
     return _cached(_BY_SNAPSHOT, snapshot, _MAX_SNAPSHOTS, compute)
 
 
-def _where(view: FileSystemView) -> str:
-    return f"the table at {view.storage.base_uri}"
+def check_written_files(view: FileSystemView, groups: list[FileGroup]) -> list[FileGroup]:
+    """``groups`` (the view's listing) checked against what completed commits wrote to them.
 
-
-def check_written_files(view: FileSystemView, groups: list[FileGroup], reads_partition: Callable[[str], bool],
-                        options: Mapping[str, Any] | None = None) -> list[FileGroup]:
-    """Check the listed files of ``groups`` against what completed commits wrote; returns the
-    groups with each log file carrying the byte ranges completed commits wrote to it.
-
-    Raises:
-        CorruptFileError: a committed file of a partition the read covers is missing, or a log
-            file is shorter than what completed commits wrote (a warning instead, with the skip
-            option).
+    Each log file carries the byte ranges completed commits wrote to it (checked as it is read,
+    :func:`check_log`); a file group lacking a file a commit wrote records it in ``missing``,
+    and a file group whose files are all gone is added with only its ``missing`` files. The
+    plan raises for a group it reads (:func:`missing_files_error`), so damage in a partition a
+    filter prunes does not fail the read.
     """
     committed = committed_files(view)
     if not committed:
         return groups
-    skip = skip_corrupt_blocks(options)
-    listed = {f.relpath: f for g in groups for f in (*g.base_files, *g.log_files)}
+    by_key = {(g.partition_path, g.file_id): g for g in groups}
+    listed = {f.relpath for g in groups for f in (*g.base_files, *g.log_files)}
+    missing: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for relpath, written in committed.items():
-        found = listed.get(relpath)
-        if found is None:
-            if reads_partition(written.partition):
-                raise CorruptFileError(f"data file {relpath} of {_where(view)} is missing: commit {written.instant} "
-                                       "wrote it and it was neither replaced nor cleaned")
-            continue
-        if written.is_log and found.size < written.end:
-            message = (f"log file {relpath} of {_where(view)} is {found.size} bytes, but completed commits "
-                       f"wrote {written.end}: it was cut short")
-            if not skip:
-                raise CorruptFileError(f"{message} (set {SKIP_CORRUPT_BLOCKS.key}=true to read the blocks left)")
-            warnings.warn(f"{message}; reading the blocks left ({SKIP_CORRUPT_BLOCKS.key})", stacklevel=2)
+        if relpath not in listed:
+            missing.setdefault((written.partition, written.file_id), []).append((relpath, written.instant))
+    for key, files in missing.items():
+        group = by_key.get(key)
+        if group is None:
+            group = by_key[key] = FileGroup(key[0], key[1], compactions=view.compactions)
+            groups.append(group)
+        group.missing = tuple(sorted(files))
     for group in groups:
         if any(lf.relpath in committed for lf in group.log_files):
             group.log_files = [_with_ranges(lf, committed.get(lf.relpath)) for lf in group.log_files]
+    if missing:
+        groups.sort(key=lambda g: (g.partition_path, g.file_id))
     return groups
+
+
+def missing_files_error(storage: Any, group: FileGroup) -> CorruptFileError:
+    relpath, instant = group.missing[0]
+    more = f" (and {len(group.missing) - 1} more of its file group)" if len(group.missing) > 1 else ""
+    return CorruptFileError(f"data file {relpath} of the table at {storage.base_uri} is missing: commit {instant} "
+                            f"wrote it and it was neither replaced nor cleaned{more}")
 
 
 def _with_ranges(log: LogFile, written: CommittedFile | None) -> LogFile:
@@ -197,14 +198,21 @@ def skip_corrupt_blocks(options: Mapping[str, Any] | None) -> bool:
     return bool(SKIP_CORRUPT_BLOCKS.get({k: v for k, v in options.items() if v is not None}))
 
 
-def check_corrupt_blocks(log: LogFile, corrupt: Iterable[Any], skip: bool, base_uri: str) -> None:
-    """A corrupt block inside bytes a completed commit wrote: an error, or with ``skip`` a warning."""
+def check_log(log: LogFile, corrupt: Iterable[Any], skip: bool, base_uri: str) -> None:
+    """A log file shorter than what completed commits wrote to it, or with a corrupt block inside
+    those bytes: an error, or with ``skip`` a warning naming the file (and the block)."""
+    where = f"log file {log.relpath} of the table at {base_uri}"
+    end = max((r_end for _, r_end in log.committed), default=0)
+    if log.size < end:
+        message = f"{where} is {log.size} bytes, but completed commits wrote {end}: it was cut short"
+        if not skip:
+            raise CorruptFileError(f"{message} (set {SKIP_CORRUPT_BLOCKS.key}=true to read the blocks left)")
+        warnings.warn(f"{message}; reading the blocks left ({SKIP_CORRUPT_BLOCKS.key})", stacklevel=2)
     for block in corrupt:
-        start, end = block.offset, block.offset + block.size
-        if not any(start < r_end and r_start < end for r_start, r_end in log.committed):
+        start, stop = block.offset, block.offset + block.size
+        if not any(start < r_end and r_start < stop for r_start, r_end in log.committed):
             continue  # a torn block no completed commit wrote (a failed writer's tail): Hudi skips it
-        message = (f"log file {log.relpath} of the table at {base_uri} has a corrupt block at offset {start} "
-                   f"({block.size} bytes) inside what a completed commit wrote")
+        message = f"{where} has a corrupt block at offset {start} ({block.size} bytes) inside what a completed commit wrote"
         if not skip:
             raise CorruptFileError(f"{message} (set {SKIP_CORRUPT_BLOCKS.key}=true to skip it)")
         warnings.warn(f"{message}; skipped ({SKIP_CORRUPT_BLOCKS.key})", stacklevel=2)

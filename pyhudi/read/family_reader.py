@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from pyhudi.errors import StorageError
 from pyhudi.fsview.view import BaseFile, FileSlice, LogFile, Visibility
-from pyhudi.read.damage import check_corrupt_blocks
+from pyhudi.read.damage import check_log
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader, ParquetDataBlock
 from pyhudi.read.keys import RECORD_KEY, key_text
 from pyhudi.read.merge import Versions, columns_of, merge_versions
@@ -264,8 +264,8 @@ def _log_blocks(storage: Storage, log: LogFile, key: FileKey, files: ExitStack, 
     reader = files.enter_context(LogReader(storage, log.relpath, layout=METADATA_CACHE.get(LOG_LAYOUT, key),
                                            size=log.size))
     blocks = list(reader)
-    if reader.corrupt_blocks and log.committed:
-        check_corrupt_blocks(log, reader.corrupt_blocks, skip_corrupt, storage.base_uri)
+    if log.committed:
+        check_log(log, reader.corrupt_blocks, skip_corrupt, storage.base_uri)
     if reader.layout is not None:
         METADATA_CACHE.put(LOG_LAYOUT, key, reader.layout, sum(entry.nbytes for entry in reader.layout))
     return blocks

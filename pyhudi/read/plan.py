@@ -35,7 +35,7 @@ from pyhudi.errors import HudiError, ReadError, SchemaError
 from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
-from pyhudi.read.damage import check_written_files, skip_corrupt_blocks
+from pyhudi.read.damage import check_written_files, missing_files_error, skip_corrupt_blocks
 from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
 from pyhudi.read.pruning import keygen_keeps_values, partition_columns_from_path, partition_may_match
 from pyhudi.read.split import key_splits, split_rows
@@ -176,6 +176,7 @@ def resolve_instant_time(timeline: Any, time: str | None) -> str | None:
 
 
 def _families_and_schema(table: Any, instant: str | None, timeline: Any):
+    instant = resolve_instant_time(timeline, instant)  # (a write's requested time: its completion)
     history = getattr(table, "_history", None)
     if history is not None:  # C3, from the timeline this plan listed (not listed again per question)
         schema = history.schema_at(timeline, table.config, instant)
@@ -229,7 +230,14 @@ def _dropped_partition_columns(config: Any, partition_fields: Sequence[str]) -> 
     return tuple(f for f in partition_fields if f not in config.record_key_fields)
 
 
-def _window_instants(timeline: Any, begin: str, end: str) -> tuple[str, ...]:
+def _window_instants(timeline: Any, begin: str, end: str, end_given: bool = True) -> tuple[str, ...]:
+    """Commits completed in ``(begin, end]`` (a write's requested time stands for its completion);
+    a ``begin`` after an ``end`` the caller gave is an error."""
+    given = (begin, end)
+    begin, end = resolve_instant_time(timeline, begin), resolve_instant_time(timeline, end)
+    if end_given and begin > end:
+        raise ReadError(f"incremental query: begin {given[0]!r} is after end {given[1]!r} "
+                        "(rows changed in (begin, end] are returned)")
     return tuple(sorted(
         i.requested_time for i in timeline.completed()
         if i.action in COMMIT_ACTIONS and begin < (i.completion_time or i.requested_time) <= end
@@ -291,17 +299,11 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     elif begin is not None or end is not None:
         raise ReadError(f"begin/end apply to incremental queries, not to a {query_type} query")
     timeline = table.active_timeline()
-    as_of = resolve_instant_time(timeline, as_of)
-    if query_type == "incremental":
-        begin, as_of = resolve_instant_time(timeline, begin), resolve_instant_time(timeline, end)
-        if as_of is not None and begin > as_of:
-            raise ReadError(f"incremental query: begin {begin!r} is after end {as_of!r} "
-                            "(rows changed in (begin, end] are returned)")
     view = FileSystemView(table.storage, timeline, len(table.partition_fields), as_of)
     pinned = as_of if as_of is not None else view.visibility.latest_completion
     if query_type == "incremental":
         end = pinned or begin
-        incremental = _window_instants(timeline, begin, end)
+        incremental = _window_instants(timeline, begin, end, as_of is not None)
     schema, families = _families_and_schema(table, pinned, timeline)
     dropped = _dropped_partition_columns(config, table.partition_fields)
     if dropped:  # (Hudi's schema resolver appends partition columns the recorded schema lacks as strings)
@@ -331,12 +333,14 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
         strategy=strategy,
         skip_corrupt_blocks=skip_corrupt_blocks(options),
     )
-    groups = _pruned_groups(table, view, normalized, schema, timeline, incremental, options)
+    groups = _pruned_groups(table, view, normalized, schema, timeline, incremental)
     tasks = []
     has_families = not all(f.is_default for f in families.values())  # (a plain table never gets any)
     rebuilt: dict[str, dict] = {}  # partition path → values of the dropped partition columns
     layout_version = config.layout_version
     for group in groups:
+        if group.missing:  # (pruned partitions and untouched file groups are not read: not checked)
+            raise missing_files_error(table.storage, group)
         parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, layout_version), own)
                  for scan, own in scans]
         if all(p.file_slice.is_empty for p in parts):
@@ -366,26 +370,19 @@ def _split(task: ReadTask, max_rows: int) -> list[ReadTask]:
 
 
 def _pruned_groups(table: Any, view: FileSystemView, filters: list[Filter], schema: pa.Schema, timeline: Any,
-                   incremental: tuple[str, ...] | None, options: Mapping[str, Any] | None = None) -> list[FileGroup]:
-    """File groups that may hold matching rows: partition pruning, incremental touch sets; the
-    files of the partitions read are checked against what completed commits wrote."""
+                   incremental: tuple[str, ...] | None) -> list[FileGroup]:
+    """File groups that may hold matching rows: partition pruning, incremental touch sets."""
     config = table.config
-    groups = view.file_groups()
+    groups = check_written_files(view, view.file_groups())
     fields = table.partition_fields
-    verdict: dict[str, bool] = {}
-    prunes = bool(fields and filters and keygen_keeps_values(config.get(tc.KEYGEN_TYPE), config.get(tc.KEYGEN_CLASS)))
-
-    def reads_partition(path: str) -> bool:
-        if not prunes:
-            return True
-        if path not in verdict:
-            verdict[path] = partition_may_match(path, fields, config.hive_style_partitioning, filters, schema,
-                                                config.get(tc.URL_ENCODE_PARTITIONING))
-        return verdict[path]
-
-    groups = check_written_files(view, groups, reads_partition, options)
-    if prunes:
-        groups = [g for g in groups if reads_partition(g.partition_path)]
+    if fields and filters and keygen_keeps_values(config.get(tc.KEYGEN_TYPE), config.get(tc.KEYGEN_CLASS)):
+        verdict: dict[str, bool] = {}
+        for g in groups:
+            if g.partition_path not in verdict:
+                verdict[g.partition_path] = partition_may_match(
+                    g.partition_path, fields, config.hive_style_partitioning, filters, schema,
+                    config.get(tc.URL_ENCODE_PARTITIONING))
+        groups = [g for g in groups if verdict[g.partition_path]]
     if incremental is not None:
         if not incremental:
             return []
