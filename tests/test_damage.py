@@ -330,3 +330,22 @@ def test_hudi_avro_block_with_flipped_bytes_is_a_corrupt_file_error(unzip_fixtur
     _rewrite(table, FIRST_LOG, flip)
     with pytest.raises(CorruptFileError, match=rf"data file {FIRST_LOG} of the table at .* is corrupt: "):
         table.read()
+
+
+# ----------------------------------------------------------------------------- writes over damage
+def _flip_footer(d):
+    for i in range(len(d) - 40, len(d) - 8):
+        d[i] ^= 0xFF
+    return d
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_upsert_over_a_damaged_base_file_names_it(tmp_path, table_type):
+    table = create_table(str(tmp_path / "t"), SCHEMA, "id", table_type=table_type)  # simple index: reads keys
+    table.upsert(pa.table({"id": [1, 2], "v": ["a", "b"], "p": ["x", "y"]}, schema=SCHEMA))
+    (base,) = [i.path for i in table.storage.walk_files("") if i.path.endswith(".parquet")]
+    _rewrite(table, base, _flip_footer)
+    with pytest.raises(CorruptFileError, match=rf"data file {base} of the table at .*/t is corrupt: OSError: "):
+        table.upsert(pa.table({"id": [1], "v": ["A"], "p": ["x"]}, schema=SCHEMA))
+    assert [p for p in _listing(table) if not p.startswith(".hoodie/")] == [base]
+

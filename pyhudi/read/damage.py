@@ -29,7 +29,8 @@ import struct
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -240,6 +241,20 @@ def blame(storage: Any, relpaths: Iterable[str], exc: BaseException) -> CorruptF
             return CorruptFileError(f"data file {relpath} of the table at {storage.base_uri} is corrupt: "
                                     f"{type(failed).__name__}: {failed}")
     return None
+
+
+@contextmanager
+def decoding(storage: Any, relpaths: Iterable[str]) -> Iterator[None]:
+    """Around code that decodes ``relpaths`` outside a read task (a writer's index lookup or
+    copy-on-write merge): a decode error becomes a CorruptFileError naming the damaged file."""
+    try:
+        yield
+    except Exception as exc:
+        if is_decode_error(exc):
+            error = blame(storage, list(relpaths), exc)
+            if error is not None:
+                raise error from exc
+        raise
 
 
 def _decode_whole(storage: Any, relpath: str) -> None:
