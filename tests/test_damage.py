@@ -349,3 +349,10 @@ def test_upsert_over_a_damaged_base_file_names_it(tmp_path, table_type):
         table.upsert(pa.table({"id": [1], "v": ["A"], "p": ["x"]}, schema=SCHEMA))
     assert [p for p in _listing(table) if not p.startswith(".hoodie/")] == [base]
 
+
+
+def test_split_planning_over_a_damaged_base_file_names_it(tmp_path):
+    table, _, base = _mor_with_update(tmp_path / "t")
+    _rewrite(table, base, _flip_footer)
+    with pytest.raises(CorruptFileError, match=rf"data file {base} of the table at .*/t is corrupt: OSError: "):
+        table.plan_scan(max_rows_per_task=1)

@@ -35,7 +35,7 @@ from pyhudi.errors import HudiError, ReadError, SchemaError
 from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
-from pyhudi.read.damage import check_written_files, missing_files_error, skip_corrupt_blocks
+from pyhudi.read.damage import check_written_files, decoding, missing_files_error, skip_corrupt_blocks
 from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
 from pyhudi.read.pruning import keygen_keeps_values, partition_columns_from_path, partition_may_match
 from pyhudi.read.split import key_splits, split_rows
@@ -363,7 +363,8 @@ def _split(task: ReadTask, max_rows: int) -> list[ReadTask]:
     if base is None:
         return [task]
     settings = task.settings
-    ranges = key_splits(task.storage, base.relpath, settings.keys, settings.table_schema, max_rows)
+    with decoding(task.storage, [base.relpath]):  # (its footer is read here, on the driver)
+        ranges = key_splits(task.storage, base.relpath, settings.keys, settings.table_schema, max_rows)
     if len(ranges) == 1:
         return [task]
     return [replace(task, key_range=bounds, metrics={}) for bounds in ranges]
