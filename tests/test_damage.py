@@ -34,6 +34,9 @@ def test_truncated_properties_uses_the_valid_backup(tmp_path):
     reopened = open_table(str(tmp_path / "t"))
     assert reopened.num_buckets == 2
     assert _rows(reopened) == [(1, "a", "x"), (2, "b", "y")]
+    reopened.upsert(pa.table({"id": [1], "v": ["A"], "p": ["x"]}, schema=SCHEMA))  # in the bucketed layout
+    table.storage.write(PROPERTIES_FILE, good)  # the original restored: still one row per key
+    assert _rows(open_table(str(tmp_path / "t"))) == [(1, "A", "x"), (2, "b", "y")]
 
 
 def test_truncated_properties_without_backup_is_an_error_naming_the_file(tmp_path):

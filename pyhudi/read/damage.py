@@ -71,15 +71,18 @@ class CommittedFile:
 _LOCK = threading.Lock()
 _BY_INSTANT: OrderedDict[tuple, tuple] = OrderedDict()
 _BY_SNAPSHOT: OrderedDict[tuple, dict[str, CommittedFile]] = OrderedDict()
-_MAX_INSTANTS, _MAX_SNAPSHOTS = 1 << 14, 16
+_MAX_INSTANTS, _MAX_SNAPSHOTS = 4096, 16
 
 
 def _cached(cache: OrderedDict, key: tuple, limit: int, compute: Callable[[], Any]) -> Any:
+    """``compute()``, kept under ``key`` (least recently used dropped first; None is not kept)."""
     with _LOCK:
         if key in cache:
             cache.move_to_end(key)
             return cache[key]
     value = compute()
+    if value is None:
+        return None
     with _LOCK:
         cache[key] = value
         while len(cache) > limit:
@@ -186,7 +189,7 @@ def missing_files_error(storage: Any, group: FileGroup) -> CorruptFileError:
     relpath, instant = group.missing[0]
     more = f" (and {len(group.missing) - 1} more of its file group)" if len(group.missing) > 1 else ""
     return CorruptFileError(f"data file {relpath} of the table at {storage.base_uri} is missing: commit {instant} "
-                            f"wrote it and it was neither replaced nor cleaned{more}")
+                            f"wrote it and it was neither replaced nor cleaned as of the snapshot read{more}")
 
 
 def _with_ranges(log: LogFile, written: CommittedFile | None) -> LogFile:
