@@ -359,3 +359,21 @@ def test_split_planning_over_a_damaged_base_file_names_it(tmp_path):
     _rewrite(table, base, _flip_footer)
     with pytest.raises(CorruptFileError, match=rf"data file {base} of the table at .*/t is corrupt: OSError: "):
         table.plan_scan(max_rows_per_task=1)
+
+
+def test_log_block_header_naming_another_instant_is_an_error(tmp_path):
+    table, log, _ = _mor_with_update(tmp_path / "t")
+    writer = table.timeline[-1].requested_time
+    damaged = str(int(writer) + 10**13)  # one digit of the year changed: an instant that never ran
+
+    def flip_instant(d):
+        at = d.index(writer.encode())
+        d[at:at + 17] = damaged.encode()
+        return d
+
+    _rewrite(table, log, flip_instant)
+    with pytest.raises(CorruptFileError, match=rf"log file {log} of the table at .*/t has a block at offset 0 naming "
+                                               rf"instant {damaged}, but commit {writer} wrote those bytes"):
+        table.read()
+    with pytest.warns(UserWarning, match=r"its header is damaged; read as it says"):
+        assert _rows(table, options={"hoodie.pyhudi.read.corrupt.blocks.skip": "true"}) == [(1, "a", "x"), (2, "b", "y")]

@@ -54,8 +54,9 @@ class _DataFile:
     size: int
     completion_time: str
     mtime_ns: int | None = None
-    committed: tuple[tuple[int, int], ...] = ()
-    """Byte ranges completed commits wrote to the file (their write stats; :mod:`pyhudi.read.damage`)."""
+    committed: tuple[tuple[int, int, str], ...] = ()
+    """``(start, end, instant)``: bytes completed commits wrote to the file (their write stats;
+    :mod:`pyhudi.read.damage`)."""
 
     @cached_property
     def relpath(self) -> str:

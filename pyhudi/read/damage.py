@@ -60,12 +60,13 @@ class CommittedFile:
     partition: str
     file_id: str
     is_log: bool
-    ranges: tuple[tuple[int, int], ...]
+    ranges: tuple[tuple[int, int, str], ...]
+    """``(start, end, instant)``: bytes ``[start, end)`` were written by commit ``instant``."""
     instant: str
 
     @property
     def end(self) -> int:
-        return max((end for _, end in self.ranges), default=0)
+        return max((r[1] for r in self.ranges), default=0)
 
 
 _LOCK = threading.Lock()
@@ -144,7 +145,7 @@ def committed_files(view: FileSystemView) -> dict[str, CommittedFile]:
             written = _cached(_BY_INSTANT, key, _MAX_INSTANTS, lambda: _written_by(timeline, instant))
             for relpath, partition, file_id, is_log, start, end in written or ():
                 known = files.get(relpath)
-                ranges = (*(known.ranges if known else ()), (start, end))
+                ranges = (*(known.ranges if known else ()), (start, end, instant.requested_time))
                 files[relpath] = CommittedFile(partition, file_id, is_log, ranges, instant.requested_time)
         for relpath in cleaned:
             files.pop(relpath, None)
@@ -202,24 +203,41 @@ def skip_corrupt_blocks(options: Mapping[str, Any] | None) -> bool:
     return bool(SKIP_CORRUPT_BLOCKS.get({k: v for k, v in options.items() if v is not None}))
 
 
-def check_log(log: LogFile, corrupt: Iterable[Any], skip: bool, base_uri: str) -> None:
-    """A log file shorter than what completed commits wrote to it, or with a corrupt block inside
-    those bytes: an error, or with ``skip`` a warning naming the file (and the block)."""
+def check_log(log: LogFile, blocks: Iterable[Any], corrupt: Iterable[Any], skip: bool, base_uri: str) -> None:
+    """A log file shorter than what completed commits wrote to it, a corrupt block inside those
+    bytes, or a block there that names another instant than the commit that wrote it (a damaged
+    header would hide its rows as an uncommitted write's): an error, or with ``skip`` a warning
+    naming the file and the block."""
     where = f"log file {log.relpath} of the table at {base_uri}"
-    end = max((r_end for _, r_end in log.committed), default=0)
+    end = max((r[1] for r in log.committed), default=0)
     if log.size < end:
-        message = f"{where} is {log.size} bytes, but completed commits wrote {end}: it was cut short"
-        if not skip:
-            raise CorruptFileError(f"{message} (set {SKIP_CORRUPT_BLOCKS.key}=true to read the blocks left)")
-        warnings.warn(f"{message}; reading the blocks left ({SKIP_CORRUPT_BLOCKS.key})", stacklevel=2)
+        _report(skip, f"{where} is {log.size} bytes, but completed commits wrote {end}: it was cut short",
+                "to read the blocks left", "reading the blocks left")
     for block in corrupt:
-        start, stop = block.offset, block.offset + block.size
-        if not any(start < r_end and r_start < stop for r_start, r_end in log.committed):
-            continue  # a torn block no completed commit wrote (a failed writer's tail): Hudi skips it
-        message = f"{where} has a corrupt block at offset {start} ({block.size} bytes) inside what a completed commit wrote"
-        if not skip:
-            raise CorruptFileError(f"{message} (set {SKIP_CORRUPT_BLOCKS.key}=true to skip it)")
-        warnings.warn(f"{message}; skipped ({SKIP_CORRUPT_BLOCKS.key})", stacklevel=2)
+        if _writers(log, block):
+            _report(skip, f"{where} has a corrupt block at offset {block.offset} ({block.size} bytes) inside what a "
+                          "completed commit wrote", "to skip it", "skipped")
+        # else: a torn block no completed commit wrote (a failed writer's tail): Hudi skips it
+    for block in blocks:
+        instant = getattr(block, "instant_time", None)
+        writers = _writers(log, block)
+        if instant is not None and len(writers) == 1 and instant not in writers:
+            _report(skip, f"{where} has a block at offset {block.offset} naming instant {instant}, but commit "
+                          f"{writers.pop()} wrote those bytes: its header is damaged", "to read it as it says",
+                    "read as it says")
+
+
+def _writers(log: LogFile, block: Any) -> set[str]:
+    """The completed commits whose recorded bytes of ``log`` overlap ``block``."""
+    start, stop = block.offset, block.offset + block.size
+    return {instant for r_start, r_end, instant in log.committed if start < r_end and r_start < stop}
+
+
+def _report(skip: bool, message: str, hint: str, skipped: str) -> None:
+    """Raise ``message``, or with the skip option warn that the reader went on (``skipped``)."""
+    if not skip:
+        raise CorruptFileError(f"{message} (set {SKIP_CORRUPT_BLOCKS.key}=true {hint})")
+    warnings.warn(f"{message}; {skipped} ({SKIP_CORRUPT_BLOCKS.key})", stacklevel=3)
 
 
 def is_decode_error(exc: BaseException) -> bool:

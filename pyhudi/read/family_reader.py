@@ -265,7 +265,7 @@ def _log_blocks(storage: Storage, log: LogFile, key: FileKey, files: ExitStack, 
                                            size=log.size))
     blocks = list(reader)
     if log.committed:
-        check_log(log, reader.corrupt_blocks, skip_corrupt, storage.base_uri)
+        check_log(log, blocks, reader.corrupt_blocks, skip_corrupt, storage.base_uri)
     if reader.layout is not None:
         METADATA_CACHE.put(LOG_LAYOUT, key, reader.layout, sum(entry.nbytes for entry in reader.layout))
     return blocks
