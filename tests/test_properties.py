@@ -204,7 +204,8 @@ def test_missing_table_and_bad_versions(tmp_path):
     with pytest.raises(TableNotFoundError, match="no Hudi table"):
         load_table_config(storage)
     checksum = f"hoodie.table.checksum={table_checksum('t')}\n".encode()
-    storage.write(PROPERTIES_FILE, b"hoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\nhoodie.table.version=5\n" + checksum)
+    version_5 = b"hoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\nhoodie.table.version=5\n"
+    storage.write(PROPERTIES_FILE, version_5 + checksum)
     with pytest.raises(ConfigError, match="unsupported hoodie.table.version=5"):
         load_table_config(storage)
     storage.write(PROPERTIES_FILE, b"hoodie.table.name=t\nhoodie.table.version=8\n" + checksum)

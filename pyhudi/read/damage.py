@@ -12,6 +12,8 @@ known from its write stats (path, bytes written, log offset), so the two cases c
 - a log file shorter than what completed commits wrote to it → CorruptFileError (a base file
   cut short or grown fails to decode: its Parquet footer is at its end, see below; its size is
   not compared, so a base file rewritten whole by a tool still reads);
+- a block inside the bytes a completed commit wrote whose header names another instant (a
+  damaged header would make it look like an uncommitted write's, hiding its rows) → likewise;
 - a corrupt block of a log file inside the bytes a completed commit wrote → CorruptFileError,
   unless ``hoodie.pyhudi.read.corrupt.blocks.skip`` is true: then a warning names the file and
   the block and the block is skipped (Hudi's behaviour for every corrupt block); a corrupt block
