@@ -73,6 +73,11 @@ class CorruptBlockError(LogFormatError):
     """One log block is torn or corrupt; readers skip it and count it."""
 
 
+class CorruptFileError(HudiError, ValueError):
+    """A data file a completed commit wrote is missing, cut short, or does not decode; the
+    message names the file and the table (:mod:`pyhudi.read.damage`)."""
+
+
 class ReadError(HudiError, ValueError):
     """A read request is invalid: unknown query type, malformed instant time, a query the table
     cannot answer (e.g. incremental reads of a table without meta fields)."""
@@ -109,6 +114,7 @@ __all__ = [
     "MetadataError",
     "LogFormatError",
     "CorruptBlockError",
+    "CorruptFileError",
     "ReadError",
     "CommitConflictError",
     "ConcurrentWriteError",

@@ -551,7 +551,9 @@ class Table:
              as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot", **options: Any) -> pa.Table:
         """Snapshot read into one Arrow table.
 
-        ``as_of``: time travel (instants completed at or before it); ``query_type``:
+        ``as_of``: time travel (instants completed at or before it). The value a write returned
+        (its requested time) stands for that write's completion time, so ``read(as_of=t.upsert(...))``
+        includes that write and whatever had completed when it completed; ``query_type``:
         ``"snapshot"`` or ``"read_optimized"`` (base files only); ``with_meta``: prepend the five
         ``_hoodie_*`` columns; ``filters``: ``[(column, op, value)]`` ANDed, applied exactly.
         """
@@ -570,7 +572,9 @@ class Table:
     def read_incremental(self, start: Any, end: Any = None, columns: Sequence[str] | None = None,
                          filters: Sequence[tuple] | None = None, with_meta: bool = False, **options: Any) -> pa.Table:
         """Rows written by instants that completed in ``(start, end]``, in their state as of ``end``
-        (default: latest). Rows deleted by ``end`` are not returned."""
+        (default: latest). Rows deleted by ``end`` are not returned. As for ``as_of``, the value a
+        write returned stands for its completion time (``start`` = a write's instant: rows changed
+        after that write). ``start`` after ``end`` is a ReadError."""
         from pyhudi.read.task import READ_BATCH_SIZE
 
         options.setdefault("batch_size", READ_BATCH_SIZE)

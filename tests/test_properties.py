@@ -203,10 +203,12 @@ def test_missing_table_and_bad_versions(tmp_path):
     storage = Storage(str(tmp_path / "none"))
     with pytest.raises(TableNotFoundError, match="no Hudi table"):
         load_table_config(storage)
-    storage.write(PROPERTIES_FILE, b"hoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\nhoodie.table.version=5\n")
+    checksum = f"hoodie.table.checksum={table_checksum('t')}\n".encode()
+    version_5 = b"hoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\nhoodie.table.version=5\n"
+    storage.write(PROPERTIES_FILE, version_5 + checksum)
     with pytest.raises(ConfigError, match="unsupported hoodie.table.version=5"):
         load_table_config(storage)
-    storage.write(PROPERTIES_FILE, b"hoodie.table.name=t\nhoodie.table.version=8\n")
+    storage.write(PROPERTIES_FILE, b"hoodie.table.name=t\nhoodie.table.version=8\n" + checksum)
     with pytest.raises(ConfigError, match="missing the required key hoodie.table.type"):
         load_table_config(storage)
 

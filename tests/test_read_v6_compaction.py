@@ -11,6 +11,7 @@ lays them out.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from datetime import UTC, datetime
@@ -73,8 +74,11 @@ def _schedule_compaction_and_update(table_dir, *, ids=(1,), names=("late",), par
         pq.write_table(broken, table_dir / f"{FILE_ID}_0-1-1_{COMPACTION}.parquet")
     storage = pyhudi.open_table(str(table_dir)).storage
     write_log_file(storage, NEW_LOG, [_late_update_block(table_dir, list(ids), list(names))])
-    commit = (hoodie / f"{FIRST_UPDATE}.deltacommit").read_text()
-    commit = commit.replace(OLD_LOG, NEW_LOG).replace(FIRST_UPDATE, LATE_UPDATE)
+    commit = json.loads((hoodie / f"{FIRST_UPDATE}.deltacommit").read_text().replace(OLD_LOG, NEW_LOG))
+    size = (table_dir / NEW_LOG).stat().st_size  # the late update wrote the new log only, this long
+    stat = next(s for s in commit["partitionToWriteStats"][""] if s["path"] == NEW_LOG)
+    commit["partitionToWriteStats"][""] = [{**stat, "totalWriteBytes": size, "fileSizeInBytes": size}]
+    commit = json.dumps(commit).replace(FIRST_UPDATE, LATE_UPDATE)
     (hoodie / f"{LATE_UPDATE}.deltacommit.requested").write_bytes(b"")
     (hoodie / f"{LATE_UPDATE}.deltacommit.inflight").write_bytes(b"")
     (hoodie / f"{LATE_UPDATE}.deltacommit").write_text(commit)

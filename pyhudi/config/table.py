@@ -325,18 +325,62 @@ def properties_exist(storage: Storage) -> bool:
     return storage.exists(PROPERTIES_FILE) or storage.exists(BACKUP_FILE)
 
 
+CHECKSUM_SINCE_VERSION = 3
+"""Hudi 0.10 (table version 3) started writing ``hoodie.table.checksum``; every later writer keeps it."""
+
+
+def _read_valid(storage: Storage, relpath: str) -> TableConfig:
+    """The properties in ``relpath`` if the file validates; raises ConfigError saying why not.
+
+    Raises:
+        StorageError: the file does not exist.
+        ConfigError: it is not UTF-8 text, does not parse, lacks a required key, or its checksum
+            is missing (table version 3 and later) or does not match.
+    """
+    data = storage.read(relpath)
+    try:
+        config = TableConfig.from_text(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"byte {exc.start} is not UTF-8 text") from None
+    for key in (TABLE_NAME, TABLE_VERSION):
+        if key.raw(config.props) is None:
+            raise ConfigError(f"the required key {key.key} is missing (the file is truncated?)")
+    if CHECKSUM.raw(config.props) is None:
+        if config.version >= CHECKSUM_SINCE_VERSION:
+            raise ConfigError(f"{CHECKSUM.key} is missing (the file is truncated?)")
+        return config
+    config.verify_checksum()
+    return config
+
+
 def load_table_config(storage: Storage) -> TableConfig:
-    """Read ``hoodie.properties``, falling back to the backup left by an interrupted update."""
+    """Read ``hoodie.properties``, or its backup when the original does not validate.
+
+    A properties file validates when it is UTF-8 Java properties text with the table name and
+    version, and a ``hoodie.table.checksum`` equal to CRC32 of ``<database>.<table>``. Hudi checks
+    the checksum only when the key is present, so a file cut short before its last line (Hudi
+    writes the checksum last) would pass and open as a table without its bucket, family and key
+    settings; pyhudi requires the checksum from table version 3 on (the version that introduced
+    it) and accepts older files without one. The backup is the copy an interrupted update left
+    beside the original, or the good copy when the original is damaged: the first file that
+    validates is used. If neither validates, the table's configuration is lost: ConfigError names
+    the files and what is wrong with each (restore one from a copy); if neither exists,
+    TableNotFoundError.
+    """
+    problems = []
     for relpath in (PROPERTIES_FILE, BACKUP_FILE):
         try:
-            text = storage.read(relpath).decode("utf-8")
+            config = _read_valid(storage, relpath)
         except StorageError:
             continue
-        config = TableConfig.from_text(text)
-        if TABLE_NAME.raw(config.props) is None and relpath == PROPERTIES_FILE:
-            continue  # torn main file: the backup is the good copy
+        except ConfigError as exc:
+            problems.append(f"{storage.base_uri}/{relpath}: {exc}")
+            continue
         config.validate_for_read()
         return config
+    if problems:
+        raise ConfigError(f"hoodie.properties of the table at {storage.base_uri} is corrupt and no valid "
+                          f"backup exists: {'; '.join(problems)}")
     raise TableNotFoundError(f"no Hudi table at {storage.base_uri}: {PROPERTIES_FILE} not found")
 
 

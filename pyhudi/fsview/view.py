@@ -54,6 +54,9 @@ class _DataFile:
     size: int
     completion_time: str
     mtime_ns: int | None = None
+    committed: tuple[tuple[int, int, str], ...] = ()
+    """``(start, end, instant)``: bytes completed commits wrote to the file (their write stats;
+    :mod:`pyhudi.read.damage`)."""
 
     @cached_property
     def relpath(self) -> str:
@@ -107,6 +110,9 @@ class FileGroup:
     log_files: list[LogFile] = field(default_factory=list)
     compactions: frozenset[str] = frozenset()
     """Instants of compactions not completed as of the view (table version 6: slices to merge)."""
+    missing: tuple[tuple[str, str], ...] = ()
+    """``(path, instant)`` of files completed commits wrote to the group that storage lacks
+    (:mod:`pyhudi.read.damage`: reading the group is an error)."""
 
     def families(self) -> set[str | None]:
         return {b.name.family for b in self.base_files} | {lf.name.family for lf in self.log_files}
@@ -196,16 +202,24 @@ class FileSystemView:
         self.storage = storage
         self.timeline = timeline
         self.partition_depth = partition_depth
-        self.as_of = as_of
+        self.as_of = self._resolved(as_of)
         self.completion = self._visible_completions()
         instants = self.timeline.instants
         archived_before = instants[0].requested_time if instants else None
-        self.visibility = Visibility(self.completion, archived_before, as_of)
+        self.visibility = Visibility(self.completion, archived_before, self.as_of)
         self.replaced = self._replaced_file_groups()
         self.layout_version = getattr(timeline, "layout_version", 2)
         self.compactions = frozenset(
             i.requested_time for i in instants if i.is_compaction and self.completion_of(i.requested_time) is None
         )
+
+    def _resolved(self, as_of: str | None) -> str | None:
+        """``as_of`` as a completion time: the requested time of a completed instant (what a write
+        returns) stands for its completion, so the view includes that write."""
+        instant = self.timeline.get(as_of) if as_of is not None else None
+        if instant is None or not instant.is_completed:
+            return as_of
+        return instant.completion_time or as_of
 
     def completion_of(self, instant: str) -> str | None:
         """When ``instant`` completed, or None if it is not visible (see :class:`Visibility`)."""

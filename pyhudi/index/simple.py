@@ -31,6 +31,7 @@ from pyhudi.fsview.view import FileGroup
 from pyhudi.logformat.block import DeleteBlock
 from pyhudi.logformat.data_block import DataBlock
 from pyhudi.logformat.reader import LogReader
+from pyhudi.read.damage import decoding
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.fs import Storage
 
@@ -84,13 +85,16 @@ def _group_keys(storage: Storage, group: FileGroup, layout_version: int, event_t
     """Every record key of the latest file slice of ``group``: base file plus log data blocks,
     without the keys a later delete block removed (one vectorised filter per delete block)."""
     current = group.latest_slice(None, False, layout_version)
-    pieces = [_base_keys(storage, current.base_file.relpath).cast(pa.string())] if current.base_file else []
-    for log in current.log_files:
-        for is_delete, keys in _log_keys(storage, log.relpath, event_time):
-            if not is_delete:
-                pieces.append(keys)
-            elif len(keys):
-                pieces = [p.filter(pc.invert(pc.is_in(p, value_set=keys))) for p in pieces]
+    files = [f.relpath for f in ((current.base_file,) if current.base_file else ())] + [
+        lf.relpath for lf in current.log_files]
+    with decoding(storage, files):  # damaged bytes: an error naming the file
+        pieces = [_base_keys(storage, current.base_file.relpath).cast(pa.string())] if current.base_file else []
+        for log in current.log_files:
+            for is_delete, keys in _log_keys(storage, log.relpath, event_time):
+                if not is_delete:
+                    pieces.append(keys)
+                elif len(keys):
+                    pieces = [p.filter(pc.invert(pc.is_in(p, value_set=keys))) for p in pieces]
     pieces = [p for p in pieces if len(p)]
     if not pieces:
         return pa.array([], pa.string())

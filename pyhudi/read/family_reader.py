@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from pyhudi.errors import StorageError
 from pyhudi.fsview.view import BaseFile, FileSlice, LogFile, Visibility
+from pyhudi.read.damage import check_log
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader, ParquetDataBlock
 from pyhudi.read.keys import RECORD_KEY, key_text
 from pyhudi.read.merge import Versions, columns_of, merge_versions
@@ -198,7 +199,7 @@ def _read(source: pa.NativeFile, offset: int, size: int) -> pa.Buffer:
 def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: pa.Schema,
                  visibility: Visibility, files: ExitStack, base_only: bool = False,
                  opened: dict[str, OpenedBase] | None = None, sorted_cache: dict | None = None,
-                 with_base: bool = True) -> list:
+                 with_base: bool = True, skip_corrupt: bool = False) -> list:
     """The inputs of a file slice in processing order (base file, then visible log blocks).
 
     ``opened`` holds base files already opened (their footers read) by the caller;
@@ -213,7 +214,7 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
     blocks = []
     for log in file_slice.log_files:
         key = file_key(storage, log)
-        blocks.extend((log, key, block) for block in _log_blocks(storage, log, key, files))
+        blocks.extend((log, key, block) for block in _log_blocks(storage, log, key, files, skip_corrupt))
     rolled_back = {b.target_instant_time for _, _, b in blocks
                    if isinstance(b, CommandBlock) and b.target_instant_time}
     for log, key, block in blocks:
@@ -257,11 +258,14 @@ def _arrow_schema(kind: str, key: FileKey | None, parquet: pq.ParquetFile) -> pa
     return schema
 
 
-def _log_blocks(storage: Storage, log: LogFile, key: FileKey, files: ExitStack) -> list:
-    """The blocks of a log file; their framing read once per file (the metadata cache)."""
+def _log_blocks(storage: Storage, log: LogFile, key: FileKey, files: ExitStack, skip_corrupt: bool = False) -> list:
+    """The blocks of a log file; their framing read once per file (the metadata cache). A corrupt
+    block inside what a completed commit wrote fails the read (:mod:`pyhudi.read.damage`)."""
     reader = files.enter_context(LogReader(storage, log.relpath, layout=METADATA_CACHE.get(LOG_LAYOUT, key),
                                            size=log.size))
     blocks = list(reader)
+    if log.committed:
+        check_log(log, blocks, reader.corrupt_blocks, skip_corrupt, storage.base_uri)
     if reader.layout is not None:
         METADATA_CACHE.put(LOG_LAYOUT, key, reader.layout, sum(entry.nbytes for entry in reader.layout))
     return blocks

@@ -35,6 +35,7 @@ from pyhudi.errors import HudiError, ReadError, SchemaError
 from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
+from pyhudi.read.damage import check_written_files, decoding, missing_files_error, skip_corrupt_blocks
 from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
 from pyhudi.keygen import PartitionLayout, partition_layout
 from pyhudi.read.pruning import partition_columns_from_path, partition_may_match
@@ -158,7 +159,25 @@ def normalize_time(value: Any, what: str, timezone: str = "UTC") -> str | None:
     return {8: digits + "000000000", 14: digits + "999", 17: digits}[len(digits)]
 
 
+def resolve_instant_time(timeline: Any, time: str | None) -> str | None:
+    """The completion time a point in time stands for.
+
+    Snapshots are pinned by completion time (an instant is in a snapshot if it completed at or
+    before it), but a write returns its requested time, which is earlier than its completion: so
+    the requested time of a completed instant stands for that instant's completion time, and a
+    read ``as_of`` the value a write returned includes that write (and exactly what had completed
+    when it completed). Any other time is a completion time as given.
+    """
+    if time is None:
+        return None
+    instant = timeline.get(time)
+    if instant is None or not instant.is_completed:
+        return time
+    return instant.completion_time or time
+
+
 def _families_and_schema(table: Any, instant: str | None, timeline: Any):
+    instant = resolve_instant_time(timeline, instant)  # (a write's requested time: its completion)
     history = getattr(table, "_history", None)
     if history is not None:  # C3, from the timeline this plan listed (not listed again per question)
         schema = history.schema_at(timeline, table.config, instant)
@@ -212,7 +231,14 @@ def _dropped_partition_columns(config: Any, partition_fields: Sequence[str]) -> 
     return tuple(f for f in partition_fields if f not in config.record_key_fields)
 
 
-def _window_instants(timeline: Any, begin: str, end: str) -> tuple[str, ...]:
+def _window_instants(timeline: Any, begin: str, end: str, end_given: bool = True) -> tuple[str, ...]:
+    """Commits completed in ``(begin, end]`` (a write's requested time stands for its completion);
+    a ``begin`` after an ``end`` the caller gave is an error."""
+    given = (begin, end)
+    begin, end = resolve_instant_time(timeline, begin), resolve_instant_time(timeline, end)
+    if end_given and begin > end:
+        raise ReadError(f"incremental query: begin {given[0]!r} is after end {given[1]!r} "
+                        "(rows changed in (begin, end] are returned)")
     return tuple(sorted(
         i.requested_time for i in timeline.completed()
         if i.action in COMMIT_ACTIONS and begin < (i.completion_time or i.requested_time) <= end
@@ -279,7 +305,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     pinned = as_of if as_of is not None else view.visibility.latest_completion
     if query_type == "incremental":
         end = pinned or begin
-        incremental = _window_instants(timeline, begin, end)
+        incremental = _window_instants(timeline, begin, end, as_of is not None)
     schema, families = _families_and_schema(table, pinned, timeline)
     dropped = _dropped_partition_columns(config, table.partition_fields)
     if dropped:  # (Hudi's schema resolver appends partition columns the recorded schema lacks as strings)
@@ -307,6 +333,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
         incremental=incremental,
         batch_size=batch_size or DEFAULT_BATCH_SIZE,
         strategy=strategy,
+        skip_corrupt_blocks=skip_corrupt_blocks(options),
     )
     groups = _pruned_groups(table, view, normalized, schema, timeline, incremental, layout)
     tasks = []
@@ -314,6 +341,8 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     rebuilt: dict[str, dict] = {}  # partition path → values of the dropped partition columns
     layout_version = config.layout_version
     for group in groups:
+        if group.missing:  # (pruned partitions and untouched file groups are not read: not checked)
+            raise missing_files_error(table.storage, group)
         parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, layout_version), own)
                  for scan, own in scans]
         if all(p.file_slice.is_empty for p in parts):
@@ -340,7 +369,8 @@ def _split(task: ReadTask, max_rows: int) -> list[ReadTask]:
     if base is None:
         return [task]
     settings = task.settings
-    ranges = key_splits(task.storage, base.relpath, settings.keys, settings.table_schema, max_rows)
+    with decoding(task.storage, [base.relpath]):  # (its footer is read here, on the driver)
+        ranges = key_splits(task.storage, base.relpath, settings.keys, settings.table_schema, max_rows)
     if len(ranges) == 1:
         return [task]
     return [replace(task, key_range=bounds, metrics={}) for bounds in ranges]
@@ -352,7 +382,7 @@ def _pruned_groups(table: Any, view: FileSystemView, filters: list[Filter], sche
     paths; TIMESTAMP paths through their format; other key generators never prune), incremental
     touch sets."""
     config = table.config
-    groups = view.file_groups()
+    groups = check_written_files(view, view.file_groups())
     fields = table.partition_fields
     timestamp = layout.timestamp
     if fields and filters and (layout.identity or timestamp is not None):

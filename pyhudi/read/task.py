@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.fsview.view import FileSlice, Visibility
+from pyhudi.read.damage import blame, is_decode_error
 from pyhudi.read.family_reader import FamilyScan, OpenedBase, base_input, file_key, read_family, slice_inputs
 from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.keys import text_keys
@@ -64,6 +65,7 @@ class TaskSettings:
     strategy: str = "auto"
     decode_threads: bool = True  # Parquet decoding on Arrow's thread pool (off when tasks run in parallel)
     memory_map: bool = False  # map local base files (collected reads only: see family_reader._memory_map)
+    skip_corrupt_blocks: bool = False  # warn about corrupt committed log blocks instead of failing (read.damage)
 
 
 @dataclass
@@ -102,17 +104,36 @@ class ReadTask:
                 f"families={[f.scan.family for f in self.families]}{split})")
 
     def batches(self) -> Iterator[pa.RecordBatch]:
-        with ExitStack() as files:
-            for table in self._tables(files):
-                yield from table.combine_chunks().to_batches(max_chunksize=self.settings.batch_size)
+        try:
+            with ExitStack() as files:
+                for table in self._tables(files):
+                    yield from table.combine_chunks().to_batches(max_chunksize=self.settings.batch_size)
+        except Exception as exc:
+            self._raise_corrupt(exc)
+            raise
 
     def run(self) -> pa.Table:
         output = self.settings.output
         if not len(output):  # a count: batches keep the row counts of column-less tables
             return pa.Table.from_batches(list(self.batches()), schema=output)
-        with ExitStack() as files:
-            tables = list(self._tables(files))
+        try:
+            with ExitStack() as files:
+                tables = list(self._tables(files))
+        except Exception as exc:
+            self._raise_corrupt(exc)
+            raise
         return pa.concat_tables(tables) if tables else output.empty_table()
+
+    def _raise_corrupt(self, exc: Exception) -> None:
+        """A decode error from damaged bytes becomes a CorruptFileError naming the damaged file."""
+        if not is_decode_error(exc):
+            return
+        slices = [part.file_slice for part in self.families]
+        relpaths = dict.fromkeys(f.relpath for s in slices for f in ((s.base_file,) if s.base_file else ()))
+        relpaths.update(dict.fromkeys(lf.relpath for s in slices for lf in s.log_files))
+        error = blame(self.storage, relpaths, exc)
+        if error is not None:
+            raise error from exc
 
     # ------------------------------------------------------------------ body
     def _tables(self, files: ExitStack) -> Iterator[pa.Table]:
@@ -136,7 +157,8 @@ class ReadTask:
         def inputs_of(part: FamilyPart, with_base: bool) -> list:
             return slice_inputs(self.storage, part.file_slice, spec_of(part), settings.table_schema,
                                 settings.visibility, files, base_only=settings.read_optimized, opened=opened,
-                                sorted_cache=sorted_cache, with_base=with_base)
+                                sorted_cache=sorted_cache, with_base=with_base,
+                                skip_corrupt=settings.skip_corrupt_blocks)
 
         # key-only families with a base file are opened (footer, key fingerprint) but their base
         # input is built only if that base may add rows (see _redundant_families)

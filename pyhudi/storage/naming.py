@@ -253,5 +253,8 @@ def partition_path(fields: Sequence[str], values: Sequence[object], hive_style: 
     for field, value in zip(fields, values):
         text = DEFAULT_PARTITION_PATH if value is None or value == "" else str(value)
         _check_partition_value(field, text)
+        if not hive_style and text.startswith(".hoodie"):
+            raise PathEscapeError(f"partition value {text!r} of column {field!r} cannot be used in a path "
+                                  "(a folder starting with '.hoodie' is Hudi's metadata, never read as data)")
         parts.append(f"{field}={text}" if hive_style else text)
     return safe_relpath("/".join(parts))

@@ -41,6 +41,7 @@ from pyhudi.logformat import (
     write_log_file,
     write_parquet,
 )
+from pyhudi.read.damage import decoding
 from pyhudi.schema import META_FIELDS, avro_schema_json, with_meta_fields
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import BaseFileName, LogFileName, WriteToken
@@ -307,7 +308,8 @@ class FileGroupWriteTask:
         started = time.perf_counter()
         payload = self.payloads[0] if self.payloads else None
         name = BaseFileName(self.file_id, self.write_token, self.instant, None).name
-        with storage.open_input(self._relpath(self.base_file)) as source:
+        relpath = self._relpath(self.base_file)
+        with decoding(storage, [relpath]), storage.open_input(relpath) as source:  # damage names the file
             old = pq.read_table(source)
         deletes = self.delete_keys.column("record_key") if self.delete_keys is not None else None
         file_schema = payload.file_schema if payload is not None and payload.file_schema is not None else None

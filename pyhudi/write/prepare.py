@@ -108,7 +108,26 @@ def conform(
             raise SchemaError(f"column {field.name!r} is not nullable but has {column.null_count} null value(s)")
         columns.append(column)
         fields.append(field)
+    _refuse_empty_keys([c for c, f in zip(columns, fields) if f.name in key_fields],
+                       [f.name for f in fields if f.name in key_fields])
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _refuse_empty_keys(columns: list[pa.ChunkedArray], names: list[str]) -> None:
+    """Hudi's key generators refuse an empty record key: a single key field may not be ``""``, and
+    a composite key (which writes ``""`` as ``__empty__``) may not be empty in every field."""
+    empty = None
+    for column in columns:
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+                or pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
+            return  # a non-text field is never empty
+        is_empty = pc.equal(pc.binary_length(column), 0)
+        empty = is_empty if empty is None else pc.and_(empty, is_empty)
+    if empty is None or not pc.any(empty).as_py():
+        return
+    first = int(np.flatnonzero(np.asarray(pc.fill_null(empty, False)))[0])
+    which = f"column {names[0]!r}" if len(names) == 1 else f"columns {', '.join(map(repr, names))}"
+    raise SchemaError(f"record key {which} is empty at row {first}: a record key cannot be null or empty")
 
 
 def record_keys(data: pa.Table, key_fields: Sequence[str]) -> pa.ChunkedArray:
@@ -156,6 +175,9 @@ def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style:
     parts = []
     for field in partition_fields:
         text = _as_strings(data.column(field), f"partition column {field!r}")
+        if pc.any(pc.equal(text, DEFAULT_PARTITION_PATH)).as_py():  # (null and "" are written so)
+            raise SchemaError(f"partition column {field!r} has the value {DEFAULT_PARTITION_PATH!r}, which is the "
+                              "default partition of null and empty values: write null instead")
         text = pc.if_else(pc.equal(text, ""), DEFAULT_PARTITION_PATH, text)
         text = pc.fill_null(text, DEFAULT_PARTITION_PATH)
         parts.append(pc.binary_join_element_wise(f"{field}=", text, "") if hive_style else text)
@@ -173,6 +195,11 @@ def check_partition_values(paths: Iterable[str], partition_fields: Sequence[str]
             raise PathEscapeError(
                 f"partition path {path!r} built from columns {', '.join(partition_fields)} cannot be used: "
                 "partition values may not contain '/', '\\\\' or NUL, nor be '.' or '..'"
+            )
+        if any(s.startswith(".hoodie") for s in segments):  # Hudi's metafolder and its files
+            raise PathEscapeError(
+                f"partition path {path!r} built from columns {', '.join(partition_fields)} cannot be used: "
+                "a partition folder may not start with '.hoodie' (its rows would be written where no reader looks)"
             )
 
 
