@@ -38,7 +38,7 @@ from pyhudi.config import compaction as cc
 from pyhudi.config import table as tc
 from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
 from pyhudi.engine.base import Engine, get_engine
-from pyhudi.errors import ConcurrentWriteError, ConfigError, ReadError, TimelineError
+from pyhudi.errors import ConcurrentWriteError, ConfigError, CorruptFileError, TimelineError
 from pyhudi.evolution import commit_extra_metadata
 from pyhudi.fsview.view import FileGroup, FileSlice, FileSystemView, Visibility
 from pyhudi.keygen import partition_layout
@@ -351,7 +351,7 @@ def _plan_slices(view_groups: dict[tuple[str, str], FileGroup], operation: Compa
     missing = [n for n in names if n not in found]
     if missing:
         where = f"{key[0]}/{missing[0]}" if key[0] else missing[0]
-        raise ReadError(f"compaction plan names {where}, which is not a visible data file of the table")
+        raise CorruptFileError(f"compaction plan names {where}, which is not a visible data file of the table")
     base = found[operation.data_file_path] if operation.data_file_path else None
     logs = sorted((found[n] for n in operation.delta_file_paths or ()), key=lambda lf: lf.sort_key())
     return FileSlice(key[0], key[1], family, base, logs)
