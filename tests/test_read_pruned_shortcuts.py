@@ -267,3 +267,28 @@ def test_key_code_statistics_are_read_once_per_file(tmp_path, monkeypatch):
     got, (metrics,) = _read(table, ["id", "a"])
     assert "integer_keys" not in metrics and got.num_rows == 21
     assert got.sort_by("id").column("id").to_pylist()[-1] == 10**17
+
+
+def test_key_only_read_of_families_sharing_their_keys_over_several_row_groups(tmp_path):
+    """Base files of families read only for their keys, with equal keys (read in lockstep) and
+    several row groups: a follower that contributes no column is not read (pyarrow yields no
+    batches for no columns, and the read failed with "unequal batches")."""
+    import numpy as np
+
+    from pyhudi.read.metadata_cache import METADATA_CACHE
+
+    n = 3000
+    rng = np.random.default_rng(1)
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.float64()), ("b", pa.float64()),
+                        ("c", pa.float64())])
+    t = pyhudi.create_table(str(tmp_path / "rg"), schema, "id", num_buckets=1,
+                            column_families={"fa": "a", "fb": "b", "fc": "c"},
+                            options={"hoodie.parquet.block.size": "20000"})  # several row groups per file
+    data = pa.table({"id": pa.array(np.arange(n)), **{c: pa.array(rng.random(n)) for c in "abc"}}, schema=schema)
+    t.bulk_insert(data)
+    t.upsert(pa.table({"id": pa.array([3], pa.int64()), "a": [30.0]}))
+    METADATA_CACHE.clear()  # a fresh process: nothing learnt about the files yet
+    fresh = pyhudi.open_table(t.path)
+    assert sorted(fresh.read(columns=["id"]).column("id").to_pylist()) == list(range(n))
+    got = fresh.read(columns=["id", "b"]).sort_by("id")
+    assert got.column("b").to_pylist() == data.column("b").to_pylist()
