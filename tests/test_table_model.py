@@ -121,6 +121,15 @@ class TableMachine(RuleBasedStateMachine):
                 out.update((status.family, k) for k in keys.column(0).to_pylist())
         return out
 
+    def _just_before(self, completion: str) -> str:
+        """A time just before ``completion`` that names no instant's requested time (the time a
+        write returned stands for that write's completion, so it would include the write)."""
+        requested = {i.requested_time for i in self.table.timeline}
+        before = str(int(completion) - 1)
+        while before in requested:
+            before = str(int(before) - 1)
+        return before
+
     def _record(self, instant: str) -> None:
         completion = self._completion(instant)
         assert not self.history or completion > self.history[-1][1]
@@ -377,7 +386,7 @@ class TableMachine(RuleBasedStateMachine):
         before = self.history[index - 1][2] if index else Model(self.shape, model_families(self.shape))
         if columns and not set(columns) <= set(before.columns()):
             return  # the columns did not exist yet (an ALTER added them)
-        just_before = str(int(completion) - 1)
+        just_before = self._just_before(completion)
         got = self.table.read(columns=columns, as_of=just_before)
         assert got.column_names == (columns or before.columns())
         assert rows_of(got) == project(before.expected(), columns or before.columns())
@@ -388,7 +397,7 @@ class TableMachine(RuleBasedStateMachine):
         n = len(self.history)
         first = data.draw(st.integers(-1, n - 1), label="start")
         last = data.draw(st.integers(max(first, 0), n - 1) | st.none(), label="end")
-        start = self.history[first][1] if first >= 0 else str(int(self.history[0][1]) - 1)
+        start = self.history[first][1] if first >= 0 else self._just_before(self.history[0][1])
         end = self.history[last][1] if last is not None else None
         at_end = self.history[last if last is not None else n - 1][2]
         window = {instant for instant, _, _ in self.history[first + 1:(last if last is not None else n - 1) + 1]}
@@ -402,7 +411,7 @@ class TableMachine(RuleBasedStateMachine):
 
     def every_instant(self) -> None:
         """Time travel to every past instant, and the incremental window of each instant alone."""
-        previous = str(int(self.history[0][1]) - 1)
+        previous = self._just_before(self.history[0][1])
         for instant, completion, model in self.history:
             assert rows_of(self.table.read(as_of=completion)) == project(model.expected(), model.columns())
             got = self.table.read_incremental(previous, completion)
