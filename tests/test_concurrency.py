@@ -195,7 +195,7 @@ def test_single_writer_rolls_back_the_instant_of_a_writer_that_is_gone(tmp_path)
     client = WriteClient(t, options={"hoodie.client.heartbeat.interval_in_ms": "50"})
     txn = client.begin("upsert")
     txn.write_rows(make_rows(SCHEMA, ["id", "a"], [1], 2))
-    client._open.pop(txn.instant).heartbeat.stop(delete=False)  # the process "hangs": no more beats
+    client._open.pop(txn.instant).active.heartbeat.stop(delete=False)  # the process "hangs": no more beats
     time.sleep(0.15)  # > interval x tolerable misses
     t.upsert(make_rows(SCHEMA, ["id", "a"], [2], 3), options={"hoodie.client.heartbeat.interval_in_ms": "50"})
     assert t.last_write.rolled_back == [txn.instant]

@@ -115,13 +115,15 @@ def _install_pauses(pauses: Sequence[str], signal_dir: str) -> None:
 
         Timeline.complete = complete
     if "delete_markers" in pauses:
-        original_delete = client.delete_markers
+        import pyhudi.write.commit as commit
+
+        original_delete = commit.delete_markers
 
         def delete_markers(storage, instant):
             pause("delete_markers")
             return original_delete(storage, instant)
 
-        client.delete_markers = delete_markers
+        commit.delete_markers = delete_markers
 
 
 def _install_first_commit_barrier(go_file: str, writers: int) -> None:

@@ -46,12 +46,13 @@ from pyhudi.logformat.parquet_options import constant_strings, parquet_options_f
 from pyhudi.read.file_slice import TableContext, read_file_slices
 from pyhudi.schema import META_FIELDS, avro_schema_json
 from pyhudi.storage.naming import BaseFileName, WriteToken, parse_data_file_name
-from pyhudi.timeline.heartbeat import HEARTBEAT_DIR, Heartbeat, heartbeat_expired
+from pyhudi.timeline.heartbeat import heartbeat_expired
 from pyhudi.timeline.instant import Action, Instant, parse_instant_time
 from pyhudi.timeline.metadata import CommitMetadata
 from pyhudi.timeline.metadata_plans import CompactionOperation, CompactionPlan
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.client import write_stat_of
+from pyhudi.write.commit import ActiveInstant
 from pyhudi.write.handle import KIND_CREATE, META_PARQUET_OPTIONS, WriteStatus
 from pyhudi.write.markers import IO_CREATE, create_marker, delete_markers, list_markers
 from pyhudi.write.plan import family_file_columns
@@ -376,13 +377,12 @@ def run_compaction(context: TableContext, timeline: Timeline, instant: str, *, e
         if not heartbeat_expired(storage, instant, interval, HEARTBEAT_TOLERABLE_MISSES.get(options)):
             raise ConcurrentWriteError(f"compaction {instant} is being executed by another live process (its "
                                        "heartbeat is fresh); it is not run twice")
-        _discard_files(storage, instant)
-        pending = timeline.revert_to_requested(pending)
+        _undo(storage, timeline, instant)
+        pending = timeline.get(instant)
     plan = timeline.read_metadata(pending)
     full = (plan.extra_metadata or {}).get(FULL_KEY) == "true"
-    heartbeat = Heartbeat(storage, instant, interval).start()
+    active = ActiveInstant.resume(storage, timeline, pending, heartbeat_interval_ms=interval)
     try:
-        inflight = timeline.transition_to_inflight(pending)
         view = FileSystemView(storage, timeline, partition_layout(context.config).depth)
         groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
         by_group: dict[tuple[str, str], list[FileSlice]] = {}
@@ -399,20 +399,18 @@ def run_compaction(context: TableContext, timeline: Timeline, instant: str, *, e
             extra_metadata={**commit_extra_metadata(context.families), **(plan.extra_metadata or {})},
             compacted=True,
         )
-        completed = timeline.complete(inflight, metadata.to_avro_bytes())
+        return active.commit(metadata.to_avro_bytes())
     except BaseException:
-        heartbeat.stop(delete=False)
-        try:
-            _discard_files(storage, instant)
-            current = timeline.reload().get(instant)
-            if current is not None and current.is_inflight:
-                timeline.revert_to_requested(current)
-        finally:
-            storage.delete(f"{HEARTBEAT_DIR}/{instant}")
+        active.abort(lambda: _undo(storage, timeline, instant))
         raise
-    delete_markers(storage, instant)
-    heartbeat.stop()
-    return completed
+
+
+def _undo(storage: Any, timeline: Timeline, instant: str) -> None:
+    """A failed execution: its files go, the instant goes back to requested (to run again)."""
+    _discard_files(storage, instant)
+    current = timeline.reload().get(instant)
+    if current is not None and current.is_inflight:
+        timeline.revert_to_requested(current)
 
 
 def _operation_families(plan: CompactionPlan) -> list[str | None]:

@@ -36,18 +36,14 @@ from pyhudi.evolution import check_schema_unchanged, commit_extra_metadata
 from pyhudi.schema import avro_schema_json
 from pyhudi.storage.naming import PARTITION_METAFILE
 from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
+from pyhudi.timeline.instant import Instant, State
 from pyhudi.timeline.timeline import Timeline
+from pyhudi.write.commit import ActiveInstant
 from pyhudi.write.conflicts import check_no_concurrent_base_version, check_write_conflicts
 from pyhudi.write.handle import KIND_MERGE, WriteStatus
-from pyhudi.write.markers import delete_markers, list_markers
+from pyhudi.write.markers import list_markers
 from pyhudi.write.overwrite import ReplacePlan, check_not_replaced, is_overwrite, requested_content
-from pyhudi.write.rollback import (
-    HEARTBEAT_DIR,
-    Heartbeat,
-    live_pending_writes,
-    rollback_failed_writes,
-    rollback_instant,
-)
+from pyhudi.write.rollback import live_pending_writes, rollback_failed_writes, rollback_instant
 from pyhudi.write.txn import OPERATIONS, WriteTxn, check_operation
 
 __all__ = ["OPERATIONS", "WriteClient", "WriteResult", "WriteTxn"]
@@ -85,7 +81,7 @@ class WriteResult:
 class _OpenTxn:
     """Driver-side state of a begun transaction (never shipped to executors)."""
 
-    heartbeat: Heartbeat
+    active: ActiveInstant
     started: float
     rolled_back: list[str]
     timeline: Timeline  # listed at begin: planning and commit reuse it (completion re-lists under the lock)
@@ -157,18 +153,12 @@ class WriteClient:
         rolled_back = rollback_failed_writes(table.storage, timeline, self.policy, reload=False)
         if self.policy.mode == SINGLE_WRITER:
             self._refuse_second_writer(timeline)
-        # The heartbeat starts before the instant exists, so no writer ever sees a pending
-        # instant of a live writer without a fresh heartbeat.
         requested_time = timeline.new_instant_time()
-        heartbeat = Heartbeat(table.storage, requested_time, self.policy.heartbeat_interval_ms).start()
         txn = self._txn(operation, schema, instant=requested_time, families=families)
-        try:
-            instant = timeline.create_requested(txn.action, requested_time, content=requested_content(txn))
-            timeline.transition_to_inflight(instant)
-        except BaseException:
-            heartbeat.stop()
-            raise
-        self._open[requested_time] = _OpenTxn(heartbeat, started, rolled_back, timeline)
+        active = ActiveInstant.begin(table.storage, timeline, txn.action, requested_time,
+                                     heartbeat_interval_ms=self.policy.heartbeat_interval_ms,
+                                     plan=requested_content(txn))
+        self._open[requested_time] = _OpenTxn(active, started, rolled_back, timeline)
         return txn
 
     def commit(self, txn: WriteTxn, statuses: Sequence[WriteStatus]) -> WriteResult:
@@ -184,9 +174,10 @@ class WriteClient:
         pending = timeline.get(txn.instant)
         if pending is None or not pending.is_inflight:
             if state is not None:
-                state.heartbeat.stop()
+                state.active.heartbeat.stop()
             found = "not on the timeline (rolled back?)" if pending is None else f"{pending.state.value}"
             raise TimelineError(f"cannot commit instant {txn.instant}: it is {found}, not INFLIGHT")
+        active = state.active if state is not None else ActiveInstant.adopt(storage, timeline, pending)
         statuses = list(statuses)
         try:
             _check_statuses(txn, statuses)
@@ -211,15 +202,10 @@ class WriteClient:
                 if replace is not None:
                     replace.check(current)  # no file group appeared in (or left) the overwritten scope
 
-            completed = timeline.complete(pending, metadata.to_avro_bytes(), precondition=precondition)
+            completed = active.commit(metadata.to_avro_bytes(), precondition=precondition)
         except BaseException:
-            self._give_up(txn.instant, state)
+            active.abort(lambda: self._rollback_quietly(txn.instant))
             raise
-        delete_markers(storage, txn.instant)
-        if state is not None:
-            state.heartbeat.stop()
-        else:  # begun by another client object: its heartbeat file is all that is left
-            storage.delete(f"{HEARTBEAT_DIR}/{txn.instant}")
         started = state.started if state is not None else time.perf_counter()
         result = WriteResult(
             instant=completed.requested_time, operation=txn.operation_type,
@@ -237,11 +223,17 @@ class WriteClient:
         commit or abort it from another client object or process."""
         state = self._open.pop(txn.instant, None)
         if state is not None:
-            state.heartbeat.untie()
+            state.active.detach()
 
     def abort(self, txn: WriteTxn) -> None:
         """Roll the instant back: delete every file written for it and remove it from the timeline."""
-        self._give_up(txn.instant, self._open.pop(txn.instant, None))
+        state = self._open.pop(txn.instant, None)
+        if state is not None:
+            state.active.abort(lambda: self._rollback_quietly(txn.instant))
+        else:  # begun by another client object: its heartbeat file is all that is left of it here
+            timeline = self.table.active_timeline(self.options)
+            adopted = ActiveInstant.adopt(self.table.storage, timeline, Instant(txn.instant, txn.action, State.INFLIGHT))
+            adopted.abort(lambda: self._rollback_quietly(txn.instant))
 
     # ------------------------------------------------------------------ helpers
     def _txn(self, operation: str, schema: pa.Schema, instant: str, families: Mapping[str, Any]) -> WriteTxn:
@@ -290,17 +282,6 @@ class WriteClient:
                     self.table.storage.create_if_absent(relpath, text.encode())
                 except Exception:  # another writer created it first
                     pass
-
-    def _give_up(self, instant: str, state: _OpenTxn | None) -> None:
-        """Roll back this writer's own instant. Its heartbeat stays (fresh, no longer beating)
-        while the rollback runs, so no other writer rolls it back at the same time; then it goes,
-        so if this rollback failed (lock timeout, crash), the next writer rolls it back."""
-        if state is not None:
-            state.heartbeat.stop(delete=False)
-        try:
-            self._rollback_quietly(instant)
-        finally:
-            self.table.storage.delete(f"{HEARTBEAT_DIR}/{instant}")
 
     def _rollback_quietly(self, instant: str) -> None:
         try:
