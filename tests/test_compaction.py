@@ -413,3 +413,26 @@ def test_spark_runs_a_plan_as_the_local_engine_does(tmp_path, spark):
         return out
 
     assert by_write(remote) == by_write(local)
+
+
+# ------------------------------------------------------------------------------ the file-system view for services
+def test_the_view_gives_services_every_slice_and_the_groups_pending_services_hold(tmp_path):
+    from pyhudi.fsview.view import FileSystemView
+
+    t, _ = seeded(tmp_path)
+    first = t.compact(families=["fc"])
+    after = t.upsert(pa.table({"id": [1], "c": [5], "ts": [9]}))
+    pending = t.schedule_compaction(families=["fc"])
+    timeline = t.active_timeline()
+    view = FileSystemView(t.storage, timeline, 0)
+    assert view.pending_compaction_file_groups() == {("", FID): pending}
+    assert view.pending_clustering_file_groups() == {}
+    (group,) = view.file_groups()
+    slices = group.all_slices("fc", True)
+    assert [s.base_instant for s in slices] == [None, first]
+    assert [lf.instant for lf in slices[0].log_files] == [n.split("_")[1] for n in sorted(
+        data_files(t)) if n.endswith("_fc.log.1_0-1-0") and n.split("_")[1] < first]
+    assert [lf.instant for lf in slices[1].log_files] == [after]
+    assert slices[-1].log_files == group.latest_slice("fc", True).log_files
+    # a second schedule leaves the group of the pending compaction alone
+    assert t.schedule_compaction(families=["fc"]) is None

@@ -138,6 +138,27 @@ class FileGroup:
         return FileSlice(self.partition_path, self.file_id, family, base, chosen)
 
 
+    def all_slices(self, family: str | None, family_table: bool) -> list[FileSlice]:
+        """Every slice of ``family``, oldest first (timeline layout 2): one per base file, each
+        with the logs that completed after its base instant and before the next one's (the
+        first slice holds the logs before any base). Services (cleaning, compaction) need the
+        older slices too; reads use :meth:`latest_slice`."""
+        bases = sorted((b for b in self.base_files if b.name.family == family or (family_table and b.name.family is None)),
+                       key=lambda b: (b.name.instant, b.name.family is not None))
+        logs = sorted((lf for lf in self.log_files if lf.name.family == family), key=LogFile.sort_key)
+        bounds = [b.instant for b in bases]
+        out = []
+        if not bases or (logs and logs[0].completion_time <= bounds[0]):
+            out.append(FileSlice(self.partition_path, self.file_id, family, None,
+                                 [lf for lf in logs if not bounds or lf.completion_time <= bounds[0]]))
+        for i, base in enumerate(bases):
+            upper = bounds[i + 1] if i + 1 < len(bounds) else None
+            chosen = [lf for lf in logs if lf.completion_time > base.instant
+                      and (upper is None or lf.completion_time <= upper)]
+            out.append(FileSlice(self.partition_path, self.file_id, family, base, chosen))
+        return [s for s in out if not s.is_empty]
+
+
 @dataclass(frozen=True)
 class Visibility:
     """Which instants a reader sees: completed ones (completion ≤ ``as_of`` when time travelling).
@@ -295,6 +316,29 @@ class FileSystemView:
     def _opens_pending_slice(self, name: BaseFileName | LogFileName) -> bool:
         """A version 6 log named after a compaction that is not completed (as of the view)."""
         return self.layout_version == 1 and isinstance(name, LogFileName) and name.instant in self.compactions
+
+    def pending_compaction_file_groups(self) -> dict[tuple[str, str], str]:
+        """(partition, file id) → instant of each compaction not completed (either timeline
+        layout): services leave these groups alone until it completes."""
+        out: dict[tuple[str, str], str] = {}
+        for instant in self.timeline.pending():
+            if instant.is_compaction:
+                plan = self.timeline.read_metadata(instant.as_requested())
+                out.update((group, instant.requested_time) for group in plan.file_groups())
+        return out
+
+    def pending_clustering_file_groups(self) -> dict[tuple[str, str], str]:
+        """(partition, file id) → instant of each clustering not completed (its input groups
+        are replaced when it completes; a requested replacecommit without a plan is an insert
+        overwrite, not a clustering)."""
+        out: dict[tuple[str, str], str] = {}
+        for instant in self.timeline.pending():
+            if str(instant.completed_action) != "replacecommit":
+                continue
+            requested = self.timeline.read_metadata(instant.as_requested())
+            if requested is not None and getattr(requested, "is_clustering", False):
+                out.update((group, instant.requested_time) for group in requested.file_groups())
+        return out
 
     def partitions(self) -> list[str]:
         return sorted({g.partition_path for g in self.file_groups()})

@@ -167,8 +167,8 @@ def plan_compaction(context: TableContext, timeline: Timeline, instant_time: str
         raise ConfigError(f"compaction applies to MERGE_ON_READ tables; table {context.config.name!r} is "
                           f"{context.config.table_type} (its base files are rewritten on every write)")
     chosen, family_table = _families_to_compact(context, families, full)
-    busy = {g for plan in pending_compactions(timeline).values() for g in plan.file_groups()}
     view = FileSystemView(context.storage, timeline, partition_layout(context.config).depth)
+    busy = {*view.pending_compaction_file_groups(), *view.pending_clustering_file_groups()}
     max_file_size = int(options.get("hoodie.parquet.max.file.size", 125 * _MB))
     units = []
     for group in view.file_groups():
