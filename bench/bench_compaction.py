@@ -7,7 +7,10 @@ Prints ratios measured in one run, wall and CPU time side by side (machines diff
 - a full compaction / ``pq.write_table`` of the same rows (target <= 1.5);
 - a full read after the full compaction / ``pq.read_table`` of the same data (target <= 1.2);
 - peak memory (RSS growth, in a child process) of compacting a 10x larger file group / the
-  smaller one (target <= 1.5; the merge streams).
+  smaller one (target <= 1.5; the merge streams);
+- the read time after 1, 8, 32 and 128 commits of 1% updates, with inline compaction on
+  (``hoodie.compact.inline.max.delta.commits`` 5), against the freshly compacted table (target:
+  within 1.5x at every point) — and without compaction, for comparison.
 
 Run: ``.venv/bin/python bench/bench_compaction.py [--rows 200000] [--rounds 3]``.
 """
@@ -108,11 +111,38 @@ def memory(rows: int, work: str) -> None:
           f"({peaks[0] // 1024} MB vs {peaks[1] // 1024} MB; target <= 1.5; a 10x file group)")
 
 
+def read_cost(rows: int, work: str, points: tuple[int, ...] = (1, 8, 32, 128)) -> None:
+    data = make_data(rows)
+    rng = np.random.default_rng(5)
+    tables = {}
+    for inline in (True, False):
+        t = pyhudi.create_table(os.path.join(work, f"cost{inline}"), SCHEMA, "id", num_buckets=4,
+                                column_families=families())
+        t.bulk_insert(data)
+        tables[inline] = t
+    options = {True: {"hoodie.compact.inline": "true"}, False: {}}
+    fresh = min(timed(tables[True].read)[1:] for _ in range(3))
+    done = 0
+    print(f"read after n commits of 1% updates (freshly loaded table: {fresh[0]:.3f}s wall):")
+    for point in points:
+        while done < point:
+            ids = np.sort(rng.choice(rows, max(1, rows // 100), replace=False))
+            update = data.take(pa.array(ids)).select(["id", *[f"c{c}" for c in range(PER)]])
+            for inline, t in tables.items():
+                t.upsert(update, options=options[inline])
+            done += 1
+        on = min(timed(tables[True].read)[1:] for _ in range(3))
+        off = min(timed(tables[False].read)[1:] for _ in range(3))
+        print(f"  {point:4d} commits: inline compaction {on[0] / fresh[0]:.2f}x (CPU {on[1] / fresh[1]:.2f}x), "
+              f"none {off[0] / fresh[0]:.2f}x (CPU {off[1] / fresh[1]:.2f}x)  (target: inline <= 1.5x)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--no-read-cost", action="store_true")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="pyhudi-bench-compaction-")
     try:
@@ -122,6 +152,8 @@ def main() -> int:
         full_vs_raw(args.rows, args.rounds, work)
         if not args.no_memory:
             memory(args.rows // 10, work)
+        if not args.no_read_cost:
+            read_cost(args.rows // 4, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

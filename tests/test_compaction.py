@@ -436,3 +436,24 @@ def test_the_view_gives_services_every_slice_and_the_groups_pending_services_hol
     assert slices[-1].log_files == group.latest_slice("fc", True).log_files
     # a second schedule leaves the group of the pending compaction alone
     assert t.schedule_compaction(families=["fc"]) is None
+
+
+def test_inline_compaction_time_elapsed_triggers(tmp_path):
+    def actions(t):
+        return [str(i.action) for i in t.timeline]
+
+    elapsed = {"hoodie.compact.inline": "true", "hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED",
+               "hoodie.compact.inline.max.delta.seconds": "0"}
+    t = family_table(tmp_path, "time")
+    t.upsert(pa.table({"id": [1], "a": [1.0]}), options=elapsed)
+    assert actions(t) == ["deltacommit", "commit"]  # 0 s since the first delta commit: due at once
+    both = {"hoodie.compact.inline": "true", "hoodie.compact.inline.trigger.strategy": "NUM_AND_TIME",
+            "hoodie.compact.inline.max.delta.commits": "2", "hoodie.compact.inline.max.delta.seconds": "3600"}
+    t2 = family_table(tmp_path, "both")
+    for k in range(3):
+        t2.upsert(pa.table({"id": [1], "a": [float(k)]}), options=both)
+    assert actions(t2) == ["deltacommit"] * 3  # enough commits, not enough time
+    either = dict(both, **{"hoodie.compact.inline.trigger.strategy": "NUM_OR_TIME"})
+    t2.upsert(pa.table({"id": [1], "a": [9.0]}), options=either)
+    assert actions(t2) == ["deltacommit"] * 4 + ["commit"]
+    assert rows(t2) == [{"id": 1, "a": 9.0, "b": None, "c": None, "ts": None}]
