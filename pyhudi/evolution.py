@@ -52,6 +52,8 @@ from pyhudi.timeline.metadata import SCHEMA_KEY, CommitMetadata
 from pyhudi.timeline.timeline import COMMIT_ACTIONS, Timeline
 
 ALTER_OPERATION = "ALTER_SCHEMA"
+SERVICE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
+"""Operation types of table-service commits: they rewrite data, never the schema or the families."""
 """``operationType`` of an ALTER commit (Hudi's WriteOperationType for schema changes)."""
 FAMILIES_KEY = "pyhudi.column.families"
 """extraMetadata key: JSON ``{"<family>": "<c1,c2;ordering>"}`` of the families in effect."""
@@ -116,12 +118,16 @@ class SchemaHistory:
         return sorted(done, key=lambda i: (i.sort_time, i.requested_time))
 
     def schema_at(self, timeline: Timeline, config: tc.TableConfig, as_of: str | None = None) -> pa.Schema:
-        """The table schema (no meta columns) in effect at ``as_of`` (None = latest)."""
+        """The table schema (no meta columns) in effect at ``as_of`` (None = latest).
+
+        Table services (compaction, clustering) record the schema they read, as Hudi does, but
+        never change it: an ALTER that completed while one ran stays in effect, so their commits
+        are passed over while a write or ALTER recorded a schema."""
         commits = self.commits(timeline)
         for instant in reversed(_until(commits, as_of)):
-            recorded = self.of(timeline, instant).schema
-            if recorded:
-                return self._schema(recorded)
+            info = self.of(timeline, instant)
+            if info.schema and info.operation not in SERVICE_OPERATIONS:
+                return self._schema(info.schema)
         create = config.get(tc.CREATE_SCHEMA)
         if create:
             return self._schema(create)

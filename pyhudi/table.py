@@ -441,9 +441,28 @@ class Table:
 
     def compact(self, families: Sequence[str] | str | None = None, full: bool = False, *, engine: Any = None,
                 options: Mapping[str, Any] | None = None) -> str | None:
-        """Schedule and run a compaction; returns its instant (None when nothing needed one)."""
+        """Run the pending compactions (scheduled earlier, or killed: as Hudi's inline compaction
+        does, so their file groups are not left out forever), then schedule and run a new one.
+        Returns the new compaction's instant, else the last pending one run, else None."""
+        ran = self._run_pending_compactions(engine, options)
         instant = self.schedule_compaction(families, full, options)
-        return None if instant is None else self.run_compaction(instant, engine=engine, options=options)
+        if instant is None:
+            return ran[-1] if ran else None
+        return self.run_compaction(instant, engine=engine, options=options)
+
+    def _run_pending_compactions(self, engine: Any, options: Mapping[str, Any] | None) -> list[str]:
+        """Execute every pending compaction no live process is executing; returns their instants."""
+        from pyhudi.errors import ConcurrentWriteError
+
+        ran = []
+        for instant in self.active_timeline(_string_options(options)).pending():
+            if not instant.is_compaction:
+                continue
+            try:
+                ran.append(self.run_compaction(instant.requested_time, engine=engine, options=options))
+            except ConcurrentWriteError:
+                continue  # another process runs it
+        return ran
 
     def _compact_inline(self, options: Mapping[str, str], engine: Any) -> None:
         """``hoodie.compact.inline``: after a write, compact when the trigger strategy says so."""
@@ -452,6 +471,7 @@ class Table:
 
         if not INLINE_COMPACT.get(options) or self.config.table_type != "MERGE_ON_READ":
             return
+        self._run_pending_compactions(engine, options)
         timeline = self.active_timeline(options)
         if compaction_due(timeline, options, timeline.new_instant_time()):
             self.compact(engine=engine, options=options)

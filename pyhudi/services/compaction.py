@@ -39,7 +39,6 @@ from pyhudi.config import table as tc
 from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
 from pyhudi.engine.base import Engine, get_engine
 from pyhudi.errors import ConcurrentWriteError, ConfigError, CorruptFileError, TimelineError
-from pyhudi.evolution import commit_extra_metadata
 from pyhudi.fsview.view import FileGroup, FileSlice, FileSystemView, Visibility
 from pyhudi.keygen import partition_layout
 from pyhudi.logformat.parquet_options import constant_strings, parquet_options_for
@@ -50,7 +49,7 @@ from pyhudi.timeline.heartbeat import heartbeat_expired
 from pyhudi.timeline.instant import Action, Instant, parse_instant_time
 from pyhudi.timeline.metadata import CommitMetadata
 from pyhudi.timeline.metadata_plans import CompactionOperation, CompactionPlan
-from pyhudi.timeline.timeline import Timeline
+from pyhudi.timeline.timeline import Locked, Timeline
 from pyhudi.write.client import write_stat_of
 from pyhudi.write.commit import ActiveInstant
 from pyhudi.write.handle import KIND_CREATE, META_PARQUET_OPTIONS, WriteStatus
@@ -209,12 +208,15 @@ def schedule_compaction(context: TableContext, timeline: Timeline, *, families: 
                         full: bool = False, options: Mapping[str, str] | None = None) -> str | None:
     """Plan a compaction; returns its instant, or None when nothing qualifies (nothing written)."""
     _families_to_compact(context, families, full)  # bad requests fail before an instant time is taken
-    instant_time = timeline.new_instant_time()
-    timeline.reload()  # after the time: every deltacommit that completed before it is listed
-    plan = plan_compaction(context, timeline, instant_time, families=families, full=full, options=options)
-    if plan is None:
-        return None
-    timeline.create_requested(Action.COMPACTION, instant_time, content=plan.to_avro_bytes())
+    # Under the lock (as Hudi's transaction manager schedules services): no other scheduler can
+    # plan a file group between this listing and the plan's requested file.
+    with Locked(timeline.lock):
+        instant_time = timeline.new_instant_time()
+        timeline.reload()  # after the time: every deltacommit that completed before it is listed
+        plan = plan_compaction(context, timeline, instant_time, families=families, full=full, options=options)
+        if plan is None:
+            return None
+        timeline.create_requested(Action.COMPACTION, instant_time, content=plan.to_avro_bytes())
     return instant_time
 
 
@@ -374,19 +376,22 @@ def run_compaction(context: TableContext, timeline: Timeline, instant: str, *, e
         raise TimelineError(f"no pending compaction at {instant}" + (": it completed already" if done else ""))
     interval = HEARTBEAT_INTERVAL_MS.get(options)
     if pending.is_inflight:
-        if not heartbeat_expired(storage, instant, interval, HEARTBEAT_TOLERABLE_MISSES.get(options)):
-            raise ConcurrentWriteError(f"compaction {instant} is being executed by another live process (its "
-                                       "heartbeat is fresh); it is not run twice")
-        _undo(storage, timeline, instant)
-        pending = timeline.get(instant)
+        pending = _recover(storage, timeline, pending, interval, HEARTBEAT_TOLERABLE_MISSES.get(options))
     plan = timeline.read_metadata(pending)
     full = (plan.extra_metadata or {}).get(FULL_KEY) == "true"
-    active = ActiveInstant.resume(storage, timeline, pending, heartbeat_interval_ms=interval)
+    try:
+        active = ActiveInstant.resume(storage, timeline, pending, heartbeat_interval_ms=interval,
+                                      heartbeat_misses=HEARTBEAT_TOLERABLE_MISSES.get(options))
+    except TimelineError:  # another runner moved it to inflight first: it is that runner's now
+        raise ConcurrentWriteError(f"compaction {instant} was started by another runner meanwhile; it is not "
+                                   "run twice") from None
     try:
         view = FileSystemView(storage, timeline, partition_layout(context.config).depth)
         groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
         by_group: dict[tuple[str, str], list[FileSlice]] = {}
         for operation, family in zip(plan.operations or (), _operation_families(plan)):
+            if family is not None and family not in context.families:
+                continue  # dropped (ALTER UNSET) since the plan: its files are no longer read
             file_slice = _plan_slices(groups, operation, family)
             by_group.setdefault((file_slice.partition_path, file_slice.file_id), []).append(file_slice)
         tasks = [CompactionTask(context, instant, partition, file_id, slices, full,
@@ -396,13 +401,29 @@ def run_compaction(context: TableContext, timeline: Timeline, instant: str, *, e
         metadata = CommitMetadata.from_write_stats(
             [write_stat_of(s) for s in statuses], operation_type=COMPACT_OPERATION,
             schema=avro_schema_json(context.schema, context.config.name),
-            extra_metadata={**commit_extra_metadata(context.families), **(plan.extra_metadata or {})},
+            extra_metadata=dict(plan.extra_metadata or {}),  # (the schema only: services never change families)
             compacted=True,
         )
         return active.commit(metadata.to_avro_bytes())
     except BaseException:
         active.abort(lambda: _undo(storage, timeline, instant))
         raise
+
+
+def _recover(storage: Any, timeline: Timeline, inflight: Instant, interval: int, misses: int) -> Instant:
+    """An inflight compaction whose executor is gone goes back to requested (its files deleted),
+    decided under the timeline lock so that two recoverers never undo each other's fresh run."""
+    instant = inflight.requested_time
+    with Locked(timeline.lock):
+        current = timeline.reload().get(instant)
+        if current is None or not current.is_pending:
+            raise TimelineError(f"no pending compaction at {instant}: it completed meanwhile")
+        if current.is_inflight:
+            if not heartbeat_expired(storage, instant, interval, misses):
+                raise ConcurrentWriteError(f"compaction {instant} is being executed by another live process (its "
+                                           "heartbeat is fresh); it is not run twice")
+            _undo(storage, timeline, instant)
+    return timeline.get(instant)
 
 
 def _undo(storage: Any, timeline: Timeline, instant: str) -> None:

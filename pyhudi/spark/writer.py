@@ -43,7 +43,7 @@ from pyhudi.timeline.instant import Action
 from pyhudi.write.handle import WriteStatus
 from pyhudi.write.markers import delete_markers
 from pyhudi.write.overwrite import OVERWRITE_LOG_FILES, is_overwrite
-from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS
+from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
 from pyhudi.write.rollback import HEARTBEAT_DIR, Heartbeat
 from pyhudi.write.txn import WriteTxn
 
@@ -212,22 +212,26 @@ class HudiDataSourceWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> HudiCommitMessage:
         from pyspark import TaskContext
 
-        batches = [b for b in iterator if b.num_rows]
-        if not batches:
-            return HudiCommitMessage([], 0)
-        rows = pa.Table.from_batches(batches)
-        context = TaskContext.get()
-        task_id, stage, attempt = (0, 1, 0) if context is None else (
-            context.partitionId(), context.stageId(), context.attemptNumber())
         txn = self.task_txn
+        # Beat from the start: consuming the iterator runs the upstream stage (a join, a UDF...),
+        # and the instant must stay alive meanwhile. The beat is left behind detached (a long
+        # timeout): the write goes on in other tasks and the driver's commit.
         heartbeat = Heartbeat(txn.storage, txn.instant, HEARTBEAT_INTERVAL_MS.get(txn.options),
-                              tied_to_process=False).start()  # the task may end before the write
+                              tied_to_process=False, misses=HEARTBEAT_TOLERABLE_MISSES.get(txn.options)).start()
         try:
-            statuses = txn.write_rows(rows, task_id=task_id, attempt=attempt, stage=stage)
-        except HudiError as exc:  # bad data: retrying cannot help; the driver rolls back
-            return HudiCommitMessage([], rows.num_rows, exc)
+            batches = [b for b in iterator if b.num_rows]
+            if not batches:
+                return HudiCommitMessage([], 0)
+            rows = pa.Table.from_batches(batches)
+            context = TaskContext.get()
+            task_id, stage, attempt = (0, 1, 0) if context is None else (
+                context.partitionId(), context.stageId(), context.attemptNumber())
+            try:
+                statuses = txn.write_rows(rows, task_id=task_id, attempt=attempt, stage=stage)
+            except HudiError as exc:  # bad data: retrying cannot help; the driver rolls back
+                return HudiCommitMessage([], rows.num_rows, exc)
         finally:
-            heartbeat.stop(delete=False)
+            heartbeat.untie()
         if rolled_back(txn):  # the job failed (or this attempt lost) while this task was writing
             discard_instant_files(txn.storage, txn.instant, [s.relpath for s in statuses])
             raise TimelineError(f"instant {txn.instant} was rolled back or committed while Spark task "

@@ -21,19 +21,30 @@ HEARTBEAT_DIR = ".hoodie/.heartbeat"
 _HOST = socket.gethostname()
 
 
+DETACHED_TIMEOUT_MS = 3_600_000
+"""The timeout a detached heartbeat records (:meth:`Heartbeat.untie`): the write goes on in tasks
+that beat only while they run — between the driver's begin and the first task (a shuffle, an
+upstream stage) nobody beats, so the instant counts as alive for an hour at least."""
+
+
 class Heartbeat:
     """Touches ``.hoodie/.heartbeat/<instant>`` from a daemon thread while a write runs.
 
-    The file holds the time of the last beat in epoch ms (Java Hudi reads the file's modification
-    time, which the rename sets too) and, with ``tied_to_process``, ``<pid> <host>`` on a second
-    line: a writer that dies on this host is then seen as gone at once. Beats from processes that
-    may end while the write goes on (a Spark planning worker, a task) are not tied.
+    The file holds the time of the last beat in epoch ms on its first line (Java Hudi reads the
+    file's modification time, which the rename sets too), then ``timeout_ms=<n>`` — how long the
+    writer may go without a beat (its interval x tolerable misses): every writer judges another
+    writer's heartbeat by the timeout *that* writer set, never by its own settings — and, with
+    ``tied_to_process``, ``owner=<pid>@<host>``: a writer that dies on this host is then seen as
+    gone at once. Beats from processes that may end while the write goes on (a Spark planning
+    worker, a task) are not tied.
     """
 
-    def __init__(self, storage: Storage, instant: str, interval_ms: int, tied_to_process: bool = True) -> None:
+    def __init__(self, storage: Storage, instant: str, interval_ms: int, tied_to_process: bool = True,
+                 misses: int = 2, timeout_ms: int | None = None) -> None:
         self.storage = storage
         self.relpath = f"{HEARTBEAT_DIR}/{instant}"
         self.interval_s = max(interval_ms, 10) / 1000.0
+        self.timeout_ms = timeout_ms if timeout_ms is not None else max(interval_ms, 10) * max(misses, 1)
         self.tied_to_process = tied_to_process
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -46,11 +57,11 @@ class Heartbeat:
 
     def _beat(self) -> None:
         # write-then-rename: a reader never sees an empty (torn) heartbeat
-        text = str(int(time.time() * 1000))
+        lines = [str(int(time.time() * 1000)), f"timeout_ms={self.timeout_ms}"]
         if self.tied_to_process:
-            text += f"\n{os.getpid()} {_HOST}"
+            lines.append(f"owner={os.getpid()}@{_HOST}")
         tmp = f"{self.relpath}.{os.getpid()}.{threading.get_ident()}.tmp"  # unique across processes too
-        self.storage.write(tmp, text.encode())
+        self.storage.write(tmp, "\n".join(lines).encode())
         self.storage.rename(tmp, self.relpath)
 
     def _run(self) -> None:
@@ -70,25 +81,33 @@ class Heartbeat:
             self.storage.delete(self.relpath)
 
     def untie(self) -> None:
-        """Stop beating and leave a fresh beat that does not name this process: the write goes on
-        elsewhere (tasks beat while they write), so this process ending says nothing about it."""
+        """Stop beating and leave a fresh beat that names no process and a long timeout
+        (:data:`DETACHED_TIMEOUT_MS`): the write goes on elsewhere, so this process ending says
+        nothing about it."""
         self.stop(delete=False)
         self.tied_to_process = False
+        self.timeout_ms = max(self.timeout_ms, DETACHED_TIMEOUT_MS)
         self._beat()
 
 
 def heartbeat_expired(storage: Storage, instant: str, interval_ms: int, misses: int, now_ms: int | None = None) -> bool:
-    """True if the writer of ``instant`` is gone: it stopped beating (or never started) long enough
-    ago, or its heartbeat names a process of this host that no longer exists."""
+    """True if the writer of ``instant`` is gone: it stopped beating (or never started) for longer
+    than the timeout it recorded (``interval_ms`` x ``misses`` for heartbeats that record none,
+    e.g. Java Hudi's), or its heartbeat names a process of this host that no longer exists."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     try:
         lines = storage.read(f"{HEARTBEAT_DIR}/{instant}").decode().split("\n")
         last = int(lines[0].strip() or 0)
     except (StorageError, ValueError, UnicodeDecodeError):
         return True
-    if now_ms - last > interval_ms * misses:
+    fields = dict(line.split("=", 1) for line in lines[1:] if "=" in line)
+    try:
+        timeout = int(fields.get("timeout_ms", interval_ms * misses))
+    except ValueError:
+        timeout = interval_ms * misses
+    if now_ms - last > timeout:
         return True
-    owner = lines[1].split() if len(lines) > 1 else []
-    if len(owner) == 2 and owner[1] == _HOST and owner[0].isdigit():
-        return not pid_alive(int(owner[0]))
+    pid, _, host = fields.get("owner", "").partition("@")
+    if host == _HOST and pid.isdigit():
+        return not pid_alive(int(pid))
     return False

@@ -283,7 +283,7 @@ class Timeline:
         self._check_writable()
         if instant.state is not State.INFLIGHT:
             raise TimelineError(f"cannot complete instant {instant}: it is {instant.state.value}, not INFLIGHT")
-        with _Locked(self.lock):
+        with Locked(self.lock):
             self.load()  # decide on the current state of storage, not on our cache
             current = self._find(instant.requested_time, instant.completed_action)
             if current is None:
@@ -308,7 +308,7 @@ class Timeline:
         self._check_writable()
         if instant.is_completed:
             raise TimelineError(f"cannot delete completed instant {instant}; only pending instants can be deleted")
-        with _Locked(self.lock):
+        with Locked(self.lock):
             self.load()
             current = self._find(instant.requested_time, instant.completed_action)
             if current is not None and current.is_completed:
@@ -326,7 +326,7 @@ class Timeline:
         self._check_writable()
         if instant.is_completed:
             raise TimelineError(f"cannot revert completed instant {instant} to requested")
-        with _Locked(self.lock):
+        with Locked(self.lock):
             self.load()
             current = self._find(instant.requested_time, instant.completed_action)
             if current is None or current.state is not State.INFLIGHT:
@@ -366,14 +366,14 @@ class Timeline:
         self._rebuild()
 
 
-class _Locked:
+class Locked:
     """Hold ``lock`` for a block unless the current thread already holds it (callers may nest)."""
 
     def __init__(self, lock: TimelineLock) -> None:
         self.lock = lock
         self.taken = False
 
-    def __enter__(self) -> _Locked:
+    def __enter__(self) -> Locked:
         if not self.lock.held_by_current_thread():
             self.lock.acquire()
             self.taken = True

@@ -157,7 +157,7 @@ class WriteClient:
         txn = self._txn(operation, schema, instant=requested_time, families=families)
         active = ActiveInstant.begin(table.storage, timeline, txn.action, requested_time,
                                      heartbeat_interval_ms=self.policy.heartbeat_interval_ms,
-                                     plan=requested_content(txn))
+                                     heartbeat_misses=self.policy.heartbeat_misses, plan=requested_content(txn))
         self._open[requested_time] = _OpenTxn(active, started, rolled_back, timeline)
         return txn
 

@@ -40,9 +40,9 @@ class ActiveInstant:
 
     @classmethod
     def begin(cls, storage: Storage, timeline: Timeline, action: Action, requested_time: str, *,
-              heartbeat_interval_ms: int, plan: bytes = b"") -> ActiveInstant:
+              heartbeat_interval_ms: int, heartbeat_misses: int = 2, plan: bytes = b"") -> ActiveInstant:
         """Heartbeat, then requested (holding ``plan``) and inflight."""
-        heartbeat = Heartbeat(storage, requested_time, heartbeat_interval_ms).start()
+        heartbeat = Heartbeat(storage, requested_time, heartbeat_interval_ms, misses=heartbeat_misses).start()
         try:
             requested = timeline.create_requested(action, requested_time, content=plan)
             inflight = timeline.transition_to_inflight(requested)
@@ -53,9 +53,10 @@ class ActiveInstant:
 
     @classmethod
     def resume(cls, storage: Storage, timeline: Timeline, requested: Instant, *,
-               heartbeat_interval_ms: int) -> ActiveInstant:
+               heartbeat_interval_ms: int, heartbeat_misses: int = 2) -> ActiveInstant:
         """Heartbeat, then inflight, for an instant requested earlier (a scheduled service plan)."""
-        heartbeat = Heartbeat(storage, requested.requested_time, heartbeat_interval_ms).start()
+        heartbeat = Heartbeat(storage, requested.requested_time, heartbeat_interval_ms,
+                              misses=heartbeat_misses).start()
         try:
             inflight = timeline.transition_to_inflight(requested)
         except BaseException:
