@@ -306,3 +306,33 @@ def test_a_write_that_cannot_get_the_lock_says_so_and_leaves_the_table_as_it_was
     t.upsert(make_rows(SCHEMA, ["id", "a"], [3], 3))
     assert [r["id"] for r in read_rows(t)] == [1, 3]
     assert all(i.is_completed for i in t.timeline)
+
+
+def test_a_rollback_killed_before_it_went_inflight_is_cleared_by_the_next_writer(tmp_path):
+    from pyhudi.timeline.instant import Action
+
+    t = family_table(tmp_path)
+    t.upsert(make_rows(SCHEMA, ["id", "a"], [1], 1))
+    timeline = t.active_timeline()
+    orphan = timeline.create_requested(Action.ROLLBACK)  # its process died here: no heartbeat, no plan
+    t.upsert(make_rows(SCHEMA, ["id", "a"], [2], 2))
+    assert all(i.requested_time != orphan.requested_time for i in t.timeline)
+    assert [(r["id"], r["a"]) for r in read_rows(t)] == [(1, 1001.0), (2, 2002.0)]
+
+
+def test_heartbeats_record_their_writers_own_timeout_and_owner(tmp_path):
+    from pyhudi.timeline.heartbeat import Heartbeat, heartbeat_expired
+
+    t = family_table(tmp_path)
+    beat = Heartbeat(t.storage, "20240101000000000", interval_ms=60_000, misses=3).start()
+    try:
+        lines = (Path(t.path) / ".hoodie" / ".heartbeat" / "20240101000000000").read_text().split("\n")
+        assert lines[1] == "timeout_ms=180000" and lines[2].startswith(f"owner={os.getpid()}@")
+        # judged by the writer's own timeout, not by the judge's shorter settings
+        assert not heartbeat_expired(t.storage, "20240101000000000", 10, 1, now_ms=int(lines[0]) + 170_000)
+        assert heartbeat_expired(t.storage, "20240101000000000", 10, 1, now_ms=int(lines[0]) + 181_000)
+        beat.untie()
+        lines = (Path(t.path) / ".hoodie" / ".heartbeat" / "20240101000000000").read_text().split("\n")
+        assert lines[1:] == ["timeout_ms=3600000"]  # detached: no owner, a long timeout
+    finally:
+        beat.stop()

@@ -18,7 +18,17 @@ from pyhudi.storage.fs import Storage
 from pyhudi.timeline.lock import pid_alive
 
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
-_HOST = socket.gethostname()
+def _host_identity() -> str:
+    """This host's name plus its pid namespace: containers sharing a host name (host networking)
+    but not their pids must not judge each other's writers by pid."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")  # e.g. "pid:[4026531836]"
+    except OSError:
+        return socket.gethostname()
+    return f"{socket.gethostname()}/{namespace.strip('pid:[]')}"
+
+
+_HOST = _host_identity()
 
 
 DETACHED_TIMEOUT_MS = 3_600_000

@@ -139,6 +139,12 @@ def rollback_failed_writes(
     if reload:
         timeline.reload()
     done = []
+    for instant in timeline.pending():  # a rollback killed before it went inflight claimed nothing
+        if instant.action == Action.ROLLBACK and not instant.is_inflight and _writer_gone(storage, instant, policy):
+            try:
+                timeline.delete_pending(instant)
+            except TimelineError:
+                pass  # it completed meanwhile
     for instant in timeline.pending():  # rollbacks interrupted after claiming their target
         if instant.action == Action.ROLLBACK and instant.is_inflight and _writer_gone(storage, instant, policy):
             try:
