@@ -226,7 +226,7 @@ def alter_table(table: Any, set_properties: Mapping[str, Any] | None = None,
                 unset_properties: Iterable[str] | str | None = None,
                 new_columns: Mapping[str, Any] | pa.Schema | None = None) -> tuple[str | None, tc.TableConfig]:
     """Validate and apply an ALTER; returns (ALTER instant or None, the new table config)."""
-    history: SchemaHistory = table._history
+    history: SchemaHistory = table.history
     storage: Storage = table.storage
     timeline = table.active_timeline()
     with timeline.lock:

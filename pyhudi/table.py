@@ -29,6 +29,7 @@ from pyhudi.config.families import (
     validate_families,
 )
 from pyhudi.config.keys import format_value, lookup
+from pyhudi.context import TableContext
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
 from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.keygen import partition_layout, timestamp_table_properties
@@ -288,6 +289,11 @@ class Table:
     def __repr__(self) -> str:
         return f"Table({self.storage.base_uri!r}, name={self.name!r}, type={self.config.table_type})"
 
+    @property
+    def history(self) -> SchemaHistory:
+        """The schema and families recorded on the timeline (decoded commits cached per handle)."""
+        return self._history
+
     # ----------------------------------------------------------------- identity
     @property
     def path(self) -> str:
@@ -398,14 +404,9 @@ class Table:
         return self.last_write.instant
 
     # ----------------------------------------------------------------- table services
-    def table_context(self, timeline: Timeline | None = None) -> Any:
+    def table_context(self, timeline: Timeline | None = None) -> TableContext:
         """What services and file-slice readers need of the table now (picklable)."""
-        from pyhudi.read.file_slice import TableContext
-
-        timeline = timeline if timeline is not None else self.active_timeline()
-        schema = self._history.schema_at(timeline, self.config)
-        return TableContext(self.storage, self.config, schema, self._history.families_at(timeline, self.config,
-                                                                                         None, schema))
+        return TableContext.of(self, timeline if timeline is not None else self.active_timeline())
 
     def schedule_compaction(self, families: Sequence[str] | str | None = None, full: bool = False,
                             options: Mapping[str, Any] | None = None) -> str | None:

@@ -11,38 +11,18 @@ caller chose instead of the latest ones, so a service reads exactly the files it
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pyarrow as pa
 
 from pyhudi.config import table as tc
-from pyhudi.config.families import ColumnFamily
+from pyhudi.context import TableContext
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.read.keys import KeySpec, integer_key_column
 from pyhudi.read.plan import _family_scans, _output_schema
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
 from pyhudi.schema import META_FIELDS
-from pyhudi.storage.fs import Storage
 
-
-@dataclass(frozen=True)
-class TableContext:
-    """What reading a table's files needs to know of the table (picklable; a service task
-    carries it to the workers instead of a table handle): where it is, its ``hoodie.properties``,
-    and the schema and families in effect for the files read."""
-
-    storage: Storage
-    config: tc.TableConfig
-    schema: pa.Schema
-    families: dict[str, ColumnFamily]
-
-    @property
-    def record_key_fields(self) -> tuple[str, ...]:
-        return self.config.record_key_fields
-
-    @property
-    def partition_fields(self) -> tuple[str, ...]:
-        return self.config.partition_fields
+__all__ = ["TableContext", "read_file_slices"]
 
 
 def read_file_slices(context: TableContext, slices: Sequence[FileSlice], visibility: Visibility, *,

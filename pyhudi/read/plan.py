@@ -178,7 +178,7 @@ def resolve_instant_time(timeline: Any, time: str | None) -> str | None:
 
 def _families_and_schema(table: Any, instant: str | None, timeline: Any):
     instant = resolve_instant_time(timeline, instant)  # (a write's requested time: its completion)
-    history = getattr(table, "_history", None)
+    history = getattr(table, "history", None)
     if history is not None:  # C3, from the timeline this plan listed (not listed again per question)
         schema = history.schema_at(timeline, table.config, instant)
         return schema, history.families_at(timeline, table.config, instant, schema)

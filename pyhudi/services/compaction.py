@@ -37,12 +37,13 @@ import pyarrow.parquet as pq
 from pyhudi.config import compaction as cc
 from pyhudi.config import table as tc
 from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
+from pyhudi.context import TableContext
 from pyhudi.engine.base import Engine, get_engine
 from pyhudi.errors import ConcurrentWriteError, ConfigError, CorruptFileError, TimelineError
 from pyhudi.fsview.view import FileGroup, FileSlice, FileSystemView, Visibility
 from pyhudi.keygen import partition_layout
 from pyhudi.logformat.parquet_options import constant_strings, parquet_options_for
-from pyhudi.read.file_slice import TableContext, read_file_slices
+from pyhudi.read.file_slice import read_file_slices
 from pyhudi.schema import META_FIELDS, avro_schema_json
 from pyhudi.storage.naming import BaseFileName, WriteToken, parse_data_file_name
 from pyhudi.timeline.heartbeat import heartbeat_expired

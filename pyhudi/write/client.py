@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from pyhudi.config.concurrency import SINGLE_WRITER, WRITE_CONCURRENCY_MODE, ConcurrencyPolicy, resolve_concurrency
 from pyhudi.config.keys import lookup
+from pyhudi.context import TableHandle
 from pyhudi.engine.base import Engine, get_engine
 from pyhudi.errors import CommitConflictError, ConcurrentWriteError, SplitFileGroupError, TimelineError
 from pyhudi.evolution import check_schema_unchanged, commit_extra_metadata
@@ -90,7 +91,7 @@ class _OpenTxn:
 class WriteClient:
     """Writes commits to one table with one engine (``"local"`` by default, or ``"spark"``)."""
 
-    def __init__(self, table: Any, engine: str | Engine | None = None, options: Mapping[str, Any] | None = None,
+    def __init__(self, table: TableHandle, engine: str | Engine | None = None, options: Mapping[str, Any] | None = None,
                  on_commit: Callable[[WriteResult], None] | None = None) -> None:
         self.table = table
         self.engine = get_engine(engine)
@@ -111,8 +112,8 @@ class WriteClient:
         # one listing serves the schema, the families and begin (commit re-lists under the lock,
         # where the schema and families are checked again)
         timeline = table.active_timeline(self.options)
-        schema = table._history.schema_at(timeline, table.config)
-        families = table._history.declared_families_at(timeline, table.config)
+        schema = table.history.schema_at(timeline, table.config)
+        families = table.history.declared_families_at(timeline, table.config)
         # every input check happens before the timeline changes
         prepared = self._txn(operation, schema, instant="", families=families).prepare(data)
         txn = self.begin(operation, schema=schema, timeline=timeline, families=families)
@@ -131,8 +132,8 @@ class WriteClient:
         check_operation(operation)
         table = self.table
         timeline = table.active_timeline(self.options)
-        schema = table._history.schema_at(timeline, table.config)
-        families = table._history.declared_families_at(timeline, table.config)
+        schema = table.history.schema_at(timeline, table.config)
+        families = table.history.declared_families_at(timeline, table.config)
         return self._txn(operation, schema, instant="", families=families)
 
     # ------------------------------------------------------------------ phases
@@ -147,9 +148,9 @@ class WriteClient:
         started = time.perf_counter()
         table = self.table
         timeline = timeline if timeline is not None else table.active_timeline(self.options)
-        schema = schema if schema is not None else table._history.schema_at(timeline, table.config)
+        schema = schema if schema is not None else table.history.schema_at(timeline, table.config)
         if families is None:
-            families = table._history.declared_families_at(timeline, table.config)
+            families = table.history.declared_families_at(timeline, table.config)
         rolled_back = rollback_failed_writes(table.storage, timeline, self.policy, reload=False)
         if self.policy.mode == SINGLE_WRITER:
             self._refuse_second_writer(timeline)
@@ -193,7 +194,7 @@ class WriteClient:
 
             def precondition(current: Timeline) -> None:
                 # C3: checked under the timeline lock, so no ALTER completes between check and commit
-                check_schema_unchanged(self.table._history, current, self.table.config, txn.schema, txn.families)
+                check_schema_unchanged(self.table.history, current, self.table.config, txn.schema, txn.families)
                 check_not_replaced(txn, statuses, current)  # no file written went to a just-replaced group
                 check_no_concurrent_base_version(txn.instant, statuses, seen, current)
                 check_write_conflicts(txn.instant, statuses, seen, current, self.policy,
