@@ -297,28 +297,63 @@ def test_a_failed_compaction_is_undone_and_runs_again_from_its_plan(tmp_path, mo
 KILL_SCRIPT = """
 import os, sys, pyhudi
 from pyhudi.services import compaction
-original = compaction._write_base_file
-def dying(storage, relpath, *args, **kwargs):
-    out = original(storage, relpath, *args, **kwargs)
-    os._exit(9)  # killed after the first base file, before completion
-compaction._write_base_file = dying
+from pyhudi.timeline.timeline import Timeline
+from pyhudi.write import commit
+
+step = sys.argv[3]
+
+
+def dying_after(owner, name, when):
+    original = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        if when == "before":
+            os._exit(9)
+        out = original(*args, **kwargs)
+        os._exit(9)
+    setattr(owner, name, wrapper)
+
+
+if step == "before inflight":  # the plan is read, nothing moved yet
+    dying_after(Timeline, "transition_to_inflight", "before")
+elif step == "after inflight":  # inflight, no file written
+    dying_after(Timeline, "transition_to_inflight", "after")
+elif step == "after the first base file":
+    dying_after(compaction, "_write_base_file", "after")
+elif step == "before completion":  # every file written
+    dying_after(Timeline, "complete", "before")
+elif step == "after completion":  # completed; markers and heartbeat left behind
+    dying_after(commit, "delete_markers", "before")
 pyhudi.open_table(sys.argv[1]).run_compaction(sys.argv[2])
 """
 
+STEPS = ["before inflight", "after inflight", "after the first base file", "before completion", "after completion"]
 
-def test_a_killed_compaction_is_executed_again_never_twice_at_once(tmp_path):
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_compaction_killed_at_any_step_is_recovered_never_run_twice(tmp_path, step):
     t, _ = seeded(tmp_path)
     instant = t.schedule_compaction()
-    proc = subprocess.run([PY, "-c", KILL_SCRIPT, t.path, instant], capture_output=True, text=True)
+    proc = subprocess.run([PY, "-c", KILL_SCRIPT, t.path, instant, step], capture_output=True, text=True)
     assert proc.returncode == 9, proc.stderr
-    assert [(str(i.action), str(i.state)) for i in t.timeline][-1] == ("compaction", "INFLIGHT")
-    assert len([n for n in data_files(t) if instant in n]) == 1  # half done, invisible
-    assert rows(t) == EXPECTED
-    t.run_compaction(instant)  # its executor died on this host: rolled back and re-executed
+    state = {"before inflight": "REQUESTED", "after completion": "COMPLETED"}.get(step, "INFLIGHT")
+    last = [i for i in t.timeline if i.requested_time == instant][0]
+    assert str(last.state) == state
+    written = {"after the first base file": 1, "before completion": 2, "after completion": 2}.get(step, 0)
+    assert len([n for n in data_files(t) if instant in n]) == written
+    assert rows(t) == EXPECTED  # half done is invisible; completed is the same rows
+    if state != "COMPLETED":
+        t.run_compaction(instant)  # its executor died on this host: rolled back and re-executed
+    else:
+        with pytest.raises(TimelineError, match="it completed already"):
+            t.run_compaction(instant)
     assert sorted(n for n in data_files(t) if instant in n) == [f"{FID}_0-0-0_{instant}_fa.parquet",
                                                                f"{FID}_0-0-0_{instant}_fc.parquet"]
     assert rows(t) == EXPECTED
-    assert [(str(i.action), str(i.state)) for i in t.timeline][-1] == ("commit", "COMPLETED")
+    assert [(str(i.action), str(i.state)) for i in t.timeline if i.requested_time == instant] == [
+        ("commit", "COMPLETED")]
+    t.upsert(pa.table({"id": [9], "a": [9.0]}))  # the next write goes ahead; nothing is left pending
+    assert all(i.is_completed for i in t.timeline)
 
 
 def test_an_inflight_compaction_with_a_live_executor_is_not_run_twice(tmp_path):
