@@ -204,6 +204,17 @@ def cmd_compact(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_rollback(args: argparse.Namespace, console: Console) -> int:
+    """Roll back a pending instant of a gone process, or the latest completed commit."""
+    table = pyhudi.open_table(args.path)
+    instant = table.rollback(args.instant)
+    if args.json:
+        print(json.dumps({"rolled_back": args.instant, "rollback": instant}, indent=2))
+    else:
+        console.print(f"{args.instant} rolled back (rollback instant [bold]{instant}[/bold])")
+    return 0
+
+
 def cmd_alter(args: argparse.Namespace, console: Console) -> int:
     """``ALTER TABLE ... SET/UNSET TBLPROPERTIES`` from the shell (families: RFC-80's DDL)."""
     table = pyhudi.open_table(args.path)
@@ -361,6 +372,11 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--option", action="append", help="hoodie.* KEY=VALUE (repeatable)")
     compact.add_argument("--json", action="store_true")
     compact.set_defaults(func=cmd_compact)
+    rollback = sub.add_parser("rollback", help="roll back a pending instant or the latest completed commit")
+    rollback.add_argument("path")
+    rollback.add_argument("instant")
+    rollback.add_argument("--json", action="store_true")
+    rollback.set_defaults(func=cmd_rollback)
     demo = sub.add_parser("demo", help="run the end-to-end demo")
     demo.add_argument("--path", help="directory to create the demo table in (kept)")
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo table")

@@ -465,6 +465,14 @@ class Table:
                 continue  # another process runs it
         return ran
 
+    def rollback(self, instant: str, options: Mapping[str, Any] | None = None) -> str:
+        """Roll back ``instant``: a pending write or compaction whose process is gone, or the
+        latest completed commit (:mod:`pyhudi.services.rollback`). Returns the rollback instant."""
+        from pyhudi.services.rollback import rollback
+
+        opts = {**self.config.props, **_string_options(options)}
+        return rollback(self.storage, self.active_timeline(opts), instant, opts).requested_time
+
     def _compact_inline(self, options: Mapping[str, str], engine: Any) -> None:
         """``hoodie.compact.inline``: after a write, compact when the trigger strategy says so."""
         from pyhudi.config.compaction import INLINE_COMPACT

@@ -321,6 +321,23 @@ class Timeline:
                 self._entries.pop(name, None)
             self._rebuild()
 
+    def delete_completed(self, instant: Instant, precondition: Callable[[Timeline], None] | None = None) -> None:
+        """Remove a completed instant's files (the rollback of a completed commit), under the
+        lock: ``precondition`` runs there on a fresh listing (e.g. "it is still the latest")."""
+        self._check_writable()
+        with Locked(self.lock):
+            self.load()
+            current = self._find(instant.requested_time, instant.completed_action)
+            if current is None or not current.is_completed:
+                raise TimelineError(f"cannot delete instant {instant}: it is not completed on the timeline")
+            if precondition is not None:
+                precondition(self)
+            names = [current.file_name(self.layout_version), *current.pending_file_names(self.layout_version)]
+            for name in names:  # the completed file first: from then on the commit never happened
+                self.storage.delete(f"{self.timeline_dir}/{name}")
+                self._entries.pop(name, None)
+            self._rebuild()
+
     def revert_to_requested(self, instant: Instant) -> Instant:
         """Delete the inflight file of a pending instant (compaction / clustering rollback)."""
         self._check_writable()
