@@ -183,6 +183,7 @@ class Record:
     instant: str
     base: tuple | None = None
     log: tuple | None = None
+    after: "Record | None" = None  # what it becomes once a pending compaction completes
 
 
 Copy = dict  # family name -> Record | None
@@ -296,7 +297,12 @@ class Model:
             for target in targets:
                 for f in touched:
                     to_base = base_keys is None or (f.name, str(key)) in base_keys
-                    target[f.name] = self.merged(f, target[f.name], winners[f.name][key], present, instant, to_base)
+                    record = target[f.name]
+                    merged = self.merged(f, record, winners[f.name][key], present, instant, to_base)
+                    if record is not None and record.after is not None:  # a pending compaction covers it:
+                        # its log files land in the slice after the compaction's base
+                        merged.after = self.merged(f, record.after, winners[f.name][key], present, instant, to_base)
+                    target[f.name] = merged
             self.rows[key] = copies
 
     def delete(self, keys: list) -> None:
@@ -304,8 +310,22 @@ class Model:
             self.rows.pop(key, None)
 
     def compact(self, families: set[str] | None, full: bool) -> None:
-        """A compaction turns each compacted family's record into a base record with the values a
-        read sees now (commit times kept). A full compaction writes every family of a row, so a
+        """Schedule and run a compaction at once (see :meth:`schedule_compaction`)."""
+        self.schedule_compaction(families, full)
+        self.run_compaction()
+
+    def run_compaction(self) -> None:
+        """The pending compaction completes: covered records become what they were going to be."""
+        for copies in self.rows.values():
+            for copy_ in copies:
+                for name, record in copy_.items():
+                    if record is not None and record.after is not None:
+                        copy_[name] = record.after
+
+    def schedule_compaction(self, families: set[str] | None, full: bool) -> None:
+        """A compaction plan covers each compacted family's record as reads see it now: once it
+        completes, that is a base record (commit times kept), and writes made meanwhile are log
+        versions on top of it (``after``). A full compaction writes every family of a row, so a
         family without a record gets one of nulls (the full-row base file holds the row)."""
         for copies in self.rows.values():
             for copy_ in copies:
@@ -321,7 +341,11 @@ class Model:
                         continue
                     values = dict(record.values) if record is not None else {c: None for c in f.columns}
                     instant = record.instant if record is not None else newest
-                    copy_[f.name] = Record(values, instant, base=(dict(values), values.get(f.ordering or ""), instant))
+                    after = Record(values, instant, base=(dict(values), values.get(f.ordering or ""), instant))
+                    if record is None:
+                        copy_[f.name] = Record(dict(values), instant, after=after)
+                    else:
+                        record.after = after
 
     # ------------------------------------------------------------------ reads
     def expected(self, window: set[str] | None = None) -> list[dict]:

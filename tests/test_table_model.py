@@ -102,6 +102,7 @@ class TableMachine(RuleBasedStateMachine):
         self.model = Model(shape, model_families(shape))
         self.keys = INT_KEYS if shape.int_keys else STR_KEYS
         self.dropped: set[str] = set()  # names of dropped families (re-adding one is refused)
+        self.pending_compaction: str | None = None  # scheduled, to run at a later step
 
     @property
     def columns(self) -> list[str]:
@@ -243,7 +244,7 @@ class TableMachine(RuleBasedStateMachine):
         self._record(instant)
 
     def _alter_choices(self) -> list[tuple[str, str]]:
-        if self.shape.layout != "families":
+        if self.shape.layout != "families" or self.pending_compaction:
             return []
         names = [f.name for f in self.model.families]
         choices = [("add", ADDED_FAMILY[0])] if ADDED_FAMILY[0] not in names and ADDED_FAMILY[0] not in self.dropped else []
@@ -267,17 +268,42 @@ class TableMachine(RuleBasedStateMachine):
         assert self.table.schema.names == self.columns
         self._record(instant)
 
-    @precondition(lambda self: self.shape.layout != "cow")
-    @rule(data=st.data())
-    def compact(self, data: st.DataObject) -> None:
-        """Compaction at a random point: of some families, of all, or full (every family into one
-        full-row base file). Reads, time travel and incremental windows see the same rows."""
+    def _compaction_request(self, data: st.DataObject) -> tuple[list[str] | None, bool]:
         full = data.draw(st.booleans(), label="full compaction")
         families = None
         if not full and self.shape.layout == "families":
             names = [f.name for f in self.model.families]
             families = data.draw(st.none() | st.lists(st.sampled_from(names), min_size=1, unique=True),
                                  label="families")
+        return families, full
+
+    @precondition(lambda self: self.shape.layout != "cow" and not self.pending_compaction)
+    @rule(data=st.data())
+    def schedule_compaction(self, data: st.DataObject) -> None:
+        """A compaction planned now and run at a later step: writes in between land after its
+        base (completion-time slicing), and reads meanwhile see the slices as they were."""
+        families, full = self._compaction_request(data)
+        instant = self.table.schedule_compaction(families=families, full=full)
+        if instant is None:
+            return
+        event("compaction scheduled, run later")
+        self.model.schedule_compaction(set(families) if families else None, full)
+        self.pending_compaction = instant
+
+    @precondition(lambda self: self.pending_compaction)
+    @rule()
+    def run_pending_compaction(self) -> None:
+        instant, self.pending_compaction = self.pending_compaction, None
+        assert self.table.run_compaction(instant) == instant
+        self.model.run_compaction()
+        self._record(instant)
+
+    @precondition(lambda self: self.shape.layout != "cow" and not self.pending_compaction)
+    @rule(data=st.data())
+    def compact(self, data: st.DataObject) -> None:
+        """Compaction at a random point: of some families, of all, or full (every family into one
+        full-row base file). Reads, time travel and incremental windows see the same rows."""
+        families, full = self._compaction_request(data)
         instant = self.table.compact(families=families, full=full)
         if instant is None:
             return
