@@ -51,15 +51,16 @@ Interval = tuple[str, "str | None"]  # [from, until): until None = still read by
 
 
 # ------------------------------------------------------------------------------ retention
-def earliest_commit_to_retain(timeline: Timeline, policy: str, retained: int) -> Instant | None:
-    """Hudi's ECTR for ``policy`` (see the module docstring); None when there is none."""
+def earliest_commit_to_retain(timeline: Timeline, policy: str, retained: int, now: str) -> Instant | None:
+    """Hudi's ECTR for ``policy`` at time ``now`` (the clean's instant time; see the module
+    docstring); None when there is none."""
     commits = sorted(timeline.commits_timeline(), key=lambda i: i.requested_time)
     ectr = None
     if policy == cl.KEEP_LATEST_COMMITS and len(commits) > retained:
         ectr = commits[len(commits) - retained]
     elif policy == cl.KEEP_LATEST_BY_HOURS and commits:
-        now = parse_instant_time(timeline.new_instant_time(), timeline.timezone)
-        cutoff = format_instant_time(now - timedelta(hours=retained), timeline.timezone)
+        moment = parse_instant_time(now, timeline.timezone)
+        cutoff = format_instant_time(moment - timedelta(hours=retained), timeline.timezone)
         ectr = next((c for c in commits if c.requested_time >= cutoff), None)
     pending = [i.requested_time for i in timeline.pending() if i.completed_action in COMMIT_ACTIONS]
     if ectr is not None and pending and min(pending) < ectr.requested_time:
@@ -231,7 +232,7 @@ def plan_clean(context: TableContext, timeline: Timeline, instant_time: str,
     """The plan a clean at ``instant_time`` would carry (None: nothing to delete); writes nothing."""
     options = {**context.config.props, **(options or {})}
     policy, retained = cl.checked(options)
-    ectr = earliest_commit_to_retain(timeline, policy, retained)
+    ectr = earliest_commit_to_retain(timeline, policy, retained, instant_time)
     if policy != cl.KEEP_LATEST_FILE_VERSIONS and ectr is None:
         return None
     storage = context.storage
