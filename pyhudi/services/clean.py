@@ -27,9 +27,9 @@ from pyhudi.config import clean as cl
 from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
 from pyhudi.errors import ConcurrentWriteError, ConfigError, TimelineError
 from pyhudi.read.file_slice import TableContext
-from pyhudi.services.clean_plan import plan_clean
+from pyhudi.services.clean_plan import earliest_commit_to_retain, plan_clean
 from pyhudi.timeline.heartbeat import Heartbeat, heartbeat_expired
-from pyhudi.timeline.instant import Action, Instant
+from pyhudi.timeline.instant import Action, Instant, format_instant_time_ms
 from pyhudi.timeline.metadata_plans import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.commit import ActiveInstant
@@ -45,13 +45,32 @@ def schedule_clean(context: TableContext, timeline: Timeline, options: Mapping[s
     """Plan a clean; returns its instant, or None when there is nothing to delete (nothing written)."""
     _check_layout(context)
     cl.checked({**context.config.props, **(options or {})})  # bad settings fail before a time is taken
-    instant_time = timeline.new_instant_time()
-    timeline.reload()  # after the time: every commit that completed before it is listed
-    plan = plan_clean(context, timeline, instant_time, options)
+    timeline.reload()
+    # planned before its instant time is taken (none is taken for nothing to do): a commit that
+    # completes in between only adds files, which the plan does not name
+    plan = plan_clean(context, timeline, _now(timeline), options)
+    _ATTEMPTED[context.storage.base_uri] = plan.earliest_instant_to_retain.timestamp if (
+        plan is not None and plan.earliest_instant_to_retain is not None) else _ectr_time(timeline, options, context)
     if plan is None:
         return None
+    instant_time = timeline.new_instant_time()
     timeline.create_requested(Action.CLEAN, instant_time, content=plan.to_avro_bytes())
     return instant_time
+
+
+_ATTEMPTED: dict[str, str | None] = {}
+"""Table → the ECTR of this process's last clean plan (saved or empty): an automatic clean is not
+planned again until the ECTR moves (files held back meanwhile are cleaned then)."""
+
+
+def _now(timeline: Timeline) -> str:
+    return format_instant_time_ms(int(time.time() * 1000), timeline.timezone)
+
+
+def _ectr_time(timeline: Timeline, options: Mapping[str, str] | None, context: TableContext) -> str | None:
+    policy, retained = cl.checked({**context.config.props, **(options or {})})
+    ectr = earliest_commit_to_retain(timeline, policy, retained, _now(timeline))
+    return None if ectr is None else ectr.requested_time
 
 
 def pending_cleans(timeline: Timeline) -> list[Instant]:
@@ -117,6 +136,9 @@ def clean(context: TableContext, timeline: Timeline, options: Mapping[str, str] 
                                                          HEARTBEAT_TOLERABLE_MISSES.get(merged)):
             continue  # another process is executing it
         finished = run_clean(context, timeline, pending.requested_time, options).requested_time
+    policy, retained = cl.checked(merged)
+    if policy == cl.KEEP_LATEST_COMMITS and earliest_commit_to_retain(timeline.reload(), policy, retained, "") is None:
+        return finished  # (not more commits than retained: nothing to clean, and no instant time taken)
     instant = schedule_clean(context, timeline.reload(), options)
     if instant is not None:
         run_clean(context, timeline, instant, options)
@@ -126,9 +148,15 @@ def clean(context: TableContext, timeline: Timeline, options: Mapping[str, str] 
 
 def clean_due(timeline: Timeline, options: Mapping[str, str]) -> bool:
     """Hudi's trigger (NUM_COMMITS): ``hoodie.clean.max.commits`` commits completed since the
-    last clean (since the first commit when none), or a clean is pending."""
+    last clean (since the first commit when none), or a clean is pending. Not due while the
+    time-based policies have no ECTR, or the same ECTR as this process's last plan."""
     if pending_cleans(timeline):
         return True
+    policy, retained = cl.checked(options)
+    if policy != cl.KEEP_LATEST_FILE_VERSIONS:
+        ectr = earliest_commit_to_retain(timeline, policy, retained, _now(timeline))
+        if ectr is None or _ATTEMPTED.get(timeline.storage.base_uri, "") == ectr.requested_time:
+            return False
     cleans = [i.requested_time for i in timeline.completed() if i.action is Action.CLEAN]
     last = max(cleans, default="")
     commits = sum(1 for i in timeline.commits_timeline() if i.requested_time > last)
