@@ -18,7 +18,10 @@ and maps by ``is null`` / ``is not null`` only), streamed in tiny batches, split
 tasks, both merge strategies, time travel (to a random past instant and just before it, and at
 the end of every sequence to every instant), incremental windows (random ones, and at the end
 each instant's own), with meta columns, through a reopened handle; read-optimized on
-copy-on-write.
+copy-on-write. Cleaning (the ``clean`` rule with a random policy and retention, and automatic
+cleaning after writes) never changes what reads of the latest snapshot or of a retained instant
+return; a snapshot no clean retained reads the model's rows or is refused with
+``CleanedSnapshotError`` — nothing else.
 
 The table shapes, the reference model and the failure injection live in ``tests/table_model.py``.
 
