@@ -215,6 +215,35 @@ def cmd_rollback(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_clean(args: argparse.Namespace, console: Console) -> int:
+    """Schedule (--schedule), execute (--run INSTANT) or both (default) a clean; --dry-run
+    prints the files a schedule would plan to delete without writing anything."""
+    table = pyhudi.open_table(args.path)
+    options = dict(o.split("=", 1) for o in args.option or ())
+    if args.run:
+        report = {"clean": table.run_clean(args.run, options), "state": "COMPLETED"}
+    elif args.dry_run:
+        report = {"plan": table.plan_clean(options)}
+    elif args.schedule:
+        instant = table.schedule_clean(options)
+        report = {"clean": instant, "state": None if instant is None else "REQUESTED"}
+    else:
+        instant = table.clean(options)
+        report = {"clean": instant, "state": None if instant is None else "COMPLETED"}
+    if args.json:
+        print(json.dumps(report, indent=2))
+    elif "plan" in report:
+        plan = report["plan"]
+        console.print(f"{len(plan)} files would be deleted" + ("" if plan else " (nothing to clean)"))
+        for row in plan:
+            console.print(f"  {row['partition'] or '(none)'} {row['file']}")
+    elif report["clean"] is None:
+        console.print("nothing to clean")
+    else:
+        console.print(f"clean [bold]{report['clean']}[/bold] {report['state'].lower()}")
+    return 0
+
+
 def cmd_alter(args: argparse.Namespace, console: Console) -> int:
     """``ALTER TABLE ... SET/UNSET TBLPROPERTIES`` from the shell (families: RFC-80's DDL)."""
     table = pyhudi.open_table(args.path)
@@ -377,6 +406,15 @@ def build_parser() -> argparse.ArgumentParser:
     rollback.add_argument("instant")
     rollback.add_argument("--json", action="store_true")
     rollback.set_defaults(func=cmd_rollback)
+    clean = sub.add_parser("clean", help="delete file versions no retained snapshot reads: schedule and/or run")
+    clean.add_argument("path")
+    clean.add_argument("--schedule", action="store_true", help="only write the plan (clean.requested)")
+    clean.add_argument("--run", metavar="INSTANT", help="execute the clean planned at INSTANT")
+    clean.add_argument("--dry-run", action="store_true", help="show the files a schedule would plan; write nothing")
+    clean.add_argument("--option", action="append", help="hoodie.* KEY=VALUE (repeatable), e.g. "
+                       "hoodie.cleaner.commits.retained=5")
+    clean.add_argument("--json", action="store_true")
+    clean.set_defaults(func=cmd_clean)
     demo = sub.add_parser("demo", help="run the end-to-end demo")
     demo.add_argument("--path", help="directory to create the demo table in (kept)")
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo table")

@@ -83,6 +83,11 @@ class ReadError(HudiError, ValueError):
     cannot answer (e.g. incremental reads of a table without meta fields)."""
 
 
+class CleanedSnapshotError(ReadError):
+    """A time-travel read asks for a snapshot whose files a completed clean deleted (it was no
+    longer retained: ``hoodie.cleaner.*``); :mod:`pyhudi.read.retention`."""
+
+
 class CommitConflictError(HudiError):
     """Two writers changed the same file group in a way that cannot be reconciled."""
 
@@ -116,6 +121,7 @@ __all__ = [
     "CorruptBlockError",
     "CorruptFileError",
     "ReadError",
+    "CleanedSnapshotError",
     "CommitConflictError",
     "ConcurrentWriteError",
     "SplitFileGroupError",

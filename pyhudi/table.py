@@ -401,6 +401,7 @@ class Table:
         client = WriteClient(self, engine=engine, options=options, on_commit=on_commit)
         self.last_write = client.write(data, operation)
         self._compact_inline(client.options, engine)
+        self._clean_after_commit(client.options)
         return self.last_write.instant
 
     # ----------------------------------------------------------------- table services
@@ -484,6 +485,80 @@ class Table:
         timeline = self.active_timeline(options)
         if compaction_due(timeline, options, timeline.new_instant_time()):
             self.compact(engine=engine, options=options)
+
+    # cleaning (pyhudi/services/clean.py)
+    def schedule_clean(self, options: Mapping[str, Any] | None = None) -> str | None:
+        """Plan a clean (``<t>.clean.requested``, policy ``hoodie.cleaner.policy``); returns its
+        instant, or None when there is nothing to delete (nothing is written then)."""
+        from pyhudi.services.clean import schedule_clean
+
+        opts = _string_options(options)
+        timeline = self.active_timeline(opts)
+        return schedule_clean(self.table_context(timeline), timeline, opts)
+
+    def plan_clean(self, options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The files :meth:`schedule_clean` would delete now, as rows; nothing is written (a dry run)."""
+        from pyhudi.services.clean_plan import describe_plan, plan_clean
+
+        opts = _string_options(options)
+        timeline = self.active_timeline(opts)
+        return describe_plan(plan_clean(self.table_context(timeline), timeline, timeline.new_instant_time(), opts))
+
+    def run_clean(self, instant: str, options: Mapping[str, Any] | None = None) -> str:
+        """Execute the clean planned at ``instant`` (from its stored plan); returns it."""
+        from pyhudi.services.clean import run_clean
+
+        opts = _string_options(options)
+        timeline = self.active_timeline(opts)
+        return run_clean(self.table_context(timeline), timeline, instant, opts).requested_time
+
+    def clean(self, options: Mapping[str, Any] | None = None) -> str | None:
+        """Delete file versions no retained snapshot reads (pending cleans are finished first);
+        returns the clean's instant, or None when there was nothing to delete. Time travel to the
+        retained commits (``hoodie.cleaner.commits.retained``, 10) keeps working; older snapshots
+        are refused with :class:`~pyhudi.errors.CleanedSnapshotError`."""
+        from pyhudi.services.clean import clean
+
+        opts = _string_options(options)
+        timeline = self.active_timeline(opts)
+        return clean(self.table_context(timeline), timeline, opts)
+
+    def wait_for_clean(self, timeout: float | None = None) -> None:
+        """Wait for the automatic clean running in the background (``hoodie.clean.async``), if
+        any; an error it raised is raised here."""
+        thread = getattr(self, "_clean_thread", None)
+        if thread is not None:
+            thread.join(timeout)
+            error, self._clean_error = getattr(self, "_clean_error", None), None
+            if error is not None:
+                raise error
+
+    def _clean_after_commit(self, options: Mapping[str, str]) -> None:
+        """``hoodie.clean.automatic``: after a write, clean when ``hoodie.clean.max.commits`` says
+        one is due; in a background thread with ``hoodie.clean.async``."""
+        import threading
+
+        from pyhudi.config.clean import ASYNC_CLEAN, AUTO_CLEAN
+        from pyhudi.services.clean import clean_due
+
+        merged = {**self.config.props, **options}
+        if not AUTO_CLEAN.get(merged) or self.config.layout_version != 2:
+            return
+        if not ASYNC_CLEAN.get(merged):
+            if clean_due(self.active_timeline(options), merged):
+                self.clean(options)
+            return
+        self.wait_for_clean()  # (one background clean at a time per handle)
+
+        def run() -> None:
+            try:
+                if clean_due(self.active_timeline(options), merged):
+                    self.clean(options)
+            except BaseException as exc:  # reported by wait_for_clean
+                self._clean_error = exc
+
+        self._clean_thread = threading.Thread(target=run, name="pyhudi-clean", daemon=True)
+        self._clean_thread.start()
 
     def upsert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None,
                on_commit: Callable[[Any], None] | None = None) -> str:

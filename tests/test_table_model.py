@@ -18,7 +18,10 @@ and maps by ``is null`` / ``is not null`` only), streamed in tiny batches, split
 tasks, both merge strategies, time travel (to a random past instant and just before it, and at
 the end of every sequence to every instant), incremental windows (random ones, and at the end
 each instant's own), with meta columns, through a reopened handle; read-optimized on
-copy-on-write.
+copy-on-write. Cleaning (the ``clean`` rule with a random policy and retention, and automatic
+cleaning after writes) never changes what reads of the latest snapshot or of a retained instant
+return; a snapshot no clean retained reads the model's rows or is refused with
+``CleanedSnapshotError`` — nothing else.
 
 The table shapes, the reference model and the failure injection live in ``tests/table_model.py``.
 
@@ -66,6 +69,7 @@ from table_model import (
 )
 
 import pyhudi
+from pyhudi.errors import CleanedSnapshotError
 
 
 # ------------------------------------------------------------------------------ the machine
@@ -84,6 +88,7 @@ class TableMachine(RuleBasedStateMachine):
         self.table: pyhudi.Table | None = None
         self.model: Model | None = None
         self.history: list[tuple[str, str, Model]] = []  # (instant, completion time, model after it)
+        self.retained_from = ""  # requested time of the earliest commit the last clean retained
 
     def teardown(self) -> None:
         """Every sequence ends with :meth:`every_instant` (when it wrote anything)."""
@@ -135,6 +140,31 @@ class TableMachine(RuleBasedStateMachine):
         completion = self._completion(instant)
         assert not self.history or completion > self.history[-1][1]
         self.history.append((instant, completion, copy.deepcopy(self.model)))
+        self._note_cleans()
+
+    def _note_cleans(self) -> None:
+        """What the latest completed clean retained (writes clean automatically: the default
+        keeps the last 10 commits; the ``clean`` rule retains fewer)."""
+        timeline = self.table.active_timeline()
+        cleans = [i for i in timeline.completed() if i.action.value == "clean"]
+        if cleans:
+            metadata = timeline.read_metadata(max(cleans, key=lambda i: i.requested_time))
+            ectr = metadata.earliest_commit_to_retain or self.history[-1][0]  # (file versions: the latest only)
+            self.retained_from = max(self.retained_from, ectr)
+
+    def _retained(self, index: int) -> bool:
+        return self.history[index][0] >= self.retained_from
+
+    def _read_or_cleaned(self, retained: bool, read, *args, **kwargs) -> pa.Table | None:
+        """``read(...)``; a snapshot no clean retained may instead be refused, with the clear error
+        (never other rows than the model's)."""
+        try:
+            return read(*args, **kwargs)
+        except CleanedSnapshotError as exc:
+            assert not retained, exc
+            assert "no longer retained" in str(exc)
+            event("time travel to a cleaned snapshot refused")
+            return None
 
     def _frame(self, present: list[str], rows: list[dict]) -> pa.Table:
         schema = self.table.schema
@@ -407,13 +437,18 @@ class TableMachine(RuleBasedStateMachine):
         filters = [self._filter(data, columns=model.columns())
                    for _ in range(data.draw(st.integers(0, 1), label="filters"))]
         spelled = data.draw(st.sampled_from([completion, int(completion), spell_time(completion)]), label="as_of")
-        got = self.table.read(columns=columns, as_of=spelled, filters=filters, **self._knobs(data))
-        assert rows_of(got) == project(self._matching(model.expected(), filters), names)
+        got = self._read_or_cleaned(self._retained(index), self.table.read, columns=columns, as_of=spelled,
+                                    filters=filters, **self._knobs(data))
+        if got is not None:
+            assert rows_of(got) == project(self._matching(model.expected(), filters), names)
         before = self.history[index - 1][2] if index else Model(self.shape, model_families(self.shape))
         if columns and not set(columns) <= set(before.columns()):
             return  # the columns did not exist yet (an ALTER added them)
         just_before = self._just_before(completion)
-        got = self.table.read(columns=columns, as_of=just_before)
+        got = self._read_or_cleaned(index > 0 and self._retained(index - 1), self.table.read, columns=columns,
+                                    as_of=just_before)
+        if got is None:
+            return
         assert got.column_names == (columns or before.columns())
         assert rows_of(got) == project(before.expected(), columns or before.columns())
 
@@ -430,19 +465,53 @@ class TableMachine(RuleBasedStateMachine):
         columns = data.draw(st.none() | st.lists(st.sampled_from(at_end.columns()), min_size=1, unique=True),
                             label="columns")
         names = columns or at_end.columns()
-        got = self.table.read_incremental(start, end, columns=columns, **self._knobs(data))
+        retained = last is None or self._retained(last)
+        got = self._read_or_cleaned(retained, self.table.read_incremental, start, end, columns=columns,
+                                    **self._knobs(data))
+        if got is None:
+            return
         assert got.column_names == names
         assert [f.type for f in got.schema] == [self._type(c) for c in names]
         assert rows_of(got) == project(at_end.expected(window), names)
 
     def every_instant(self) -> None:
-        """Time travel to every past instant, and the incremental window of each instant alone."""
+        """Time travel to every past instant, and the incremental window of each instant alone
+        (instants no clean retained: the rows of the model, or the clear refusal)."""
         previous = self._just_before(self.history[0][1])
-        for instant, completion, model in self.history:
-            assert rows_of(self.table.read(as_of=completion)) == project(model.expected(), model.columns())
-            got = self.table.read_incremental(previous, completion)
-            assert rows_of(got) == project(model.expected({instant}), model.columns()), instant
+        for index, (instant, completion, model) in enumerate(self.history):
+            retained = self._retained(index)
+            got = self._read_or_cleaned(retained, self.table.read, as_of=completion)
+            if got is not None:
+                assert rows_of(got) == project(model.expected(), model.columns())
+            got = self._read_or_cleaned(retained, self.table.read_incremental, previous, completion)
+            if got is not None:
+                assert rows_of(got) == project(model.expected({instant}), model.columns()), instant
             previous = completion
+
+    @precondition(lambda self: self.history)
+    @rule(data=st.data())
+    def clean(self, data: st.DataObject) -> None:
+        """Cleaning with a random policy and retention: reads of the latest snapshot and of every
+        retained instant return what they returned before; older snapshots may be refused."""
+        policy = data.draw(st.sampled_from(["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"]), label="policy")
+        retained = data.draw(st.integers(1, 3), label="retained")
+        key = "commits" if policy == "KEEP_LATEST_COMMITS" else "fileversions"
+        before = [(i, self._retained(i)) for i in range(len(self.history))]
+        instant = self.table.clean(options={"hoodie.cleaner.policy": policy, f"hoodie.cleaner.{key}.retained": retained})
+        if instant is None:
+            return
+        event(f"clean ({policy})")
+        self._note_cleans()
+        timeline = self.table.active_timeline()
+        commits = sorted(i.requested_time for i in timeline.completed()
+                         if i.action.value in ("commit", "deltacommit", "replacecommit"))
+        ectr = timeline.read_metadata(timeline.get(instant)).earliest_commit_to_retain
+        if policy == "KEEP_LATEST_COMMITS":  # the last N commits (more only behind a pending write)
+            assert ectr <= commits[-retained]
+        for index, was_retained in before:
+            if was_retained and self._retained(index):
+                _, completion, model = self.history[index]
+                assert rows_of(self.table.read(as_of=completion)) == project(model.expected(), model.columns())
 
     @precondition(lambda self: self.shape.layout == "cow")
     @rule()

@@ -129,9 +129,12 @@ def _cleaned_by(timeline: Any, instant: Any) -> tuple[str, ...]:
 
 def committed_files(view: FileSystemView) -> dict[str, CommittedFile]:
     """Relative path → what the completed commits visible in ``view`` wrote to it (files of
-    replaced file groups and files a completed clean deleted are left out)."""
+    replaced file groups and files any completed clean deleted are left out)."""
     timeline, base = view.timeline, view.storage.base_uri
-    visible = [i for i in timeline.completed() if i.requested_time in view.completion]
+    # (cleans count whenever they completed: time travel to a snapshot that needs what one
+    # deleted is refused before this check, :func:`pyhudi.read.retention.check_time_travel`)
+    visible = [i for i in timeline.completed()
+               if i.requested_time in view.completion or str(i.action) == "clean"]
     snapshot = (base, tuple((i.requested_time, str(i.action), i.completion_time) for i in visible))
 
     def compute() -> dict[str, CommittedFile]:

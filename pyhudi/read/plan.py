@@ -38,6 +38,7 @@ from pyhudi.read.filters import Filter, normalize_filters
 from pyhudi.read.damage import check_written_files, decoding, missing_files_error, skip_corrupt_blocks
 from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
 from pyhudi.keygen import PartitionLayout, partition_layout
+from pyhudi.read.retention import check_time_travel, pinned_batches
 from pyhudi.read.pruning import partition_columns_from_path, partition_may_match
 from pyhudi.read.split import key_splits, split_rows
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
@@ -58,13 +59,21 @@ class ScanPlan:
     instant: str | None
     tasks: list[ReadTask]
     query_type: str = "snapshot"
+    snapshot: str | None = None
+    """The pinned snapshot as a completion time (``instant`` may be a write's requested time)."""
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         for task in self.tasks:
             yield from task.batches()
 
     def to_reader(self) -> pa.RecordBatchReader:
-        return pa.RecordBatchReader.from_batches(self.schema, self.batches())
+        """The rows as a stream; while it is open its snapshot is pinned against the cleaner
+        (:mod:`pyhudi.read.retention`)."""
+        batches = self.batches()
+        snapshot = self.snapshot or self.instant
+        if self.tasks and snapshot is not None:
+            batches = pinned_batches(self.tasks[0].storage, snapshot, batches)
+        return pa.RecordBatchReader.from_batches(self.schema, batches)
 
     def to_table(self, max_workers: int | None = None) -> pa.Table:
         """Every task's rows in one table; tasks run on a thread pool (Arrow releases the GIL)."""
@@ -303,6 +312,8 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     layout = partition_layout(config)
     view = FileSystemView(table.storage, timeline, layout.depth, as_of)
     pinned = as_of if as_of is not None else view.visibility.latest_completion
+    if view.as_of is not None:
+        check_time_travel(timeline, view.as_of)  # (a snapshot whose files a clean deleted: refused)
     if query_type == "incremental":
         end = pinned or begin
         incremental = _window_instants(timeline, begin, end, as_of is not None)
@@ -360,7 +371,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
                     config.get(tc.URL_ENCODE_PARTITIONING))
         task = ReadTask(table.storage, group.partition_path, group.file_id, parts, settings, partition_values=values)
         tasks.extend(_split(task, max_rows) if max_rows else [task])
-    return ScanPlan(output, pinned, tasks, query_type)
+    return ScanPlan(output, pinned, tasks, query_type, view.as_of or pinned)
 
 
 def _split(task: ReadTask, max_rows: int) -> list[ReadTask]:

@@ -127,6 +127,33 @@ def run_compaction(session: SqlSession, table: str, op: str = "scheduleandexecut
                      "state": pa.array([s for _, s in done], pa.string())})
 
 
+def run_clean(session: SqlSession, table: str, op: str = "scheduleandexecute", timestamp: str | None = None,
+              options: str | None = None) -> pa.Table:
+    """Hudi's ``run_clean``: ``op`` = 'schedule' (plan only), 'run' / 'execute' (the pending clean
+    at ``timestamp``), or 'scheduleAndExecute' (default: pending cleans first, then a new one).
+    ``options``: ``'hoodie.cleaner.commits.retained=5,...'``. One row per clean: its instant, the
+    files it deletes, its state (no row: nothing to clean)."""
+    target = table_argument(session, table)
+    settings = dict(kv.split("=", 1) for kv in str(options).split(",") if "=" in kv) if options else {}
+    mode = str(op).lower()
+    if mode == "schedule":
+        instant, state = target.schedule_clean(settings), "REQUESTED"
+    elif mode in ("run", "execute"):
+        if not timestamp:
+            raise SqlError("run_clean: op 'run' needs the timestamp of a pending clean")
+        instant, state = target.run_clean(str(timestamp), settings), "COMPLETED"
+    elif mode == "scheduleandexecute":
+        instant, state = target.clean(settings), "COMPLETED"
+    else:
+        raise SqlError(f"run_clean: op must be 'schedule', 'run' or 'scheduleAndExecute', got {op!r}")
+    done = [] if instant is None else [instant]
+    timeline = target.active_timeline()
+    counts = [sum(len(v) for v in timeline.read_metadata(timeline.get(i).as_requested()).files_to_delete().values())
+              for i in done]
+    return pa.table({"instant": pa.array(done, pa.string()), "total_files_deleted": pa.array(counts, pa.int64()),
+                     "state": pa.array([state] * len(done), pa.string())})
+
+
 def _engine() -> str:
     """Spark when a Spark session runs in this process (the SQL front's usual case), else local."""
     from pyspark.sql import SparkSession
@@ -136,5 +163,6 @@ def _engine() -> str:
 
 register_procedure("show_timeline", show_timeline)
 register_procedure("run_compaction", run_compaction)
+register_procedure("run_clean", run_clean)
 
-__all__ = ["PROCEDURES", "call", "register_procedure", "run_compaction", "show_timeline", "table_argument"]
+__all__ = ["PROCEDURES", "call", "register_procedure", "run_clean", "run_compaction", "show_timeline", "table_argument"]

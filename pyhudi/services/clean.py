@@ -1,0 +1,163 @@
+"""Cleaning, scheduled and executed as Hudi does (reference: hudi-internals-services.md §3).
+
+**Schedule** (:func:`schedule_clean`): the clean's instant time is generated first, then the
+timeline is listed; :func:`pyhudi.services.clean_plan.plan_clean` picks the files, and the plan —
+Hudi's Avro ``HoodieCleanerPlan`` — is saved as ``<t>.clean.requested``. A plan with nothing to
+delete is not saved.
+
+**Execute** (:func:`run_clean`): requested → inflight (with a heartbeat, through
+:class:`~pyhudi.write.commit.ActiveInstant`), the plan's files are deleted (a file already gone
+counts as deleted, so re-running is harmless), and the instant completes as ``clean`` with
+Hudi's ``HoodieCleanMetadata`` (per partition: the files deleted). A clean whose executor died
+(inflight, heartbeat expired) is executed again from its stored plan — never re-planned; one
+whose executor is alive is refused.
+
+**Automatic cleaning** (:func:`clean_due`): after a write commits, ``hoodie.clean.automatic``
+(default true) cleans once ``hoodie.clean.max.commits`` commits completed since the last clean.
+With ``hoodie.clean.async`` the clean runs in a background thread of the writing process
+(``Table.wait_for_clean`` joins it); pending cleans left by a crash are finished by the next one.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Mapping
+
+from pyhudi.config import clean as cl
+from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
+from pyhudi.errors import ConcurrentWriteError, ConfigError, TimelineError
+from pyhudi.read.file_slice import TableContext
+from pyhudi.services.clean_plan import earliest_commit_to_retain, plan_clean
+from pyhudi.timeline.heartbeat import Heartbeat, heartbeat_expired
+from pyhudi.timeline.instant import Action, Instant, format_instant_time_ms
+from pyhudi.timeline.metadata_plans import CleanerPlan, CleanMetadata, CleanPartitionMetadata
+from pyhudi.timeline.timeline import Timeline
+from pyhudi.write.commit import ActiveInstant
+
+
+def _check_layout(context: TableContext) -> None:
+    if context.config.layout_version != 2:
+        raise ConfigError(f"cleaning table {context.config.name!r} (timeline layout {context.config.layout_version}, "
+                          "table version 6) is not supported: pyhudi cleans tables of timeline layout 2")
+
+
+def schedule_clean(context: TableContext, timeline: Timeline, options: Mapping[str, str] | None = None) -> str | None:
+    """Plan a clean; returns its instant, or None when there is nothing to delete (nothing written)."""
+    _check_layout(context)
+    cl.checked({**context.config.props, **(options or {})})  # bad settings fail before a time is taken
+    timeline.reload()
+    # planned before its instant time is taken (none is taken for nothing to do): a commit that
+    # completes in between only adds files, which the plan does not name
+    plan = plan_clean(context, timeline, _now(timeline), options)
+    _ATTEMPTED[context.storage.base_uri] = plan.earliest_instant_to_retain.timestamp if (
+        plan is not None and plan.earliest_instant_to_retain is not None) else _ectr_time(timeline, options, context)
+    if plan is None:
+        return None
+    instant_time = timeline.new_instant_time()
+    timeline.create_requested(Action.CLEAN, instant_time, content=plan.to_avro_bytes())
+    return instant_time
+
+
+_ATTEMPTED: dict[str, str | None] = {}
+"""Table → the ECTR of this process's last clean plan (saved or empty): an automatic clean is not
+planned again until the ECTR moves (files held back meanwhile are cleaned then)."""
+
+
+def _now(timeline: Timeline) -> str:
+    return format_instant_time_ms(int(time.time() * 1000), timeline.timezone)
+
+
+def _ectr_time(timeline: Timeline, options: Mapping[str, str] | None, context: TableContext) -> str | None:
+    policy, retained = cl.checked({**context.config.props, **(options or {})})
+    ectr = earliest_commit_to_retain(timeline, policy, retained, _now(timeline))
+    return None if ectr is None else ectr.requested_time
+
+
+def pending_cleans(timeline: Timeline) -> list[Instant]:
+    return [i for i in timeline.pending() if i.action is Action.CLEAN]
+
+
+def run_clean(context: TableContext, timeline: Timeline, instant: str,
+              options: Mapping[str, str] | None = None) -> Instant:
+    """Execute the clean planned at ``instant``; returns the completed ``clean`` instant."""
+    options = {**context.config.props, **(options or {})}
+    storage = context.storage
+    pending = timeline.get(instant)
+    if pending is None or pending.action is not Action.CLEAN or pending.is_completed:
+        done = pending is not None and pending.is_completed and pending.action is Action.CLEAN
+        raise TimelineError(f"no pending clean at {instant}" + (": it completed already" if done else ""))
+    interval = HEARTBEAT_INTERVAL_MS.get(options)
+    plan: CleanerPlan = timeline.read_metadata(pending.as_requested())
+    if pending.is_inflight:
+        if not heartbeat_expired(storage, instant, interval, HEARTBEAT_TOLERABLE_MISSES.get(options)):
+            raise ConcurrentWriteError(f"clean {instant} is being executed by another live process (its heartbeat "
+                                       "is fresh); it is not run twice")
+        active = ActiveInstant(storage, timeline, pending, Heartbeat(storage, instant, interval).start())
+    else:
+        active = ActiveInstant.resume(storage, timeline, pending, heartbeat_interval_ms=interval)
+    try:
+        metadata = _execute(storage, plan, instant)
+        return active.commit(metadata.to_avro_bytes())
+    except BaseException:
+        active.abort(lambda: None)  # (stays pending: the next clean executes the same plan)
+        raise
+
+
+def _execute(storage, plan: CleanerPlan, instant: str) -> CleanMetadata:
+    started = time.perf_counter()
+    partitions = {}
+    total = 0
+    for partition, paths in sorted(plan.files_to_delete().items()):
+        names = [p.rpartition("/")[2] for p in paths]
+        for name in names:
+            storage.delete(f"{partition}/{name}" if partition else name)  # (already gone: deleted)
+        total += len(names)
+        partitions[partition] = CleanPartitionMetadata(
+            partition_path=partition, policy=plan.policy, delete_path_patterns=names, success_delete_files=names,
+            failed_delete_files=[], is_partition_deleted=False)
+    ectr = plan.earliest_instant_to_retain
+    return CleanMetadata(
+        start_clean_time=instant, time_taken_in_millis=int((time.perf_counter() - started) * 1000),
+        total_files_deleted=total, earliest_commit_to_retain=ectr.timestamp if ectr else "",
+        last_completed_commit_timestamp=plan.last_completed_commit_timestamp or "", partition_metadata=partitions,
+        version=2, bootstrap_partition_metadata=None, extra_metadata=dict(plan.extra_metadata or {}),
+    )
+
+
+def clean(context: TableContext, timeline: Timeline, options: Mapping[str, str] | None = None) -> str | None:
+    """Finish pending cleans (from their plans), then plan and run a new one. Returns the new
+    clean's instant (or the last pending one finished), None when there was nothing to delete."""
+    _check_layout(context)
+    merged = {**context.config.props, **(options or {})}
+    finished = None
+    for pending in pending_cleans(timeline):
+        if pending.is_inflight and not heartbeat_expired(context.storage, pending.requested_time,
+                                                         HEARTBEAT_INTERVAL_MS.get(merged),
+                                                         HEARTBEAT_TOLERABLE_MISSES.get(merged)):
+            continue  # another process is executing it
+        finished = run_clean(context, timeline, pending.requested_time, options).requested_time
+    policy, retained = cl.checked(merged)
+    if policy == cl.KEEP_LATEST_COMMITS and earliest_commit_to_retain(timeline.reload(), policy, retained, "") is None:
+        return finished  # (not more commits than retained: nothing to clean, and no instant time taken)
+    instant = schedule_clean(context, timeline.reload(), options)
+    if instant is not None:
+        run_clean(context, timeline, instant, options)
+        return instant
+    return finished
+
+
+def clean_due(timeline: Timeline, options: Mapping[str, str]) -> bool:
+    """Hudi's trigger (NUM_COMMITS): ``hoodie.clean.max.commits`` commits completed since the
+    last clean (since the first commit when none), or a clean is pending. Not due while the
+    time-based policies have no ECTR, or the same ECTR as this process's last plan."""
+    if pending_cleans(timeline):
+        return True
+    policy, retained = cl.checked(options)
+    if policy != cl.KEEP_LATEST_FILE_VERSIONS:
+        ectr = earliest_commit_to_retain(timeline, policy, retained, _now(timeline))
+        if ectr is None or _ATTEMPTED.get(timeline.storage.base_uri, "") == ectr.requested_time:
+            return False
+    cleans = [i.requested_time for i in timeline.completed() if i.action is Action.CLEAN]
+    last = max(cleans, default="")
+    commits = sum(1 for i in timeline.commits_timeline() if i.requested_time > last)
+    return commits >= cl.MAX_COMMITS.get(options)
