@@ -24,11 +24,12 @@ merge with each other first, then the result merges with the base row.
   its first stored copy only; the other copies come back as stored (Hudi removes the key's log
   record from its map when the first copy meets it).
 
-Who wins between two versions (ordering values, ties, deletes, partial records) is the one merge
-rule of :mod:`pyhudi.record_merge`, in its scan form (:func:`~pyhudi.record_merge.winners_in_sequence`);
-this module adds the order in which a file slice's versions meet. All of this is computed with
-sorts, grouped cumulative maxima and ``reduceat`` over the whole input — no per-record Python. :func:`pyhudi.read.window.merge_window` gives the same rows from
-sorted inputs window by window.
+Who wins between two versions (ordering values, ties, deletes, partial records) is the one
+merge rule of :mod:`pyhudi.record_merge`, in its scan form
+(:func:`~pyhudi.record_merge.winners_in_sequence`); this module adds the order in which a file
+slice's versions meet. All of this is computed with sorts, grouped cumulative maxima and
+``reduceat`` over the whole input — no per-record Python. :func:`pyhudi.read.window.merge_window`
+gives the same rows from sorted inputs window by window.
 """
 
 from __future__ import annotations
@@ -122,13 +123,15 @@ def merge_versions(
     index = np.arange(total, dtype=np.int64)
 
     # the base row and every later version in processing order (decides whether the row lives)
-    wins = winners_in_sequence(new_key | default_delete, has_ord, rank, default_delete) if event_time else np.ones(total, dtype=bool)
+    wins = (winners_in_sequence(new_key | default_delete, has_ord, rank, default_delete) if event_time
+            else np.ones(total, dtype=bool))
     last_delete = group_last(wins & is_delete, group_starts)[group_id]
     alive = wins & ~is_delete & (index > last_delete)
     exists = np.logical_or.reduceat(alive, group_starts)
     # the log versions alone (Hudi's log record of the key), then merged with the base row
     first_log = ~is_base & ~new_key & np.concatenate([[False], is_base[:-1]])
-    log_wins = winners_in_sequence(new_key | default_delete | first_log, has_ord, rank, default_delete) if event_time else wins
+    log_wins = (winners_in_sequence(new_key | default_delete | first_log, has_ord, rank, default_delete) if event_time
+                else wins)
     base_at = np.where(is_base[group_starts], group_starts, -1)[group_id]  # the group's base row, or -1
     log_delete = group_last(log_wins & is_delete & ~is_base, group_starts)[group_id]
     segment_start = np.maximum(log_delete, base_at)  # log versions after it build the log record
@@ -158,7 +161,8 @@ def merge_versions(
         present_rows = np.repeat(present, sizes)[rows_of]
         carried = present_rows & in_segment & (index >= record_start)
         chosen = np.maximum(group_last(live_log & present_rows, group_starts), group_first(carried, group_starts))
-        chosen = np.where(base_only, base_pick, partial_source(chosen, base_pick, base_fill & present_rows[base_pick]))[exists]
+        chosen = partial_source(chosen, base_pick, base_fill & present_rows[base_pick])  # the base row fills
+        chosen = np.where(base_only, base_pick, chosen)[exists]
         taken = column.take(pa.array(rows_of[np.maximum(chosen, 0)]))
         arrays.append(pc.if_else(pa.array(chosen >= 0), taken, pa.nulls(len(chosen), field.type)))
     return pa.Table.from_arrays(arrays, schema=out_schema)
