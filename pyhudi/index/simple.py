@@ -32,6 +32,7 @@ from pyhudi.logformat.block import DeleteBlock
 from pyhudi.logformat.data_block import DataBlock
 from pyhudi.logformat.reader import LogReader
 from pyhudi.read.damage import decoding
+from pyhudi.record_merge import commit_time_deletes
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.fs import Storage
 
@@ -53,7 +54,8 @@ def _log_keys(storage: Storage, relpath: str, event_time: bool = True) -> list[t
     """``(is_delete, record keys)`` of the data and delete blocks of one log file, in order
     (command blocks hold none).
 
-    A delete counts only for keys whose delete always wins: every delete under commit-time
+    A delete counts only for keys whose delete always wins (the merge rule's commit-time-ordering
+    deletes, :func:`~pyhudi.record_merge.commit_time_deletes`): every delete under commit-time
     ordering (``event_time=False``), a delete with the default ordering value (what pyhudi
     writes) under event-time ordering. A delete carrying an ordering value may lose to the
     stored record under event-time ordering, so its key stays located here (an upsert of it then
@@ -67,7 +69,7 @@ def _log_keys(storage: Storage, relpath: str, event_time: bool = True) -> list[t
                 always_wins = deletes.column("is_default_ordering").combine_chunks()
                 deleted = deletes.column("record_key").combine_chunks()
                 if event_time and (always_wins.null_count or not pc.all(always_wins).as_py()):
-                    deleted = deleted.filter(always_wins.fill_null(True))
+                    deleted = deleted.filter(pa.array(commit_time_deletes(True, always_wins, len(deleted))))
                 keys.append((True, deleted.cast(pa.string())))
                 continue
             if not isinstance(block, DataBlock):

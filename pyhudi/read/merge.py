@@ -24,9 +24,12 @@ merge with each other first, then the result merges with the base row.
   its first stored copy only; the other copies come back as stored (Hudi removes the key's log
   record from its map when the first copy meets it).
 
-All of this is computed with sorts, grouped cumulative maxima and ``reduceat`` over the whole
-input — no per-record Python. :func:`pyhudi.read.window.merge_window` gives the same rows from
-sorted inputs window by window.
+Who wins between two versions (ordering values, ties, deletes, partial records) is the one
+merge rule of :mod:`pyhudi.record_merge`, in its scan form
+(:func:`~pyhudi.record_merge.winners_in_sequence`); this module adds the order in which a file
+slice's versions meet. All of this is computed with sorts, grouped cumulative maxima and
+``reduceat`` over the whole input — no per-record Python. :func:`pyhudi.read.window.merge_window`
+gives the same rows from sorted inputs window by window.
 """
 
 from __future__ import annotations
@@ -38,6 +41,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.read.keys import text_keys
+from pyhudi.record_merge import (
+    cast_ordering,
+    commit_time_deletes,
+    group_first,
+    group_last,
+    ordering_ranks,
+    partial_source,
+    winners_in_sequence,
+)
 
 
 @dataclass
@@ -51,48 +63,6 @@ class Versions:
     default_delete: pa.Array | None = None  # bool per delete: default ordering value
     owned: bool = False  # data buffers decoded for this read alone: a merge may patch them in place
     last: bool = False  # the input's final batch: no version follows (a merge window need not stop before its end)
-
-
-def cast_ordering(values: pa.Array, target: pa.DataType) -> pa.Array:
-    """Ordering values of delete blocks come as Int/Long wrappers for temporal columns too."""
-    if values.type == target:
-        return values
-    if pa.types.is_integer(values.type) and (pa.types.is_timestamp(target) or pa.types.is_date(target)):
-        width = pa.int32() if pa.types.is_date32(target) else pa.int64()
-        return values.cast(width).cast(target)
-    return values.cast(target)
-
-
-def dense_ranks(values: pa.ChunkedArray) -> np.ndarray:
-    """Rank of every value (nulls → -1), equal values equal ranks."""
-    if len(values) == 0:
-        return np.zeros(0, dtype=np.int64)
-    uniques = pc.unique(values.drop_null() if values.null_count else values)
-    uniques = uniques.take(pc.sort_indices(uniques))
-    ranks = pc.index_in(values, value_set=uniques)
-    return np.asarray(ranks.fill_null(-1) if ranks.null_count else ranks, dtype=np.int64)
-
-
-def _grouped_exclusive_cummax(values: np.ndarray, segment_start: np.ndarray) -> np.ndarray:
-    """Running max of ``values`` (>= -1) before each element, restarting at segment starts."""
-    n = len(values)
-    if n == 0:
-        return values
-    seg = np.cumsum(segment_start) - 1
-    width = int(values.max()) + 2
-    shifted = seg * width + (values + 1)
-    inclusive = np.maximum.accumulate(shifted) - seg * width - 1
-    exclusive = np.empty(n, dtype=np.int64)
-    exclusive[0] = -1
-    exclusive[1:] = inclusive[:-1]
-    exclusive[segment_start] = -1
-    return exclusive
-
-
-def _group_last(mask: np.ndarray, group_starts: np.ndarray) -> np.ndarray:
-    """Per group: the largest index where ``mask`` holds, or -1."""
-    idx = np.where(mask, np.arange(len(mask), dtype=np.int64), -1)
-    return np.maximum.reduceat(idx, group_starts) if len(idx) else idx
 
 
 def merge_versions(
@@ -122,15 +92,13 @@ def merge_versions(
     seq = block_of * (1 << 32) + np.concatenate([np.arange(s, dtype=np.int64) for s in sizes])
     is_delete = np.concatenate([np.broadcast_to(np.asarray(b.is_delete, dtype=bool), (len(b.keys),)) for b in batches])
     default_delete = np.concatenate(
-        [np.asarray(b.default_delete.fill_null(True)) if b.default_delete is not None else np.broadcast_to(np.asarray(b.is_delete, dtype=bool), (len(b.keys),))
-         for b in batches]
-    ) if event_time else is_delete
+        [commit_time_deletes(b.is_delete, b.default_delete, len(b.keys)) for b in batches]) if event_time else is_delete
     has_ord = np.repeat(np.array([b.ordering is not None for b in batches]), sizes)
     if event_time and ordering_type is not None and has_ord.any():
         ordering = pa.chunked_array(
             [(cast_ordering(b.ordering, ordering_type) if b.ordering is not None else pa.nulls(len(b.keys), ordering_type))
              for b in batches], ordering_type)
-        rank = dense_ranks(ordering)
+        rank = ordering_ranks(ordering)
     else:
         rank = np.full(total, -1, dtype=np.int64)
 
@@ -155,19 +123,21 @@ def merge_versions(
     index = np.arange(total, dtype=np.int64)
 
     # the base row and every later version in processing order (decides whether the row lives)
-    wins = _wins(new_key | default_delete, has_ord, rank, default_delete) if event_time else np.ones(total, dtype=bool)
-    last_delete = _group_last(wins & is_delete, group_starts)[group_id]
+    wins = (winners_in_sequence(new_key | default_delete, has_ord, rank, default_delete) if event_time
+            else np.ones(total, dtype=bool))
+    last_delete = group_last(wins & is_delete, group_starts)[group_id]
     alive = wins & ~is_delete & (index > last_delete)
     exists = np.logical_or.reduceat(alive, group_starts)
     # the log versions alone (Hudi's log record of the key), then merged with the base row
     first_log = ~is_base & ~new_key & np.concatenate([[False], is_base[:-1]])
-    log_wins = _wins(new_key | default_delete | first_log, has_ord, rank, default_delete) if event_time else wins
+    log_wins = (winners_in_sequence(new_key | default_delete | first_log, has_ord, rank, default_delete) if event_time
+                else wins)
     base_at = np.where(is_base[group_starts], group_starts, -1)[group_id]  # the group's base row, or -1
-    log_delete = _group_last(log_wins & is_delete & ~is_base, group_starts)[group_id]
+    log_delete = group_last(log_wins & is_delete & ~is_base, group_starts)[group_id]
     segment_start = np.maximum(log_delete, base_at)  # log versions after it build the log record
     in_segment = ~is_base & (index > segment_start)
     live_log = log_wins & ~is_delete & in_segment
-    record_start = _group_first(live_log, group_starts)[group_id]  # where the log record comes alive
+    record_start = group_first(live_log, group_starts)[group_id]  # where the log record comes alive
     log_beats_base = np.logical_or.reduceat(wins & ~is_base, group_starts)
     killed = np.logical_or.reduceat(wins & is_delete, group_starts)  # a delete won: the base row is gone
     base_fill = ((base_at >= 0) & ~killed[group_id] & ~is_delete[np.maximum(base_at, 0)])[group_starts]
@@ -190,27 +160,12 @@ def merge_versions(
         column = pa.chunked_array([c for p in pieces for c in p.chunks], field.type).combine_chunks()
         present_rows = np.repeat(present, sizes)[rows_of]
         carried = present_rows & in_segment & (index >= record_start)
-        chosen = np.maximum(_group_last(live_log & present_rows, group_starts), _group_first(carried, group_starts))
-        chosen = np.where(base_only, base_pick, np.where((chosen < 0) & base_fill & present_rows[base_pick],
-                                                          base_pick, chosen))[exists]
+        chosen = np.maximum(group_last(live_log & present_rows, group_starts), group_first(carried, group_starts))
+        chosen = partial_source(chosen, base_pick, base_fill & present_rows[base_pick])  # the base row fills
+        chosen = np.where(base_only, base_pick, chosen)[exists]
         taken = column.take(pa.array(rows_of[np.maximum(chosen, 0)]))
         arrays.append(pc.if_else(pa.array(chosen >= 0), taken, pa.nulls(len(chosen), field.type)))
     return pa.Table.from_arrays(arrays, schema=out_schema)
-
-
-def _wins(segment_start: np.ndarray, has_ord: np.ndarray, rank: np.ndarray, default_delete: np.ndarray) -> np.ndarray:
-    """Event-time ordering: whether each version wins over the state before it in its segment."""
-    prev_max = _grouped_exclusive_cummax(np.where(has_ord, rank, -1), segment_start)
-    return default_delete | ~has_ord | (prev_max < 0) | (rank >= prev_max)
-
-
-def _group_first(mask: np.ndarray, group_starts: np.ndarray) -> np.ndarray:
-    """Per group: the smallest index where ``mask`` holds, or -1."""
-    if not len(mask):
-        return np.zeros(0, dtype=np.int64)
-    big = len(mask)
-    first = np.minimum.reduceat(np.where(mask, np.arange(len(mask), dtype=np.int64), big), group_starts)
-    return np.where(first == big, -1, first)
 
 
 def _copy_numbers(keys: pa.ChunkedArray, base_rows: int) -> np.ndarray | None:

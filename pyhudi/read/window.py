@@ -1,7 +1,8 @@
 """Merging one key range (a *window*) of sorted inputs: the kernel of the streaming sort-merge.
 
 A window holds, per input of a family (base file, then log blocks in processing order), the
-rows whose keys fall in one key range; each piece's keys strictly increase. The semantics are
+rows whose keys fall in one key range; each piece's keys strictly increase. Who wins is
+:mod:`pyhudi.record_merge`'s rule in its fold form (:func:`~pyhudi.record_merge.advance`). The semantics are
 those of :func:`pyhudi.read.merge.merge_versions`, but the inputs' order replaces its sort: the
 pieces are applied one after another to a state per distinct key (alive, highest ordering value
 so far, which piece supplies each column).
@@ -26,7 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.read.keys import single_array, sorted_keys
-from pyhudi.read.merge import Versions, cast_ordering, columns_of, dense_ranks, merge_versions
+from pyhudi.read.merge import Versions, columns_of, merge_versions
+from pyhudi.record_merge import advance, cast_ordering, commit_time_deletes, comparable_ordering
 
 _Step = tuple  # (positions, is_delete, default_delete, ordering values, ordering validity)
 
@@ -189,26 +191,6 @@ def _spine_positions(live: list[Versions]) -> tuple[int, list[np.ndarray | None]
 
 
 # --------------------------------------------------------------------------- merge state
-def _numeric_ordering(values: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """Ordering values as comparable NumPy numbers plus a validity mask.
-
-    Integers, temporal types and booleans compare as int64, floats as float64; anything else
-    (strings, decimals) as dense ranks within the window, which preserves the order.
-    """
-    t = values.type
-    valid = np.asarray(values.is_valid()) if values.null_count else np.ones(len(values), dtype=bool)
-    if pa.types.is_integer(t) or pa.types.is_temporal(t) or pa.types.is_boolean(t):
-        if pa.types.is_date32(t) or pa.types.is_time32(t):
-            values = values.cast(pa.int32())
-        elif pa.types.is_boolean(t):
-            values = values.cast(pa.int8())
-        as_int = values.cast(pa.int64()) if values.type != pa.int64() else values
-        return np.asarray(as_int.fill_null(0), dtype=np.int64), valid
-    if pa.types.is_floating(t):
-        return np.asarray(values.cast(pa.float64()).fill_null(0.0), dtype=np.float64), valid
-    return dense_ranks(values), valid
-
-
 def _flags(value: bool | np.ndarray, n: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(value, dtype=bool), (n,))
 
@@ -221,14 +203,13 @@ def _steps(views: list[tuple], event_time: bool, ordering_type: pa.DataType | No
     if use_ordering:
         ordered = pa.chunked_array([cast_ordering(v[3], ordering_type) for v in views if v[3] is not None],
                                    ordering_type)
-        values, validity = _numeric_ordering(ordered)
+        values, validity = comparable_ordering(ordered)
     steps, at = [], 0
     for pos, is_delete, default_delete, ordering in views:
         n = len(pos)
         default = v = valid = None
         if use_ordering:
-            default = (np.asarray(default_delete.fill_null(True), dtype=bool) if default_delete is not None
-                       else is_delete)
+            default = commit_time_deletes(is_delete, default_delete, n)
             if ordering is not None:
                 v, valid = values[at : at + n], validity[at : at + n]
                 at += n
@@ -246,17 +227,10 @@ def _apply(steps: list[_Step], n_state: int, use_ordering: bool) -> tuple[np.nda
         has_max = np.zeros(n_state, dtype=bool)
     applied = []
     for pos, is_delete, default, v, valid in steps:
-        wins = np.ones(len(pos), dtype=bool)
-        if use_ordering:
-            if v is not None:
-                current, current_has = max_value[pos], has_max[pos]
-                wins = default | ~current_has | (valid & (v >= current))
-                counted = valid & ~default
-                has_max[pos] = np.where(default, valid, current_has | counted)
-                max_value[pos] = np.where(default, v, np.where(counted & current_has, np.maximum(current, v),
-                                                               np.where(counted, v, current)))
-            elif default.any():
-                has_max[pos[default]] = False
+        if use_ordering:  # (the merge rule's fold form)
+            wins, max_value[pos], has_max[pos] = advance(max_value[pos], has_max[pos], v, valid, default)
+        else:
+            wins = np.ones(len(pos), dtype=bool)
         cleared = pos[wins & is_delete]
         set_rows = np.flatnonzero(wins & ~is_delete)
         set_pos = pos[set_rows]
@@ -267,7 +241,10 @@ def _apply(steps: list[_Step], n_state: int, use_ordering: bool) -> tuple[np.nda
 
 
 def _sources(present: tuple[bool, ...], applied: list, n_state: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per key: the piece supplying a column (-1: none, null) and its row in that piece."""
+    """Per key: the piece supplying a column (-1: none, null) and its row in that piece — the
+    merge rule's partial records in fold form (:func:`~pyhudi.record_merge.partial_source`): a
+    winning piece that carries the column supplies it, else the key keeps the earlier source
+    (the loser's); a winning delete clears it."""
     source = np.full(n_state, -1, dtype=np.int64)
     row = np.zeros(n_state, dtype=np.int64)
     for i, (cleared, set_pos, set_rows) in enumerate(applied):

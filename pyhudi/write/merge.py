@@ -5,10 +5,11 @@ Hudi's merge handle, vectorised over Arrow (no per-record Python):
 - a delete removes the row of its key (a key not in the file is ignored);
 - an update replaces the row of its key — unless the table merges by event time and the
   update's ordering value is lower than the stored one, or null while the stored one is not
-  (ties and a stored null: the update wins; the rule of the merge-on-read reader and of the
-  de-duplication, where a null ordering value loses); a partial update (some columns absent)
-  keeps the stored values of the absent columns; an update whose key is not in the file is an
-  insert;
+  (ties and a stored null: the update wins); a partial update (some columns absent) keeps the
+  stored values of the absent columns; an update whose key is not in the file is an insert.
+  This is the one merge rule of :mod:`pyhudi.record_merge`, which the merge-on-read reader and
+  the de-duplication share; the commit's deletes carry no ordering value, so they are
+  commit-time-ordering deletes and always win;
 - untouched rows keep their meta columns (commit time and sequence number of the commit that
   wrote them) except ``_hoodie_file_name``, which names the new file;
 - the output is sorted by record key, like every file pyhudi writes.
@@ -23,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.logformat import constant_strings, constant_value
+from pyhudi.record_merge import fill_partial, newer_wins_arrow
 from pyhudi.schema import META_FIELDS
 
 RECORD_KEY = META_FIELDS[2]
@@ -101,20 +103,16 @@ def _decoded(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
 
 
 def _winning_updates(updates: pa.Table, positions: pa.Array, old: pa.Table, ordering_field: str | None) -> np.ndarray:
-    """Mask of updates that win over the stored row of their key (event-time ordering rule)."""
+    """Mask of updates that win over the stored row of their key (the merge rule's pairwise form,
+    :func:`~pyhudi.record_merge.newer_wins_arrow`). Without an ordering value on either side the
+    update wins (commit time)."""
     n = updates.num_rows
     if (ordering_field is None or ordering_field not in updates.column_names or ordering_field not in old.column_names
             or positions.null_count == len(positions)):  # (no stored row met, e.g. a base file emptied by deletes)
         return np.ones(n, dtype=bool)
-    found = positions.is_valid()
+    found = np.asarray(positions.is_valid(), dtype=bool)
     stored = old.column(ordering_field).take(positions.fill_null(0))
-    incoming = updates.column(ordering_field)
-    if stored.type != incoming.type:
-        stored = stored.cast(incoming.type)
-    # a null incoming value loses to a stored value, as in the merge-on-read reader; a stored null loses to any
-    older = pc.or_kleene(pc.is_null(incoming), pc.less(incoming, stored))
-    loses = pc.and_(pc.and_(found, pc.is_valid(stored)), older)
-    return ~np.asarray(loses.fill_null(False), dtype=bool)
+    return newer_wins_arrow(stored, updates.column(ordering_field), older_exists=found)
 
 
 def _update_occurrences(old_keys: pa.ChunkedArray, updates: pa.Table) -> tuple[np.ndarray, pa.Array]:
@@ -176,13 +174,8 @@ def merge_into_base(
         num_updates = int(found.sum())
         num_inserts = len(picks) - num_updates
         updates = updates.take(pa.array(picks))
-        new_data = conform_to(updates, data_schema)
-        absent = [f.name for f in data_schema if f.name not in updates.column_names and f.name in old.column_names]
-        for name in absent:  # a partial update keeps the stored values of the columns it lacks
-            stored = old.column(name).take(positions)
-            index = new_data.schema.get_field_index(name)
-            target = new_data.schema.field(index)
-            new_data = new_data.set_column(index, target, stored.cast(target.type))
+        # a partial update keeps the stored values of the columns it lacks
+        new_data = fill_partial(conform_to(updates, data_schema), updates.column_names, old, positions)
     kept = old.filter(pa.array(~replaced)) if replaced.any() else old
     kept = _conform_kept(kept, data_schema)
     return MergeOutcome(kept, new_data, data_schema, num_inserts, num_updates, num_deletes)

@@ -37,6 +37,7 @@ from pyhudi.index.bucket import BucketFileIds
 from pyhudi.index.simple import groups_by_partition, groups_sharing_keys, partition_key_locations, tag_locations
 from pyhudi.logformat import parquet_options_for
 from pyhudi.logformat.parquet_options import options_for_columns
+from pyhudi.record_merge import latest_per_key
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import new_file_id
 from pyhudi.timeline.timeline import Timeline
@@ -103,27 +104,16 @@ def dedupe_plan(rows: pa.Table, ordering: str | None) -> tuple[pa.Array, list[Ru
     """Row indices that keep the latest row per (partition, key), sorted by (partition, bucket, key),
     and the runs ``((partition, bucket), start, length)`` of the file groups in that order.
 
-    Latest = highest ``ordering`` value (ties → later arrival), or the later arrival without one.
+    Latest = the winner of the merge rule's de-duplication (:func:`~pyhudi.record_merge.latest_per_key`):
+    highest ``ordering`` value (a null loses, ties → later arrival), or the later arrival without one.
     """
-    sort_keys = [(BUCKET_COLUMN, "ascending", "at_start"), (RECORD_KEY, "ascending", "at_start")]
+    sort_columns = [BUCKET_COLUMN, RECORD_KEY]
+    run_columns = [RECORD_KEY]  # (the bucket follows from the key)
     if len(pc.unique(rows.column(PARTITION_COLUMN))) > 1:
-        sort_keys.insert(0, (PARTITION_COLUMN, "ascending", "at_start"))
-    if ordering is not None:
-        sort_keys.append((ordering, "ascending", "at_start"))  # a null ordering value loses
-    # sort_indices is stable: rows equal on every key stay in arrival order (the later one wins)
-    names = list(dict.fromkeys(k[0] for k in sort_keys))
-    order = pc.sort_indices(rows.select(names), sort_keys=sort_keys)
-    n = len(order)
+        sort_columns.insert(0, PARTITION_COLUMN)
+        run_columns.append(PARTITION_COLUMN)
+    order = pa.array(latest_per_key(rows, sort_columns, ordering, run_columns))
     parts = rows.column(PARTITION_COLUMN).take(order).combine_chunks()
-    keys = rows.column(RECORD_KEY).take(order).combine_chunks()
-    if n > 1:
-        keep = np.ones(n, dtype=bool)  # the last row of each (partition, key) run wins
-        keep[:-1] = np.asarray(pc.not_equal(keys.slice(0, n - 1), keys.slice(1))) | np.asarray(
-            pc.not_equal(parts.slice(0, n - 1), parts.slice(1))
-        )
-        if not keep.all():
-            order = order.filter(pa.array(keep))
-            parts = parts.filter(pa.array(keep))
     buckets = np.asarray(rows.column(BUCKET_COLUMN).take(order).combine_chunks())
     return order, runs_of(parts, buckets)
 

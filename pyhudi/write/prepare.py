@@ -2,7 +2,8 @@
 
 Everything here is vectorised over Arrow arrays. The checks run before any file is written, so
 a bad input (unknown column, a type that cannot be cast safely, a null or missing key) leaves
-the table unchanged; every error names the column.
+the table unchanged; every error names the column. De-duplication keeps the winner of the one
+merge rule (:mod:`pyhudi.record_merge`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.errors import PathEscapeError, SchemaError
+from pyhudi.record_merge import last_of_runs, latest_per_key
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
 
@@ -228,7 +230,9 @@ def _strictly_increasing(keys: pa.ChunkedArray | pa.Array) -> bool:
 
 def latest_sorted(rows: pa.Table, ordering: str | None, integer_key: str | None = None) -> np.ndarray:
     """Positions of ``rows`` (one file group) that keep the latest row per record key, in key
-    order. Latest = highest ``ordering`` value, ties → later arrival (the sort is stable).
+    order: the merge rule's de-duplication (:func:`~pyhudi.record_merge.latest_per_key`) —
+    highest ``ordering`` value, a null losing, ties to the later arrival; without an ordering
+    the later arrival.
 
     ``integer_key``: the one key field, when it is an integer column (the record key is its
     decimal spelling); without an ordering, its key codes are sorted instead of the strings —
@@ -239,25 +243,9 @@ def latest_sorted(rows: pa.Table, ordering: str | None, integer_key: str | None 
     if codes is not None:
         if n < 2 or bool(np.all(codes[1:] > codes[:-1])):
             return np.arange(n)  # already in key order, one row per key: nothing to sort
-        order = np.argsort(codes, kind="stable")
-        n = len(order)
-        if n > 1:
-            ordered = codes[order]
-            keep = np.ones(n, dtype=bool)  # the last row of each key run wins
-            keep[:-1] = ordered[:-1] != ordered[1:]
-            if not keep.all():
-                order = order[keep]
-        return order
+        order = np.argsort(codes, kind="stable")  # (stable: the later arrival of a key comes last)
+        keep = last_of_runs([codes[order]])
+        return order if keep.all() else order[keep]
     if n < 2 or _strictly_increasing(rows.column(META_FIELDS[2])):
         return np.arange(n)  # already in key order, one row per key: nothing to sort
-    sort_keys = [(META_FIELDS[2], "ascending", "at_start")]
-    if ordering is not None:
-        sort_keys.append((ordering, "ascending", "at_start"))  # a null ordering value loses
-    order = np.asarray(pc.sort_indices(rows, sort_keys=sort_keys))
-    if n > 1:
-        keys = rows.column(META_FIELDS[2]).take(order).combine_chunks()
-        keep = np.ones(n, dtype=bool)  # the last row of each key run wins
-        keep[:-1] = np.asarray(pc.not_equal(keys.slice(0, n - 1), keys.slice(1)))
-        if not keep.all():
-            order = order[keep]
-    return order
+    return latest_per_key(rows, [META_FIELDS[2]], ordering)
