@@ -10,7 +10,7 @@ the :class:`~pyhudi.table.Table` face itself, and never reach into its private s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Protocol
 
 import pyarrow as pa
@@ -58,6 +58,7 @@ class TableContext:
     config: tc.TableConfig
     schema: pa.Schema
     families: dict[str, ColumnFamily]
+    family_since: dict[str, str] = field(default_factory=dict)  # when an ALTER added a family
 
     @property
     def record_key_fields(self) -> tuple[str, ...]:
@@ -70,5 +71,7 @@ class TableContext:
     @classmethod
     def of(cls, table: TableHandle, timeline: Timeline) -> TableContext:
         """The context of ``table`` as of ``timeline`` (its latest schema and families)."""
-        schema = table.history.schema_at(timeline, table.config)
-        return cls(table.storage, table.config, schema, table.history.families_at(timeline, table.config, None, schema))
+        history = table.history
+        schema = history.schema_at(timeline, table.config)
+        return cls(table.storage, table.config, schema, history.families_at(timeline, table.config, None, schema),
+                   history.families_added(timeline))

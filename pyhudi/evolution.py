@@ -164,6 +164,21 @@ class SchemaHistory:
         family = default_family(schema.names, config.record_key_fields, config.ordering_field)
         return {family.name: family}
 
+    def families_added(self, timeline: Timeline) -> dict[str, str]:
+        """Families an ALTER added, by name: the completion time of that ALTER. A full-row base
+        file written before a family existed holds none of its records (DESIGN §4: a family's
+        base is its own or a newer full-row file — newer than the family, too)."""
+        added: dict[str, str] = {}
+        for instant in self.commits(timeline):
+            info = self.of(timeline, instant)
+            if info.operation != ALTER_OPERATION or info.families is None:
+                continue
+            before = set(self._parsed_families(info.previous_families)) if info.previous_families else set()
+            for name in self._parsed_families(info.families):
+                if name not in before:
+                    added[name] = instant.completion_time or instant.requested_time
+        return added
+
     def latest_alter(self, timeline: Timeline) -> tuple[Instant, InstantSchema] | None:
         """The last completed ALTER commit recorded by pyhudi, if any."""
         for instant in reversed(self.commits(timeline)):

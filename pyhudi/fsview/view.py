@@ -25,7 +25,7 @@ Rules (table version 8, RFC-66 completion-time slicing; DESIGN §4 for families)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
@@ -110,6 +110,8 @@ class FileGroup:
     log_files: list[LogFile] = field(default_factory=list)
     compactions: frozenset[str] = frozenset()
     """Instants of compactions not completed as of the view (table version 6: slices to merge)."""
+    family_since: Mapping[str, str] = field(default_factory=dict)
+    """When an ALTER added a family: full-row base files from before then are not its base."""
     missing: tuple[tuple[str, str], ...] = ()
     """``(path, instant)`` of files completed commits wrote to the group that storage lacks
     (:mod:`pyhudi.read.damage`: reading the group is an error)."""
@@ -122,7 +124,7 @@ class FileGroup:
         base, newest = None, None
         for b in self.base_files:
             own = b.name.family
-            if own == family or (family_table and own is None):
+            if own == family or (family_table and own is None and self._full_row_serves(b, family)):
                 rank = (b.name.instant, own is not None)
                 if newest is None or rank > newest:
                     base, newest = b, rank
@@ -138,12 +140,18 @@ class FileGroup:
         return FileSlice(self.partition_path, self.file_id, family, base, chosen)
 
 
+    def _full_row_serves(self, base: BaseFile, family: str | None) -> bool:
+        """A full-row base file is a base of ``family`` unless it predates the family."""
+        since = self.family_since.get(family) if family is not None else None
+        return since is None or base.instant > since
+
     def all_slices(self, family: str | None, family_table: bool) -> list[FileSlice]:
         """Every slice of ``family``, oldest first (timeline layout 2): one per base file, each
         with the logs that completed after its base instant and before the next one's (the
         first slice holds the logs before any base). Services (cleaning, compaction) need the
         older slices too; reads use :meth:`latest_slice`."""
-        bases = sorted((b for b in self.base_files if b.name.family == family or (family_table and b.name.family is None)),
+        bases = sorted((b for b in self.base_files if b.name.family == family
+                        or (family_table and b.name.family is None and self._full_row_serves(b, family))),
                        key=lambda b: (b.name.instant, b.name.family is not None))
         logs = sorted((lf for lf in self.log_files if lf.name.family == family), key=LogFile.sort_key)
         bounds = [b.instant for b in bases]
@@ -219,10 +227,12 @@ class FileSystemView:
         timeline: Timeline,
         partition_depth: int | None,
         as_of: str | None = None,
+        family_since: Mapping[str, str] | None = None,
     ) -> None:
         self.storage = storage
         self.timeline = timeline
         self.partition_depth = partition_depth
+        self.family_since = dict(family_since or {})  # (see FileGroup.family_since)
         self.as_of = self._resolved(as_of)
         self.completion = self._visible_completions()
         instants = self.timeline.instants
@@ -306,7 +316,8 @@ class FileSystemView:
                 continue
             group = groups.get(key)
             if group is None:
-                group = groups[key] = FileGroup(partition, parsed.file_id, compactions=self.compactions)
+                group = groups[key] = FileGroup(partition, parsed.file_id, compactions=self.compactions,
+                                                family_since=self.family_since)
             if isinstance(parsed, BaseFileName):
                 group.base_files.append(BaseFile(partition, parsed, info.size, completion, info.mtime_ns))
             else:

@@ -310,7 +310,10 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
         raise ReadError(f"begin/end apply to incremental queries, not to a {query_type} query")
     timeline = table.active_timeline()
     layout = partition_layout(config)
-    view = FileSystemView(table.storage, timeline, layout.depth, as_of)
+    history = getattr(table, "history", None)
+    view = FileSystemView(table.storage, timeline, layout.depth, as_of,
+                          family_since=history.families_added(timeline)
+                          if history is not None and config.column_families else None)
     pinned = as_of if as_of is not None else view.visibility.latest_completion
     if view.as_of is not None:
         check_time_travel(timeline, view.as_of)  # (a snapshot whose files a clean deleted: refused)

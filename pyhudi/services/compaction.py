@@ -167,7 +167,8 @@ def plan_compaction(context: TableContext, timeline: Timeline, instant_time: str
         raise ConfigError(f"compaction applies to MERGE_ON_READ tables; table {context.config.name!r} is "
                           f"{context.config.table_type} (its base files are rewritten on every write)")
     chosen, family_table = _families_to_compact(context, families, full)
-    view = FileSystemView(context.storage, timeline, partition_layout(context.config).depth)
+    view = FileSystemView(context.storage, timeline, partition_layout(context.config).depth,
+                          family_since=context.family_since)
     busy = {*view.pending_compaction_file_groups(), *view.pending_clustering_file_groups()}
     max_file_size = int(options.get("hoodie.parquet.max.file.size", 125 * _MB))
     units = []
@@ -387,7 +388,8 @@ def run_compaction(context: TableContext, timeline: Timeline, instant: str, *, e
         raise ConcurrentWriteError(f"compaction {instant} was started by another runner meanwhile; it is not "
                                    "run twice") from None
     try:
-        view = FileSystemView(storage, timeline, partition_layout(context.config).depth)
+        view = FileSystemView(storage, timeline, partition_layout(context.config).depth,
+                              family_since=context.family_since)
         groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
         by_group: dict[tuple[str, str], list[FileSlice]] = {}
         for operation, family in zip(plan.operations or (), _operation_families(plan)):
