@@ -234,3 +234,16 @@ def test_filters_that_cannot_compare_are_refused_before_reading(typed):
     assert typed_ids(typed, ("ls", "is null")) == [2]
     assert typed_ids(typed, ("st", "is not null")) == [2]
     assert typed_ids(typed, ("mp", "is not null")) == [1, 2]
+
+
+def test_an_in_list_mixing_dates_and_datetimes_compares_each_value_in_its_own_type(tmp_path):
+    """Arrow infers one type for a mixed list: a datetime past midnight beside a date became that
+    date and matched it (found by the model-based test)."""
+    import datetime as dt
+
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("day", pa.date32())])
+    t = pyhudi.create_table(str(tmp_path / "t"), schema, "id")
+    t.upsert(pa.table({"id": [1, 2], "day": [dt.date(2024, 2, 29), dt.date(2024, 3, 1)]}, schema=schema))
+    assert t.read(filters=[("day", "in", [dt.date(1, 1, 1), dt.datetime(2024, 2, 29, 12, 0)])]).num_rows == 0
+    got = t.read(filters=[("day", "in", [dt.datetime(2024, 3, 1, 0, 0), dt.date(2024, 2, 29)])])
+    assert sorted(got.column("id").to_pylist()) == [1, 2]

@@ -70,7 +70,9 @@ def typed_values(values: Sequence[Any], type_: pa.DataType) -> tuple[pa.Array, l
     ``in`` list of many keys costs a few Arrow calls.
     """
     values = list(values)
-    if any(isinstance(v, pa.Scalar) for v in values):
+    if any(isinstance(v, pa.Scalar) for v in values) or len({type(v) for v in values if v is not None}) > 1:
+        # (Arrow infers one type for a mixed list, converting -- truncating -- the others to it:
+        # a datetime past midnight beside a date would become that date)
         return _one_by_one(values, type_)
     try:
         typed = pa.array(values, type_)
