@@ -95,7 +95,12 @@ def lock_provider_names() -> list[str]:
 
 def create_lock(storage: Storage, props: Mapping[str, str]) -> LockProvider:
     """The timeline lock for the table at ``storage``, as ``props`` (table properties overlaid
-    with write options) choose it."""
+    with write options) choose it.
+
+    A provider that cannot be built (an unknown name, a file-system lock on a store without
+    atomic create) yields a lock whose ``acquire`` raises the :class:`ConfigError`: readers never
+    take the lock and keep working, and a write fails before it changes anything (its first step,
+    generating the instant time, takes the lock)."""
     name = LOCK_PROVIDER.get(props)
     if name is None or not name.strip():
         if storage.atomic_create:
@@ -105,11 +110,36 @@ def create_lock(storage: Storage, props: Mapping[str, str]) -> LockProvider:
         factory = _FACTORIES.get(name.strip())
     if factory is None:
         known = ", ".join(lock_provider_names())
-        raise ConfigError(
+        return UnavailableLock(ConfigError(
             f"unknown {LOCK_PROVIDER.key}={name!r}: pyhudi has no such lock provider (known: {known}); "
             "register an implementation with pyhudi.timeline.lock_provider.register_lock_provider"
-        )
-    return factory(storage, props)
+        ))
+    try:
+        return factory(storage, props)
+    except ConfigError as exc:
+        return UnavailableLock(exc)
+
+
+class UnavailableLock:
+    """Stands in for a lock provider that could not be built; taking it raises why."""
+
+    def __init__(self, error: ConfigError) -> None:
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"UnavailableLock({self.error})"
+
+    def acquire(self, timeout_s: float | None = None) -> None:
+        raise ConfigError(str(self.error))
+
+    def release(self) -> None:
+        raise LockError(f"the lock was never acquired: {self.error}")
+
+    def held_by_current_thread(self) -> bool:
+        return False
+
+    def holder(self) -> LockHolder | None:
+        return None
 
 
 def _file_system_lock(storage: Storage, props: Mapping[str, str]) -> FileLock:
@@ -206,6 +236,7 @@ __all__ = [
     "LockProvider",
     "LockProviderFactory",
     "InProcessLock",
+    "UnavailableLock",
     "LOCK_PROVIDER",
     "FILE_SYSTEM_LOCK_PROVIDER",
     "IN_PROCESS_LOCK_PROVIDER",
