@@ -17,7 +17,7 @@ import pyarrow.fs as pafs
 import pytest
 
 import pyhudi
-from pyhudi.errors import AlreadyExistsError, ConfigError, LockError
+from pyhudi.errors import AlreadyExistsError, ConfigError, LockError, StorageError
 from pyhudi.storage import s3
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.lock import FileLock
@@ -339,3 +339,10 @@ def test_a_store_that_ignores_if_none_match_is_not_trusted_with_atomic_create():
 
     assert s3.ConditionalPut(IgnoresHeader(), "b").supported() is False
     assert IgnoresHeader.objects == {}  # the probe cleaned up after itself
+
+
+def test_an_unreachable_store_fails_the_probe_instead_of_downgrading_atomicity():
+    settings = s3.S3Settings.resolve({"hoodie.pyhudi.s3.endpoint": "http://127.0.0.1:1",
+                                      "hoodie.pyhudi.s3.access.key": "k", "hoodie.pyhudi.s3.secret.key": "s"})
+    with pytest.raises(StorageError, match="cannot probe conditional put on bucket nowhere"):
+        settings.conditional_creator("nowhere")

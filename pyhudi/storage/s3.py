@@ -191,21 +191,28 @@ class ConditionalPut:
                 raise StorageError(f"cannot create {self.bucket}/{key}: {exc}") from exc
 
     def supported(self) -> bool:
-        """Whether the store refuses a second conditional put of one key (it honours the header)."""
+        """Whether the store refuses a second conditional put of one key (it honours the header).
+
+        Only a definite answer counts: the second put succeeding (the header was ignored) or a
+        4xx/501 refusal of the header means no. A connection failure or a server error raises
+        :class:`StorageError` instead, so a transient fault never silently downgrades atomicity
+        (the answer is cached for the process)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         key = f".pyhudi-conditional-put-probe-{uuid.uuid4().hex}"
         try:
             self.client.put_object(Bucket=self.bucket, Key=key, Body=b"1", IfNoneMatch="*")
-            try:
-                self.create(key, b"2")
-            except AlreadyExistsError:
-                return True
-            except StorageError:
-                return False
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=b"2", IfNoneMatch="*")
             return False  # the header was ignored: the second put overwrote the probe
-        except (ClientError, BotoCoreError):
-            return False  # e.g. 501 NotImplemented for the header
+        except ClientError as exc:
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+            if exc.response.get("Error", {}).get("Code") == "PreconditionFailed" or status == 412:
+                return True
+            if status >= 500 and status != 501:
+                raise StorageError(f"cannot probe conditional put on bucket {self.bucket}: {exc}") from exc
+            return False  # e.g. 400/501: the store does not implement the header
+        except BotoCoreError as exc:
+            raise StorageError(f"cannot probe conditional put on bucket {self.bucket}: {exc}") from exc
         finally:
             try:
                 self.client.delete_object(Bucket=self.bucket, Key=key)
