@@ -90,11 +90,11 @@ class Storage:
         self._s3: s3.S3Settings | None = None
         self._bucket: str | None = None
         if filesystem is None and s3.is_s3_uri(base_uri):
-            if options:
+            given = bool(options)
+            options = options if given else s3.remembered_options(base_uri)
+            self._s3 = s3.S3Settings.resolve(options)  # raises ConfigError on bad options
+            if given:
                 s3.remember_options(base_uri, options)
-            else:
-                options = s3.remembered_options(base_uri)
-            self._s3 = s3.S3Settings.resolve(options)
             self._bucket, root = s3.split_s3_uri(base_uri)
             filesystem = self._s3.filesystem()
         elif filesystem is None:
