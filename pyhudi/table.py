@@ -35,8 +35,9 @@ from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.keygen import partition_layout, timestamp_table_properties
 from pyhudi.schema import META_FIELDS, avro_schema_json, has_order
 from pyhudi.storage.fs import Storage
+from pyhudi.storage.s3 import STORAGE_OPTION_KEYS, split_storage_options
 from pyhudi.timeline.instant import Instant
-from pyhudi.timeline.lock import FileLock
+from pyhudi.timeline.lock_provider import create_lock
 from pyhudi.timeline.timeline import Timeline
 
 TABLE_TYPES = ("MERGE_ON_READ", "COPY_ON_WRITE")
@@ -133,7 +134,8 @@ def create_table(
     validation fails.
     """
     schema = _check_schema(schema)
-    storage = Storage(path)
+    storage_options, options = split_storage_options(options)  # access settings, never persisted
+    storage = Storage(path, options=storage_options)
     family_options, extra = _split_options(options)
     table_type = (extra.pop("hoodie.table.type", None) or table_type).upper()
     if table_type not in TABLE_TYPES:
@@ -271,9 +273,16 @@ def _string_options(options: Mapping[str, Any] | None) -> dict[str, str]:
     return {k: v if isinstance(v, str) else format_value(v) for k, v in (options or {}).items()}
 
 
-def open_table(path: str) -> "Table":
-    """Open an existing Hudi table (versions 6, 8, 9; written by pyhudi or Apache Hudi)."""
-    storage = Storage(path)
+def open_table(path: str, options: Mapping[str, Any] | None = None) -> "Table":
+    """Open an existing Hudi table (versions 6, 8, 9; written by pyhudi or Apache Hudi).
+
+    ``options``: storage options (``hoodie.pyhudi.s3.*``: endpoint, region, credentials) for an
+    ``s3://`` path; by default they come from the AWS environment variables."""
+    storage_options, rest = split_storage_options(options)
+    if rest:
+        raise ConfigError(f"open_table takes only storage options ({', '.join(STORAGE_OPTION_KEYS)}); "
+                          f"got {', '.join(sorted(rest))}")
+    storage = Storage(path, options=storage_options)
     return Table(storage, tc.load_table_config(storage))
 
 
@@ -331,7 +340,7 @@ class Table:
             timeline_dir=self.config.timeline_dir,
             layout_version=self.config.layout_version,
             timezone=self.config.timezone,
-            lock=FileLock.from_config(self.storage, {**self.config.props, **(options or {})}),
+            lock=create_lock(self.storage, {**self.config.props, **(options or {})}),
         )
         return timeline.load()
 

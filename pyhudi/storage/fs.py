@@ -8,8 +8,10 @@ The one operation the timeline needs beyond plain I/O is **create-if-absent** (w
 for instant transitions, markers, the lock file). On a local file system it is atomic: the bytes
 are written to a private temporary file which is then hard-linked to the target name, and
 ``link(2)`` fails if the name exists — so the target either does not exist or exists complete.
-On object stores ``pyarrow.fs`` has no conditional put, so the check-then-write there is only
-safe under the timeline lock (which is how the timeline uses it).
+On S3-compatible stores it is a ``PutObject`` with ``If-None-Match: *`` where the store honours
+it (:mod:`pyhudi.storage.s3`); :attr:`Storage.atomic_create` says whether create-if-absent is
+atomic. Elsewhere it is a check-then-write, safe only under a lock that does not itself rely on
+atomic create (the lock provider picks one: :mod:`pyhudi.timeline.lock_provider`).
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ import os
 import posixpath
 import uuid
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from pyhudi.errors import AlreadyExistsError, PathEscapeError, StorageError
+from pyhudi.storage import s3
 
 
 @dataclass(frozen=True)
@@ -74,11 +77,27 @@ def check_name(name: str, what: str = "name") -> str:
 
 
 class Storage:
-    """File operations relative to one base path (local path, ``file://`` or ``s3://`` URI)."""
+    """File operations relative to one base path (local path, ``file://`` or ``s3://`` URI).
 
-    def __init__(self, base_uri: str, filesystem: pafs.FileSystem | None = None) -> None:
+    ``options``: storage options (``hoodie.pyhudi.s3.*``, see :mod:`pyhudi.storage.s3`) for an
+    S3 URI; they are remembered for the URI in this process, so a later ``Storage(base_uri)``
+    (the write path re-opens storage by URI) reaches the same store the same way.
+    """
+
+    def __init__(self, base_uri: str, filesystem: pafs.FileSystem | None = None,
+                 options: Mapping[str, str] | None = None) -> None:
         base_uri = os.fspath(base_uri)
-        if filesystem is None:
+        self._s3: s3.S3Settings | None = None
+        self._bucket: str | None = None
+        if filesystem is None and s3.is_s3_uri(base_uri):
+            given = bool(options)
+            options = options if given else s3.remembered_options(base_uri)
+            self._s3 = s3.S3Settings.resolve(options)  # raises ConfigError on bad options
+            if given:
+                s3.remember_options(base_uri, options)
+            self._bucket, root = s3.split_s3_uri(base_uri)
+            filesystem = self._s3.filesystem()
+        elif filesystem is None:
             if "://" in base_uri:
                 filesystem, root = pafs.FileSystem.from_uri(base_uri)
             else:
@@ -89,12 +108,26 @@ class Storage:
         self.base_uri = base_uri
         self.root = root.rstrip("/") or "/"
         self.is_local = isinstance(filesystem, pafs.LocalFileSystem)
+        self._options = dict(options or {})
 
     def __repr__(self) -> str:
         return f"Storage({self.base_uri!r})"
 
-    def __reduce__(self):  # picklable for engines: rebuild from the URI on the worker
-        return (Storage, (self.base_uri,))
+    def __reduce__(self):  # picklable for engines: rebuild from the URI (and options) on the worker
+        return (Storage, (self.base_uri, None, self._options or None))
+
+    @property
+    def atomic_create(self) -> bool:
+        """Whether :meth:`create_if_absent` is atomic here (exactly one of racing creators wins):
+        local file systems, and S3 stores that honour conditional puts."""
+        if self.is_local:
+            return True
+        return self._conditional_put() is not None
+
+    def _conditional_put(self) -> s3.ConditionalPut | None:
+        if self._s3 is None or self._bucket is None:
+            return None
+        return self._s3.conditional_creator(self._bucket)
 
     # ----------------------------------------------------------------- paths
     def full_path(self, relpath: str) -> str:
@@ -189,9 +222,15 @@ class Storage:
 
         Local file systems: atomic and all-or-nothing (temp file + ``link``), fsynced unless
         ``durable=False`` (files nothing depends on after a crash: lock files, empty pending
-        instants). Other file systems: a check-then-write, safe only under the timeline lock.
+        instants). S3 stores with conditional put: atomic (``If-None-Match: *``; an object is
+        never visible half-written). Other stores: a check-then-write, safe only under a lock
+        that does not rely on atomic create (see :attr:`atomic_create`).
         """
         path = self.full_path(relpath)
+        conditional = None if self.is_local else self._conditional_put()
+        if conditional is not None:
+            conditional.create(path.split("/", 1)[1], bytes(data))  # S3 has no directories to create
+            return
         self._ensure_parent(path)
         if self.is_local:
             self._local_create_if_absent(path, data, durable)

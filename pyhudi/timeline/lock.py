@@ -19,8 +19,9 @@ is held for milliseconds and a simple lock file is enough:
 * ``.hoodie/.lock`` is outside ``.hoodie/timeline/`` and does not match the instant-name grammar,
   so neither hudi-rs nor Java Hudi mistake it for an instant (also in layout-1 tables).
 
-On object stores ``create_if_absent`` is check-then-write, so this lock is only best-effort
-there; configure an external lock for concurrent writers on S3.
+The lock is only as good as the create: it is correct where :attr:`Storage.atomic_create` holds
+(local file systems, S3 stores with conditional put). Elsewhere the lock provider picks another
+lock (:mod:`pyhudi.timeline.lock_provider`, ``hoodie.write.lock.provider``).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from pyhudi.keygen import partition_layout
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import WriteToken
 from pyhudi.timeline.instant import Action
-from pyhudi.timeline.lock import FileLock
+from pyhudi.timeline.lock_provider import create_lock
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write import prepare
 from pyhudi.write.handle import FileGroupWriteTask, WriteStatus
@@ -107,7 +107,7 @@ class WriteTxn:
         config = self.config
         return Timeline(self.storage, timeline_dir=config.timeline_dir, layout_version=config.layout_version,
                         timezone=config.timezone,
-                        lock=FileLock.from_config(self.storage, {**config.props, **self.options})).load()
+                        lock=create_lock(self.storage, {**config.props, **self.options})).load()
 
     # ------------------------------------------------------------------ phases
     def prepare(self, data: Any) -> pa.Table:
