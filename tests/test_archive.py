@@ -323,3 +323,21 @@ def test_history_written_by_apache_hudi_reads(tmp_path, capsys):
     listed = json.loads(capsys.readouterr().out)
     assert [(r["requested_time"], r["action"], r["state"], r["completion_time"]) for r in listed] == [
         (r["instantTime"], r["action"], "COMPLETED", r["completionTime"]) for r in rows]
+
+
+def test_archived_compaction_keeps_its_plan_which_round_trips_through_avro(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=2)
+    _write(t, 3, options=OFF)
+    compaction = t.schedule_compaction()
+    plan = t.active_timeline().read_metadata(t.active_timeline().get(compaction))
+    t.run_compaction(compaction)
+    times = _write(t, 3, start=3, options=OFF)
+    expected = _snapshot_reads(t)
+    archived = t.archive(options={"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
+    assert compaction in archived and times[0] in archived
+    history = t.active_timeline().archived()
+    instant = history.get(compaction)
+    assert (str(instant.action), instant.is_compaction) == ("commit", True)
+    assert history.read_plan(instant) == plan and history.read_plan(instant).file_groups() == plan.file_groups()
+    assert history.read_metadata(instant).operation_type == "COMPACT"
+    assert _snapshot_reads(pyhudi.open_table(t.path)) == expected
