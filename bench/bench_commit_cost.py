@@ -6,6 +6,20 @@ write lists, parses and reads an ever longer active timeline; with it the active
 between ``hoodie.keep.min.commits`` and ``hoodie.keep.max.commits`` (20..30) and a write pays an
 archival every ~10 commits.
 
+Measured (2 shared cores, median of 5 commits; wall / CPU ms per 1,000-row upsert):
+
+==========  ===============  ================  ==========
+instants    archival on      archival off      off / on
+==========  ===============  ================  ==========
+10          10.3 / 10.0      14.5 / 11.0       1.4x
+200         16.5 / 16.4      38.3 / 30.6       2.3x
+1,000       39.6 / 36.1      225.0 / 204.6     5.7x
+==========  ===============  ================  ==========
+
+With archival the timeline part stays flat (26..30 active instants); what still grows is the
+listing of the table's log files (no compaction runs here: 4 buckets x 1,000 log files), and the
+lazily loaded archived completion times those old log files need (~3 ms per commit at 1,000).
+
 Run: ``.venv/bin/python bench/bench_commit_cost.py [--points 10,200,1000] [--samples 5]``.
 """
 

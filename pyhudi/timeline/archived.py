@@ -228,6 +228,7 @@ class ArchivedTimeline:
         self.manifest = manifest
         self._entries = entries
         self._by_time = {e.instant.requested_time: e for e in entries}
+        self._completions: dict[str, str] | None = None
         self._bytes: dict[str, dict[str, tuple[bytes | None, bytes | None]]] = {}
         self._lock = threading.Lock()
 
@@ -247,7 +248,10 @@ class ArchivedTimeline:
         return entry.instant if entry else None
 
     def completion_times(self) -> dict[str, str]:
-        return {e.instant.requested_time: e.instant.sort_time for e in self._entries}
+        """Requested → completion time of every archived instant (built once; do not mutate)."""
+        if self._completions is None:
+            self._completions = {e.instant.requested_time: e.instant.sort_time for e in self._entries}
+        return self._completions
 
     @property
     def first_time(self) -> str | None:
