@@ -57,9 +57,10 @@ def _print_properties(console: Console, table: pyhudi.Table) -> None:
     console.print(view)
 
 
-def _print_timeline(console: Console, table: pyhudi.Table) -> None:
-    instants = table.timeline
-    view = RichTable(title=f"{table.name}: timeline ({len(instants)} instants)")
+def _print_timeline(console: Console, table: pyhudi.Table, archived: bool = False) -> None:
+    instants = table.archived_timeline() if archived else table.timeline
+    which = "archived timeline" if archived else "timeline"
+    view = RichTable(title=f"{table.name}: {which} ({len(instants)} instants)")
     for column in ("requested", "action", "state", "completed"):
         view.add_column(column)
     for instant in instants:
@@ -98,11 +99,22 @@ def cmd_timeline(args: argparse.Namespace, console: Console) -> int:
         rows = [
             {"requested_time": i.requested_time, "action": str(i.action), "state": str(i.state),
              "completion_time": i.completion_time}
-            for i in table.timeline
+            for i in (table.archived_timeline() if args.archived else table.timeline)
         ]
         print(json.dumps(rows, indent=2))
     else:
-        _print_timeline(console, table)
+        _print_timeline(console, table, args.archived)
+    return 0
+
+
+def cmd_archive(args: argparse.Namespace, console: Console) -> int:
+    table = pyhudi.open_table(args.path)
+    options = dict(o.split("=", 1) for o in args.option or [])
+    archived = table.archive(options=options)
+    if args.json:
+        print(json.dumps({"archived": archived}, indent=2))
+    else:
+        console.print(f"archived {len(archived)} instants" + (f" ({archived[0]} .. {archived[-1]})" if archived else ""))
     return 0
 
 
@@ -358,7 +370,14 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text)
         p.add_argument("path")
         p.add_argument("--json", action="store_true")
+        if name == "timeline":
+            p.add_argument("--archived", action="store_true", help="list the archived (LSM history) instants")
         p.set_defaults(func=func)
+    archive = sub.add_parser("archive", help="archive old instants into the timeline history")
+    archive.add_argument("path")
+    archive.add_argument("--option", action="append", help="hoodie.keep.min.commits=N etc. (repeatable)")
+    archive.add_argument("--json", action="store_true")
+    archive.set_defaults(func=cmd_archive)
     write = sub.add_parser("write", help="write a Parquet/CSV/JSON file with one operation")
     write.add_argument("path")
     write.add_argument("input", help="file of rows (for delete: the record key and partition columns)")

@@ -112,9 +112,12 @@ class SchemaHistory:
         return found
 
     @staticmethod
-    def commits(timeline: Timeline) -> list[Instant]:
-        """Completed commits in completion order."""
+    def commits(timeline: Timeline, as_of: str | None = None) -> list[Instant]:
+        """Completed commits in completion order; the archived ones too when no active commit
+        completed by ``as_of`` (time travel into the archived range)."""
         done = [i for i in timeline.completed() if i.action in COMMIT_ACTIONS]
+        if as_of is not None and not any(i.sort_time <= as_of for i in done) and hasattr(timeline, "archived"):
+            done = [i for i in timeline.completed_with_archived() if i.action in COMMIT_ACTIONS]
         return sorted(done, key=lambda i: (i.sort_time, i.requested_time))
 
     def schema_at(self, timeline: Timeline, config: tc.TableConfig, as_of: str | None = None) -> pa.Schema:
@@ -123,7 +126,7 @@ class SchemaHistory:
         Table services (compaction, clustering) record the schema they read, as Hudi does, but
         never change it: an ALTER that completed while one ran stays in effect, so their commits
         are passed over while a write or ALTER recorded a schema."""
-        commits = self.commits(timeline)
+        commits = self.commits(timeline, as_of)
         for instant in reversed(_until(commits, as_of)):
             info = self.of(timeline, instant)
             if info.schema and info.operation not in SERVICE_OPERATIONS:
@@ -142,7 +145,7 @@ class SchemaHistory:
         """The declared column families in effect at ``as_of``; empty for a plain table."""
         if not config.column_families:
             return {}  # families are never added to a plain table, so none were ever in effect
-        commits = self.commits(timeline)
+        commits = self.commits(timeline, as_of)
         before = _until(commits, as_of)
         for instant in reversed(before):
             recorded = self.of(timeline, instant).families

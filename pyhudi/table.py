@@ -411,6 +411,7 @@ class Table:
         self.last_write = client.write(data, operation)
         self._compact_inline(client.options, engine)
         self._clean_after_commit(client.options)
+        self._archive_inline(client.options)
         return self.last_write.instant
 
     # ----------------------------------------------------------------- table services
@@ -568,6 +569,29 @@ class Table:
 
         self._clean_thread = threading.Thread(target=run, name="pyhudi-clean", daemon=True)
         self._clean_thread.start()
+
+    # ----------------------------------------------------------------- timeline archival
+    def archive(self, options: Mapping[str, Any] | None = None) -> list[str]:
+        """Archive old completed instants into the LSM history (``.hoodie/timeline/history``) when
+        more than ``hoodie.keep.max.commits`` commits are active (rules: :mod:`pyhudi.services.archive`).
+        Returns the archived instants' requested times (empty when nothing was due)."""
+        from pyhudi.services.archive import archive
+
+        opts = {**self.config.props, **_string_options(options)}
+        result = archive(self.active_timeline(opts), opts, self.config.table_type)
+        return [i.requested_time for i in result.instants]
+
+    def archived_timeline(self) -> list[Instant]:
+        """The archived instants (completed, with their completion times), by requested time."""
+        return list(self.active_timeline().archived().instants)
+
+    def _archive_inline(self, options: Mapping[str, str]) -> None:
+        """``hoodie.archive.automatic``: after a write, archive when the timeline is long enough."""
+        from pyhudi.config.archive import AUTO_ARCHIVE
+
+        opts = {**self.config.props, **options}
+        if AUTO_ARCHIVE.get(opts):
+            self.archive(opts)
 
     def upsert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None,
                on_commit: Callable[[Any], None] | None = None) -> str:

@@ -130,7 +130,7 @@ class TableMachine(RuleBasedStateMachine):
     def _just_before(self, completion: str) -> str:
         """A time just before ``completion`` that names no instant's requested time (the time a
         write returned stands for that write's completion, so it would include the write)."""
-        requested = {i.requested_time for i in self.table.timeline}
+        requested = {i.requested_time for i in [*self.table.timeline, *self.table.archived_timeline()]}
         before = str(int(completion) - 1)
         while before in requested:
             before = str(int(before) - 1)
@@ -340,6 +340,27 @@ class TableMachine(RuleBasedStateMachine):
         event("full compaction" if full else "family compaction")
         self.model.compact(set(families) if families else None, full)
         self._record(instant)
+
+    @rule(data=st.data())
+    def archive(self, data: st.DataObject) -> None:
+        """Timeline archival with small bounds: pending instants stay, the active timeline keeps at
+        least keep.min commits, and every read (time travel, incremental: the invariant and the
+        teardown's :meth:`every_instant`) still sees the same rows."""
+        low = data.draw(st.integers(1, 2), label="keep.min")
+        high = low + data.draw(st.integers(1, 2), label="keep.max - keep.min")
+        pending = {i.requested_time for i in self.table.timeline if i.is_pending}
+        archived = self.table.archive(options={"hoodie.keep.min.commits": low, "hoodie.keep.max.commits": high})
+        active = self.table.timeline
+        commits = [i for i in active if i.is_completed and str(i.action) in ("commit", "deltacommit", "replacecommit")]
+        assert {i.requested_time for i in active if i.is_pending} == pending
+        assert not pending & set(archived)
+        if archived:
+            event("archive")
+            assert len(commits) >= low
+            history = {i.requested_time: i for i in self.table.archived_timeline()}
+            assert set(archived) <= set(history)
+            recorded = {instant: completion for instant, completion, _ in self.history}
+            assert all(history[t].completion_time == recorded[t] for t in archived if t in recorded)
 
     @rule()
     def reopen(self) -> None:

@@ -26,12 +26,14 @@ Rules (table version 8, RFC-66 completion-time slicing; DESIGN §4 for families)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from pyhudi.errors import FileNameError
 from pyhudi.storage.fs import FileInfo, Storage
 from pyhudi.storage.naming import PARTITION_METAFILE, BaseFileName, LogFileName, parse_data_file_name
+from pyhudi.timeline.archived import ArchivedCompletions
 from pyhudi.timeline.timeline import Timeline
 
 FULL_ROW = None
@@ -179,16 +181,22 @@ class Visibility:
     completions: dict[str, str]
     archived_before: str | None = None
     as_of: str | None = None
+    #: Completion times from the LSM history (asked only about instants before the active
+    #: timeline; None: the requested time stands in for them).
+    archive: Any = None
 
     def completion_of(self, instant: str | None) -> str | None:
         """When ``instant`` completed, or None if it is not visible."""
         if instant is None:
             return None
         done = self.completions.get(instant)
-        archived = done is None and self.archived_before is not None and instant < self.archived_before
-        if archived and (self.as_of is None or instant <= self.as_of):
-            return instant  # archived instants completed (only completed instants are archived)
-        return done
+        if done is not None or self.archived_before is None or instant >= self.archived_before:
+            return done
+        exact = self.archive.get(instant) if self.archive is not None else None
+        if exact is None and self.archive is not None and self.archive.covers(instant):
+            return None  # in the archive's range but not in it: never completed
+        done = exact or instant  # older than the archive: completed (only completed instants are archived)
+        return done if self.as_of is None or done <= self.as_of else None
 
     def is_visible(self, instant: str | None) -> bool:
         return self.completion_of(instant) is not None
@@ -236,8 +244,10 @@ class FileSystemView:
         self.as_of = self._resolved(as_of)
         self.completion = self._visible_completions()
         instants = self.timeline.instants
-        archived_before = instants[0].requested_time if instants else None
-        self.visibility = Visibility(self.completion, archived_before, self.as_of)
+        archived_before = getattr(timeline, "first_active_time", instants[0].requested_time if instants else None)
+        history = getattr(timeline, "history_dir", None) if getattr(timeline, "layout_version", 2) == 2 else None
+        archive = ArchivedCompletions(storage, history) if history is not None else None
+        self.visibility = Visibility(self.completion, archived_before, self.as_of, archive)
         self.replaced = self._replaced_file_groups()
         self.layout_version = getattr(timeline, "layout_version", 2)
         self.compactions = frozenset(
@@ -247,7 +257,8 @@ class FileSystemView:
     def _resolved(self, as_of: str | None) -> str | None:
         """``as_of`` as a completion time: the requested time of a completed instant (what a write
         returns) stands for its completion, so the view includes that write."""
-        instant = self.timeline.get(as_of) if as_of is not None else None
+        lookup = getattr(self.timeline, "lookup", self.timeline.get)
+        instant = lookup(as_of) if as_of is not None else None
         if instant is None or not instant.is_completed:
             return as_of
         return instant.completion_time or as_of

@@ -179,7 +179,7 @@ def resolve_instant_time(timeline: Any, time: str | None) -> str | None:
     """
     if time is None:
         return None
-    instant = timeline.get(time)
+    instant = getattr(timeline, "lookup", timeline.get)(time)  # (archived instants too)
     if instant is None or not instant.is_completed:
         return time
     return instant.completion_time or time
@@ -249,16 +249,26 @@ def _window_instants(timeline: Any, begin: str, end: str, end_given: bool = True
         raise ReadError(f"incremental query: begin {given[0]!r} is after end {given[1]!r} "
                         "(rows changed in (begin, end] are returned)")
     return tuple(sorted(
-        i.requested_time for i in timeline.completed()
+        i.requested_time for i in _completed_since(timeline, begin)
         if i.action in COMMIT_ACTIONS and begin < (i.completion_time or i.requested_time) <= end
     ))
+
+
+def _completed_since(timeline: Any, begin: str | None) -> list:
+    """Completed instants, with the archived ones when ``begin`` reaches before the active
+    timeline (archived instants all completed before it: :mod:`pyhudi.services.archive`)."""
+    if hasattr(timeline, "reaches_archive") and timeline.reaches_archive(begin):
+        return timeline.completed_with_archived()
+    return timeline.completed()
 
 
 def _touched_file_groups(timeline: Any, instants: Sequence[str]) -> set[tuple[str, str]] | None:
     """(partition, file id) written by ``instants`` (None: unknown, read every file group)."""
     touched: set[tuple[str, str]] = set()
     wanted = set(instants)
-    for instant in timeline.completed():
+    if not wanted:
+        return touched
+    for instant in _completed_since(timeline, min(instants, default=None)):
         if instant.requested_time not in wanted:
             continue
         try:

@@ -57,6 +57,7 @@ class Timeline:
         timezone: str = "UTC",
         lock: TimelineLock | None = None,
         time_generator: InstantTimeGenerator | None = None,
+        history_path: str = "history",
     ) -> None:
         if layout_version not in (1, 2):
             raise TimelineError(f"unsupported timeline layout version {layout_version!r} (expected 1 or 2)")
@@ -70,6 +71,8 @@ class Timeline:
         self._instants: list[Instant] = []
         self._names: dict[tuple[str, Action, State], str] = {}
         self._loaded = False
+        self.history_dir = posixpath.join(self.timeline_dir, history_path)
+        self._archived: Any = None
 
     def __repr__(self) -> str:
         return f"Timeline({self.storage.base_uri!r}, {self.timeline_dir!r}, layout={self.layout_version})"
@@ -82,6 +85,7 @@ class Timeline:
             self._add_entry(info)
         self._rebuild()
         self._loaded = True
+        self._archived = None
         return self
 
     reload = load
@@ -200,6 +204,56 @@ class Timeline:
         times = [t for i in self._instants for t in (i.requested_time, i.completion_time) if t]
         return _max_time(*times) if times else None
 
+    # ------------------------------------------------------------------ archived part
+    def archived(self) -> Any:
+        """The archived timeline (``history/``), loaded on first use and kept until :meth:`load`
+        (:class:`~pyhudi.timeline.archived.ArchivedTimeline`; empty when nothing was archived).
+        Callers ask for it only when a question reaches before :attr:`first_active_time`."""
+        if self._archived is None:
+            from pyhudi.timeline.archived import load_archived
+
+            self._archived = load_archived(self.storage, self.history_dir) if self.layout_version == 2 \
+                else _NO_ARCHIVE
+        return self._archived
+
+    @property
+    def first_active_time(self) -> str | None:
+        """The requested time of the oldest active write (commit, pending or not): archival takes
+        the oldest completed commits, stops before the oldest pending write and takes only the
+        cleans and rollbacks older than the commits it takes, so every archived instant is older."""
+        self._ensure_loaded()
+        writes = [i for i in self._instants if i.action in PENDING_COMMIT_ACTIONS]
+        first = writes[0] if writes else (self._instants[0] if self._instants else None)
+        return first.requested_time if first else None
+
+    def reaches_archive(self, time: str | None) -> bool:
+        """Whether a question about ``time`` (None = the beginning) may need archived instants."""
+        first = self.first_active_time
+        return self.layout_version == 2 and (first is None or time is None or time < first)
+
+    def lookup(self, requested_time: str) -> Instant | None:
+        """Like :meth:`get`, also finding archived instants (loaded only for times before the
+        active timeline)."""
+        found = self.get(requested_time)
+        if found is None and self.reaches_archive(requested_time):
+            found = self.archived().get(requested_time)
+        return found
+
+    def completed_with_archived(self) -> list[Instant]:
+        """Archived and active completed instants, by requested time."""
+        active = self.completed()
+        archived = [i for i in self.archived().instants if self._find(i.requested_time, i.completed_action) is None]
+        return sorted([*archived, *active])
+
+    def _is_archived(self, instant: Instant) -> bool:
+        """A completed instant that is not on the active timeline but in the archive."""
+        if not instant.is_completed or self.layout_version != 2:
+            return False
+        self._ensure_loaded()
+        if (instant.requested_time, instant.completed_action, State.COMPLETED) in self._names:
+            return False
+        return self.reaches_archive(instant.requested_time) and self.archived().get(instant.requested_time) is not None
+
     # ------------------------------------------------------------------ contents
     def file_name_of(self, instant: Instant) -> str:
         """The file that holds ``instant`` in its state (the real name when it was listed)."""
@@ -211,11 +265,24 @@ class Timeline:
             return listed  # also covers legacy names whose completion time came from the mtime
         return instant.file_name(self.layout_version)
 
+    def state_files(self, instant: Instant) -> list[tuple[State, str]]:
+        """The listed files of every state of ``instant`` (requested, inflight, completed)."""
+        self._ensure_loaded()
+        found = []
+        for state in (State.REQUESTED, State.INFLIGHT, State.COMPLETED):
+            name = self._names.get((instant.requested_time, instant.completed_action, state))
+            if name is not None:
+                found.append((state, name))
+        return found
+
     def path_of(self, instant: Instant) -> str:
         return f"{self.timeline_dir}/{self.file_name_of(instant)}"
 
     def read_bytes(self, instant: Instant) -> bytes:
-        """The raw content of the instant's file for its state."""
+        """The raw content of the instant's file for its state (from the archive for an
+        archived completed instant)."""
+        if self._is_archived(instant):
+            return self.archived().metadata_bytes(instant)
         return self.storage.read(self.path_of(instant))
 
     def read_commit_summary(self, instant: Instant) -> tuple[str | None, dict[str, str]]:
@@ -381,6 +448,25 @@ class Timeline:
         self._ensure_loaded()
         self._entries[name] = instant
         self._rebuild()
+
+
+class _NoArchive:
+    """The archive of a layout-1 timeline (pyhudi reads only layout 2's LSM history)."""
+
+    instants: list[Instant] = []
+    version = 0
+
+    def get(self, requested_time: str) -> Instant | None:
+        return None
+
+    def completion_times(self) -> dict[str, str]:
+        return {}
+
+    def __len__(self) -> int:
+        return 0
+
+
+_NO_ARCHIVE = _NoArchive()
 
 
 class Locked:
