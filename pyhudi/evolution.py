@@ -120,6 +120,17 @@ class SchemaHistory:
             done = [i for i in timeline.completed_with_archived() if i.action in COMMIT_ACTIONS]
         return sorted(done, key=lambda i: (i.sort_time, i.requested_time))
 
+    @staticmethod
+    def _with_archived(timeline: Timeline, commits: list[Instant]) -> list[Instant]:
+        """Every commit, archived ones included — searched only when the active ones recorded no
+        answer (archival may have moved the last write or ALTER away, leaving only services)."""
+        if not hasattr(timeline, "completed_with_archived"):
+            return []
+        done = [i for i in timeline.completed_with_archived() if i.action in COMMIT_ACTIONS]
+        if len(done) == len(commits):
+            return []
+        return sorted(done, key=lambda i: (i.sort_time, i.requested_time))
+
     def schema_at(self, timeline: Timeline, config: tc.TableConfig, as_of: str | None = None) -> pa.Schema:
         """The table schema (no meta columns) in effect at ``as_of`` (None = latest).
 
@@ -127,10 +138,11 @@ class SchemaHistory:
         never change it: an ALTER that completed while one ran stays in effect, so their commits
         are passed over while a write or ALTER recorded a schema."""
         commits = self.commits(timeline, as_of)
-        for instant in reversed(_until(commits, as_of)):
-            info = self.of(timeline, instant)
-            if info.schema and info.operation not in SERVICE_OPERATIONS:
-                return self._schema(info.schema)
+        for searched in (commits, self._with_archived(timeline, commits)):
+            for instant in reversed(_until(searched, as_of)):
+                info = self.of(timeline, instant)
+                if info.schema and info.operation not in SERVICE_OPERATIONS:
+                    return self._schema(info.schema)
         create = config.get(tc.CREATE_SCHEMA)
         if create:
             return self._schema(create)
@@ -146,11 +158,12 @@ class SchemaHistory:
         if not config.column_families:
             return {}  # families are never added to a plain table, so none were ever in effect
         commits = self.commits(timeline, as_of)
+        for searched in (commits, self._with_archived(timeline, commits)):
+            for instant in reversed(_until(searched, as_of)):
+                recorded = self.of(timeline, instant).families
+                if recorded is not None:
+                    return self._parsed_families(recorded)
         before = _until(commits, as_of)
-        for instant in reversed(before):
-            recorded = self.of(timeline, instant).families
-            if recorded is not None:
-                return self._parsed_families(recorded)
         for instant in commits[len(before):]:  # as_of precedes every recording commit
             info = self.of(timeline, instant)
             if info.families is not None:

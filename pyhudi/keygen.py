@@ -306,5 +306,37 @@ def timestamp_table_properties(options: dict[str, str], partition_fields: Sequen
     return settings
 
 
-__all__ = ["FORMAT_LETTERS", "PartitionLayout", "TimestampKeyGen", "check_paths", "partition_layout",
-           "timestamp_table_properties"]
+__all__ = ["FORMAT_LETTERS", "PartitionLayout", "TimestampKeyGen", "as_strings", "check_paths", "partition_layout",
+           "record_keys", "timestamp_table_properties"]
+
+
+# ------------------------------------------------------------------------------ record keys
+def record_keys(data: pa.Table, key_fields: Sequence[str]) -> pa.ChunkedArray:
+    """``_hoodie_record_key`` values: the raw value for one field, ``f1:v1,f2:v2`` for several.
+
+    Empty strings are written as ``__empty__`` and nulls as ``__null__`` inside composite keys,
+    as Hudi's complex key generator does.
+    """
+    if len(key_fields) == 1:
+        return as_strings(data.column(key_fields[0]))
+    parts = []
+    for field in key_fields:
+        text = as_strings(data.column(field))
+        text = pc.if_else(pc.equal(text, ""), "__empty__", text)
+        text = pc.fill_null(text, "__null__")
+        parts.append(pc.binary_join_element_wise(f"{field}:", text, ""))
+    return pc.binary_join_element_wise(*parts, ",")
+
+
+def as_strings(column: pa.ChunkedArray, what: str = "record key") -> pa.ChunkedArray:
+    """The values as text; ``what`` (with the column name) names them in the error."""
+    if pa.types.is_string(column.type):
+        return column
+    if pa.types.is_large_string(column.type):
+        return column.cast(pa.string())
+    try:
+        return column.cast(pa.string())
+    except pa.ArrowNotImplementedError:
+        raise SchemaError(f"{what} values of type {column.type} cannot be turned into strings") from None
+    except pa.ArrowInvalid as exc:  # bytes that are not UTF-8 text
+        raise SchemaError(f"{what} values of type {column.type} cannot be turned into strings: {exc}") from None

@@ -341,3 +341,27 @@ def test_archived_compaction_keeps_its_plan_which_round_trips_through_avro(tmp_p
     assert history.read_plan(instant) == plan and history.read_plan(instant).file_groups() == plan.file_groups()
     assert history.read_metadata(instant).operation_type == "COMPACT"
     assert _snapshot_reads(pyhudi.open_table(t.path)) == expected
+
+
+def test_the_schema_after_archival_left_only_table_service_commits_active(tmp_path):
+    """Found by the model test: archival moved the last write and the ALTER away, leaving only
+    compaction commits active (which never change the schema): the schema is looked up in the
+    archive, not taken from the table's creation."""
+    import pyarrow as pa
+
+    import pyhudi
+
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.float64()), ("c", pa.int64())])
+    t = pyhudi.create_table(str(tmp_path / "s"), schema, "id", num_buckets=1, column_families={"fa": "a", "fc": "c"})
+    t.upsert(pa.table({"id": [1], "a": [1.0], "c": [1]}))
+    t.alter(unset_properties=["hoodie.colFamily.fc"])
+    t.upsert(pa.table({"id": [2], "a": [2.0]}))
+    for _ in range(3):
+        t.compact(full=True)
+        t.upsert(pa.table({"id": [3], "a": [3.0]}))
+        t.compact()
+    t.archive(options={"hoodie.keep.min.commits": "1", "hoodie.keep.max.commits": "2"})
+    assert [str(i.action) for i in t.timeline if i.is_completed][-1] == "commit"
+    fresh = pyhudi.open_table(t.path)
+    assert fresh.schema.names == ["id", "a"]
+    assert fresh.read().sort_by("id").to_pylist() == [{"id": 1, "a": 1.0}, {"id": 2, "a": 2.0}, {"id": 3, "a": 3.0}]

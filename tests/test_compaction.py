@@ -508,3 +508,17 @@ def test_a_family_added_after_a_full_compaction_does_not_read_the_full_row_base_
     assert rows(t) == [{"id": 3, "d": "new"}]  # row 1 lived only in fa (and the full-row file)
     assert t.compact(full=True) is not None
     assert rows(t) == [{"id": 3, "d": "new"}]
+
+
+def test_a_pending_compaction_of_a_file_group_replaced_meanwhile_skips_it(tmp_path):
+    """Found by the model test: an insert overwrite replaced (and a clean deleted) the file group a
+    pending compaction planned; the run skips it instead of failing on its missing files."""
+    t = pyhudi.create_table(str(tmp_path / "o"), SCHEMA, "id", partition_fields="b")
+    t.upsert(pa.table({"id": [1, 2], "a": [1.0, 2.0], "b": ["x", "x"]}))
+    t.upsert(pa.table({"id": [1], "a": [1.5], "b": ["x"]}))
+    instant = t.schedule_compaction()
+    t.insert_overwrite(pa.table({"id": [3], "a": [3.0], "b": ["x"]}))
+    t.clean(options={"hoodie.cleaner.commits.retained": "1"})
+    assert t.run_compaction(instant) == instant
+    assert [(r["id"], r["a"]) for r in rows(t)] == [(3, 3.0)]
+    assert not any(instant in n for n in data_files(t))

@@ -39,17 +39,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pyhudi.config.keys import ConfigKey
 from pyhudi.errors import CorruptFileError, HudiError, LogFormatError
 from pyhudi.fsview.view import FileGroup, FileSystemView, LogFile
 from pyhudi.timeline.timeline import COMMIT_ACTIONS
+from pyhudi.config.read import SKIP_CORRUPT_BLOCKS  # noqa: F401 (declared there)
 
-SKIP_CORRUPT_BLOCKS = ConfigKey(
-    "hoodie.pyhudi.read.corrupt.blocks.skip", bool, False,
-    "Skip (with a warning naming the file and block) a corrupt or missing log block inside the bytes a "
-    "completed commit wrote, instead of failing the read. Torn blocks no completed commit wrote are "
-    "always skipped, as Hudi does.",
-)
 
 DECODE_ERRORS = (pa.ArrowException, OSError, ValueError, EOFError, struct.error, IndexError, KeyError, TypeError)
 """What decoding damaged bytes raises (Arrow, Parquet thrift, fastavro, UTF-8, struct)."""

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.schema import META_FIELDS
-from pyhudi.write.prepare import record_keys
+from pyhudi.keygen import record_keys
 
 RECORD_KEY = META_FIELDS[2]
 

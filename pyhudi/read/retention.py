@@ -28,19 +28,14 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-from pyhudi.config.keys import ConfigKey
 from pyhudi.errors import CleanedSnapshotError, HudiError
 from pyhudi.storage.fs import Storage
+from pyhudi.config.read import PIN_EXPIRY  # noqa: F401 (declared there)
 
 READERS_DIR = ".hoodie/.readers"
 UNREADABLE_KEY = "pyhudi.clean.unreadable"
 """Clean ``extraMetadata``: ``from-until`` completion-time intervals (comma-separated) whose
 snapshots would read a file the clean deleted."""
-PIN_EXPIRY = ConfigKey(
-    "hoodie.pyhudi.read.pin.expiry.ms", int, 3_600_000,
-    "A streamed scan's pinned snapshot protects its files from the cleaner while its pin file is younger "
-    "than this (the reader refreshes it as it is consumed, at most once a minute).",
-)
 _REFRESH_S = 60.0
 
 

@@ -24,17 +24,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pyhudi.config.keys import ConfigKey
 from pyhudi.errors import ReadError
 from pyhudi.read.keys import KeySpec
 from pyhudi.read.pruning import key_range_of
 from pyhudi.storage.fs import Storage
+from pyhudi.config.read import SPLIT_ROWS  # noqa: F401 (declared there)
 
-SPLIT_ROWS = ConfigKey(
-    "hoodie.pyhudi.read.split.rows", int, None,
-    "Split a file group into several read tasks (key ranges) of about this many base-file rows each, "
-    "on row-group boundaries (one Spark partition per split). Unset: one task per file group.",
-)
 
 KeyBounds = tuple[str | None, str | None]
 """A half-open record-key range ``[low, high)``; None: unbounded."""

@@ -395,6 +395,8 @@ def run_compaction(context: TableContext, timeline: Timeline, instant: str, *, e
         for operation, family in zip(plan.operations or (), _operation_families(plan)):
             if family is not None and family not in context.families:
                 continue  # dropped (ALTER UNSET) since the plan: its files are no longer read
+            if ((operation.partition_path or ""), operation.file_id) in view.replaced:
+                continue  # replaced (insert overwrite) since the plan: nothing reads it any more
             file_slice = _plan_slices(groups, operation, family)
             by_group.setdefault((file_slice.partition_path, file_slice.file_id), []).append(file_slice)
         tasks = [CompactionTask(context, instant, partition, file_id, slices, full,

@@ -38,35 +38,13 @@ from typing import Any, Mapping
 
 import pyarrow.fs as pafs
 
-from pyhudi.config.keys import ConfigKey
 from pyhudi.errors import AlreadyExistsError, LockError, StorageError
 from pyhudi.storage.fs import Storage
+from pyhudi.config.lock import LOCK_WAIT_TIME_MS, LOCK_NUM_RETRIES, LOCK_RETRY_WAIT_MS, LOCK_MAX_RETRY_WAIT_MS, LOCK_EXPIRE_MINUTES  # noqa: F401 (declared there)
 
 DEFAULT_LOCK_PATH = ".hoodie/.lock"
 
 # ---------------------------------------------------------------------------------------- keys
-LOCK_WAIT_TIME_MS = ConfigKey(
-    "hoodie.write.lock.wait_time_ms", int, 60_000,
-    "How long (ms) one acquire waits for the timeline lock before failing with LockError.",
-)
-LOCK_NUM_RETRIES = ConfigKey(
-    "hoodie.write.lock.num_retries", int, None,
-    "Maximum number of retries of one acquire; unset = retry until hoodie.write.lock.wait_time_ms.",
-)
-LOCK_RETRY_WAIT_MS = ConfigKey(
-    "hoodie.write.lock.wait_time_ms_between_retry", int, 2,
-    "First backoff (ms) between acquire attempts; doubles up to the max. pyhudi holds the lock for "
-    "milliseconds, so its default is far below Hudi's 1000.",
-)
-LOCK_MAX_RETRY_WAIT_MS = ConfigKey(
-    "hoodie.write.lock.max_wait_time_ms_between_retry", int, 50,
-    "Upper bound (ms) of the backoff between acquire attempts.",
-)
-LOCK_EXPIRE_MINUTES = ConfigKey(
-    "hoodie.write.lock.filesystem.expire", float, 1.0,
-    "Minutes after which a file lock counts as stale and may be broken (Hudi's unit; fractions allowed). "
-    "0 = never expire (dead holders on this host are still detected by pid).",
-)
 
 
 @dataclass(frozen=True)

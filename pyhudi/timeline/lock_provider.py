@@ -33,20 +33,13 @@ import time
 import uuid
 from typing import Callable, Mapping, Protocol
 
-from pyhudi.config.keys import ConfigKey
 from pyhudi.errors import ConfigError, LockError
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.lock import LOCK_WAIT_TIME_MS, FileLock, LockHolder
+from pyhudi.config.lock import LOCK_PROVIDER  # noqa: F401 (declared there)
 
 FILE_SYSTEM_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
 IN_PROCESS_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
-
-LOCK_PROVIDER = ConfigKey(
-    "hoodie.write.lock.provider", str, None,
-    "Lock guarding the timeline: FileSystemBasedLockProvider (needs atomic create), InProcessLockProvider, "
-    "or a name registered with pyhudi.timeline.lock_provider.register_lock_provider. Unset: the file-system "
-    "lock where create is atomic, else the in-process lock.",
-)
 
 
 class LockProvider(Protocol):

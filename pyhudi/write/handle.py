@@ -29,7 +29,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pyhudi.config.keys import ConfigKey
 from pyhudi.logformat import (
     DeleteBlock,
     ParquetDataBlock,
@@ -48,6 +47,7 @@ from pyhudi.storage.naming import BaseFileName, LogFileName, WriteToken
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
 from pyhudi.write.prepare import latest_sorted
+from pyhudi.config.write import FSYNC_DATA_FILES  # noqa: F401 (declared there)
 
 KIND_APPEND = "append"  # log data blocks (upsert / insert on merge-on-read)
 KIND_DELETE = "delete"  # delete blocks to every family of the file group
@@ -62,12 +62,6 @@ META_PARQUET_OPTIONS = {
     META_FIELDS[4]: (True, "snappy"),  # file name / file id: constant per file
 }
 """Parquet settings of the meta columns whose nature is known (the record key is sampled)."""
-FSYNC_DATA_FILES = ConfigKey(
-    "hoodie.pyhudi.fsync.data.files", bool, False,
-    "pyhudi: fsync every data file (base and log) as it is written, for durability of committed data "
-    "across power loss on local file systems. Off by default, like Hudi on a local file system and "
-    "pyarrow's own writer: a killed process loses nothing either way (uncommitted files are rolled back).",
-)
 
 
 @dataclass

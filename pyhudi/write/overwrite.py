@@ -35,13 +35,13 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pyhudi.config.keys import ConfigKey
 from pyhudi.errors import CommitConflictError, ConfigError, FileNameError
 from pyhudi.fsview.view import FileSystemView
 from pyhudi.keygen import partition_layout
 from pyhudi.storage.naming import bucket_id_from_file_id
 from pyhudi.timeline.metadata import CommitMetadata, ReplaceCommitMetadata, RequestedReplaceMetadata
 from pyhudi.timeline.timeline import Timeline
+from pyhudi.config.write import OVERWRITE_PARTITIONS, OVERWRITE_LOG_FILES  # noqa: F401 (declared there)
 
 if TYPE_CHECKING:
     from pyhudi.write.handle import FileGroupWriteTask, WriteStatus
@@ -51,17 +51,6 @@ INSERT_OVERWRITE = "insert_overwrite"
 INSERT_OVERWRITE_TABLE = "insert_overwrite_table"
 OVERWRITE_OPERATIONS = (INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE)
 
-OVERWRITE_PARTITIONS = ConfigKey(
-    "hoodie.pyhudi.overwrite.partitions", str, None,
-    "pyhudi: insert_overwrite also replaces the file groups of these partitions (a JSON list of "
-    "partition paths) even when the input has no row for them — SQL's static PARTITION (p = 'x').",
-)
-OVERWRITE_LOG_FILES = ConfigKey(
-    "hoodie.pyhudi.overwrite.log.files", bool, False,
-    "pyhudi: an overwrite of a bucketed table writes its new file groups as log files instead of base "
-    "files — for engines whose tasks may each hold part of a bucket (two tasks must never both create "
-    "a file group's base file).",
-)
 
 _FILE_ID_NAMESPACE = uuid.UUID("5f3c9a52-0d4e-4a57-9b8e-6c1d2f7a8e10")
 

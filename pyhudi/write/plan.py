@@ -30,7 +30,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.config.families import ColumnFamily
-from pyhudi.config.keys import ConfigKey
 from pyhudi.config.table import DROP_PARTITION_COLUMNS
 from pyhudi.fsview.view import FileGroup
 from pyhudi.index.bucket import BucketFileIds
@@ -59,6 +58,7 @@ from pyhudi.write.small_files import (
     pending_clustering_groups,
     small_file_candidates,
 )
+from pyhudi.config.write import MAX_FILE_SIZE, PARQUET_BLOCK_SIZE  # noqa: F401 (declared there)
 
 if TYPE_CHECKING:
     from pyhudi.write.txn import WriteTxn
@@ -67,17 +67,6 @@ RECORD_KEY = META_FIELDS[2]
 PARTITION_COLUMN = "__pyhudi_partition"
 BUCKET_COLUMN = "__pyhudi_bucket"
 
-MAX_FILE_SIZE = ConfigKey(
-    "hoodie.parquet.max.file.size", int, 125_829_120,
-    "Upper bound in bytes for a base file created for new inserts on a table without a bucket index; "
-    "inserts are split into file groups of this size, estimated from the records' in-memory size.",
-)
-
-PARQUET_BLOCK_SIZE = ConfigKey(
-    "hoodie.parquet.block.size", int, 125_829_120,
-    "Target size in bytes of a Parquet row group in the files a write creates, estimated from the "
-    "records' in-memory size.",
-)
 
 TokenFor = Callable[[int], str]
 Existing = dict[tuple[str, str], FileGroup]

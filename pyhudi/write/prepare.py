@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from pyhudi.errors import PathEscapeError, SchemaError
 from pyhudi.record_merge import last_of_runs, latest_per_key
+from pyhudi.keygen import as_strings, record_keys  # noqa: F401 (record_keys: part of prepare's API)
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
 
@@ -132,37 +133,6 @@ def _refuse_empty_keys(columns: list[pa.ChunkedArray], names: list[str]) -> None
     raise SchemaError(f"record key {which} is empty at row {first}: a record key cannot be null or empty")
 
 
-def record_keys(data: pa.Table, key_fields: Sequence[str]) -> pa.ChunkedArray:
-    """``_hoodie_record_key`` values: the raw value for one field, ``f1:v1,f2:v2`` for several.
-
-    Empty strings are written as ``__empty__`` and nulls as ``__null__`` inside composite keys,
-    as Hudi's complex key generator does.
-    """
-    if len(key_fields) == 1:
-        return _as_strings(data.column(key_fields[0]))
-    parts = []
-    for field in key_fields:
-        text = _as_strings(data.column(field))
-        text = pc.if_else(pc.equal(text, ""), "__empty__", text)
-        text = pc.fill_null(text, "__null__")
-        parts.append(pc.binary_join_element_wise(f"{field}:", text, ""))
-    return pc.binary_join_element_wise(*parts, ",")
-
-
-def _as_strings(column: pa.ChunkedArray, what: str = "record key") -> pa.ChunkedArray:
-    """The values as text; ``what`` (with the column name) names them in the error."""
-    if pa.types.is_string(column.type):
-        return column
-    if pa.types.is_large_string(column.type):
-        return column.cast(pa.string())
-    try:
-        return column.cast(pa.string())
-    except pa.ArrowNotImplementedError:
-        raise SchemaError(f"{what} values of type {column.type} cannot be turned into strings") from None
-    except pa.ArrowInvalid as exc:  # bytes that are not UTF-8 text
-        raise SchemaError(f"{what} values of type {column.type} cannot be turned into strings: {exc}") from None
-
-
 def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style: bool,
                     layout: Any = None) -> pa.ChunkedArray:
     """The relative partition folder of every row (``""`` for unpartitioned tables); a
@@ -176,7 +146,7 @@ def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style:
         return pa.chunked_array([paths])
     parts = []
     for field in partition_fields:
-        text = _as_strings(data.column(field), f"partition column {field!r}")
+        text = as_strings(data.column(field), f"partition column {field!r}")
         if pc.any(pc.equal(text, DEFAULT_PARTITION_PATH)).as_py():  # (null and "" are written so)
             raise SchemaError(f"partition column {field!r} has the value {DEFAULT_PARTITION_PATH!r}, which is the "
                               "default partition of null and empty values: write null instead")

@@ -33,38 +33,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.config.keys import ConfigKey
 from pyhudi.errors import HudiError
 from pyhudi.fsview.view import FileGroup
 from pyhudi.timeline.instant import Instant
 from pyhudi.timeline.timeline import Timeline
+from pyhudi.config.write import SMALL_FILE_LIMIT, RECORD_SIZE_ESTIMATE, RECORD_SIZE_ESTIMATION_THRESHOLD, SMALL_FILE_GROUP_CANDIDATES_LIMIT, MERGE_ALLOW_DUPLICATE_ON_INSERTS  # noqa: F401 (declared there)
 
-SMALL_FILE_LIMIT = ConfigKey(
-    "hoodie.parquet.small.file.limit", int, 104_857_600,
-    "Base files smaller than this many bytes are small files: inserts on a table without a bucket index "
-    "are assigned to them (up to hoodie.parquet.max.file.size) before new file groups are created; 0 turns "
-    "small-file handling off.",
-)
-RECORD_SIZE_ESTIMATE = ConfigKey(
-    "hoodie.copyonwrite.record.size.estimate", int, 1024,
-    "Average record size in bytes assumed when assigning inserts to small files, until a commit has "
-    "written enough data (see hoodie.record.size.estimation.threshold) to measure it.",
-)
-RECORD_SIZE_ESTIMATION_THRESHOLD = ConfigKey(
-    "hoodie.record.size.estimation.threshold", float, 1.0,
-    "A commit measures the average record size only if it wrote more than this fraction of "
-    "hoodie.parquet.small.file.limit bytes.",
-)
-SMALL_FILE_GROUP_CANDIDATES_LIMIT = ConfigKey(
-    "hoodie.merge.small.file.group.candidates.limit", int, 1,
-    "Merge-on-read tables without an index on log files: how many small file groups per partition may "
-    "receive inserts in one commit.",
-)
-MERGE_ALLOW_DUPLICATE_ON_INSERTS = ConfigKey(
-    "hoodie.merge.allow.duplicate.on.inserts", bool, True,
-    "Copy-on-write ``insert`` into a small file: keep a record whose key the file already holds as a "
-    "second record (true, Hudi's default: insert never looks keys up) instead of replacing it.",
-)
 
 _COMMIT_ACTIONS = ("commit", "replacecommit", "deltacommit")
 
