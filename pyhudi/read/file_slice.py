@@ -14,11 +14,9 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from pyhudi.config import table as tc
 from pyhudi.context import TableContext
 from pyhudi.fsview.view import FileSlice, Visibility
-from pyhudi.read.keys import KeySpec, integer_key_column
-from pyhudi.read.plan import _family_scans, _output_schema
+from pyhudi.read.plan import _family_scans, _output_schema, key_spec
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
 from pyhudi.schema import META_FIELDS
 
@@ -49,16 +47,13 @@ def read_file_slices(context: TableContext, slices: Sequence[FileSlice], visibil
         columns = [c for c in schema.names if c in own or c in implicit]
     output = _output_schema(schema, columns, with_meta)
     scans = _family_scans(context, chosen, schema, set(output.names))
-    config = context.config
     table_schema = schema
     for i, name in enumerate(META_FIELDS):
         table_schema = table_schema.insert(i, pa.field(name, pa.string()))
     settings = TaskSettings(
         table_schema=table_schema,
         output=output,
-        keys=KeySpec(tuple(context.record_key_fields), config.populate_meta_fields,
-                     integer_key_column(context.record_key_fields, schema, config.get(tc.KEYGEN_TYPE),
-                                        config.get(tc.KEYGEN_CLASS))),
+        keys=key_spec(context.config, schema),
         visibility=visibility,
         batch_size=batch_size,
     )

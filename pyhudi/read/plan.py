@@ -199,6 +199,14 @@ def _families_and_schema(table: Any, instant: str | None, timeline: Any):
     return schema, families
 
 
+def key_spec(config: tc.TableConfig, schema: pa.Schema) -> KeySpec:
+    """How a table's record keys are read: its key fields, whether files carry
+    ``_hoodie_record_key``, and the integer column whose key codes stand in for it."""
+    return KeySpec(tuple(config.record_key_fields), config.populate_meta_fields,
+                   integer_key_column(config.record_key_fields, schema, config.get(tc.KEYGEN_TYPE),
+                                      config.get(tc.KEYGEN_CLASS)))
+
+
 def _output_schema(schema: pa.Schema, columns: Sequence[str] | None, with_meta: bool) -> pa.Schema:
     if isinstance(columns, str):
         raise SchemaError(f"columns must be a list of column names, got the string {columns!r}")
@@ -347,9 +355,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     settings = TaskSettings(
         table_schema=filter_schema,
         output=output,
-        keys=KeySpec(tuple(table.record_key_fields), config.populate_meta_fields,
-                     integer_key_column(table.record_key_fields, schema, config.get(tc.KEYGEN_TYPE),
-                                        config.get(tc.KEYGEN_CLASS))),
+        keys=key_spec(config, schema),
         visibility=view.visibility,
         filters=tuple(normalized),
         key_filters=tuple(f for f in normalized if f.column in key_columns),

@@ -42,23 +42,24 @@ class ActiveInstant:
     def begin(cls, storage: Storage, timeline: Timeline, action: Action, requested_time: str, *,
               heartbeat_interval_ms: int, heartbeat_misses: int = 2, plan: bytes = b"") -> ActiveInstant:
         """Heartbeat, then requested (holding ``plan``) and inflight."""
-        heartbeat = Heartbeat(storage, requested_time, heartbeat_interval_ms, misses=heartbeat_misses).start()
-        try:
-            requested = timeline.create_requested(action, requested_time, content=plan)
-            inflight = timeline.transition_to_inflight(requested)
-        except BaseException:
-            heartbeat.stop()
-            raise
-        return cls(storage, timeline, inflight, heartbeat)
+        heartbeat = Heartbeat(storage, requested_time, heartbeat_interval_ms, misses=heartbeat_misses)
+        return cls._started(storage, timeline, heartbeat, lambda: timeline.transition_to_inflight(
+            timeline.create_requested(action, requested_time, content=plan)))
 
     @classmethod
     def resume(cls, storage: Storage, timeline: Timeline, requested: Instant, *,
                heartbeat_interval_ms: int, heartbeat_misses: int = 2) -> ActiveInstant:
         """Heartbeat, then inflight, for an instant requested earlier (a scheduled service plan)."""
-        heartbeat = Heartbeat(storage, requested.requested_time, heartbeat_interval_ms,
-                              misses=heartbeat_misses).start()
+        heartbeat = Heartbeat(storage, requested.requested_time, heartbeat_interval_ms, misses=heartbeat_misses)
+        return cls._started(storage, timeline, heartbeat, lambda: timeline.transition_to_inflight(requested))
+
+    @classmethod
+    def _started(cls, storage: Storage, timeline: Timeline, heartbeat: Heartbeat,
+                 to_inflight: Callable[[], Instant]) -> ActiveInstant:
+        """Start ``heartbeat``, then move the instant to inflight; the heartbeat goes if that fails."""
+        heartbeat.start()
         try:
-            inflight = timeline.transition_to_inflight(requested)
+            inflight = to_inflight()
         except BaseException:
             heartbeat.stop()
             raise
