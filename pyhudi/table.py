@@ -456,15 +456,20 @@ class Table:
         """Run the pending compactions (scheduled earlier, or killed: as Hudi's inline compaction
         does, so their file groups are not left out forever), then schedule and run a new one.
         Returns the new compaction's instant, else the last pending one run, else None."""
+        from pyhudi.errors import ConcurrentWriteError
+
         ran = self._run_pending_compactions(engine, options)
         instant = self.schedule_compaction(families, full, options)
         if instant is None:
             return ran[-1] if ran else None
-        return self.run_compaction(instant, engine=engine, options=options)
+        try:
+            return self.run_compaction(instant, engine=engine, options=options)
+        except ConcurrentWriteError:  # another process picked the plan up first: it runs it
+            return instant
 
     def _run_pending_compactions(self, engine: Any, options: Mapping[str, Any] | None) -> list[str]:
         """Execute every pending compaction no live process is executing; returns their instants."""
-        from pyhudi.errors import ConcurrentWriteError
+        from pyhudi.errors import ConcurrentWriteError, TimelineError
 
         ran = []
         for instant in self.active_timeline(_string_options(options)).pending():
@@ -474,6 +479,11 @@ class Table:
                 ran.append(self.run_compaction(instant.requested_time, engine=engine, options=options))
             except ConcurrentWriteError:
                 continue  # another process runs it
+            except TimelineError:
+                if self.active_timeline().get(instant.requested_time) is None or not \
+                        self.active_timeline().get(instant.requested_time).is_pending:
+                    continue  # another process completed (or rolled back) it meanwhile
+                raise
         return ran
 
     def rollback(self, instant: str, options: Mapping[str, Any] | None = None) -> str:

@@ -40,6 +40,9 @@ def main(args: dict) -> int:
         try:
             table.upsert(rows, options=args.get("options"))
         except HudiError as exc:
+            import traceback
+
+            traceback.print_exc()  # (stderr: shown when a test fails)
             print(json.dumps({"tag": commit["tag"], "error": str(exc), "type": type(exc).__name__}), flush=True)
             continue
         result = table.last_write

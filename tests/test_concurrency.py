@@ -50,7 +50,7 @@ def plans(writer_columns, commits, seed):
     out = []
     for w, columns in enumerate(writer_columns):
         out.append([{"ids": sorted(rng.sample(KEYS, rng.randint(1, 12))), "columns": ["id", *columns],
-                     "tag": (w + 1) * 100 + k, "delay_ms": rng.randint(0, 25)} for k in range(commits)])
+                     "tag": (w + 1) * 1000 + k, "delay_ms": rng.randint(0, 25)} for k in range(commits)])
     return out
 
 
@@ -73,6 +73,8 @@ def run_writers(tmp_path, path, writer_plans, options=None):
         lines = [json.loads(line) for line in out.decode().splitlines()]
         assert [r["tag"] for r in lines] == [c["tag"] for c in plan]
         results.append(lines)
+        if any("error" in r for r in lines):
+            print(err.decode(), file=sys.stderr)  # the writers' tracebacks
     return results
 
 

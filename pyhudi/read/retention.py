@@ -129,8 +129,10 @@ def _unreadable(timeline: Any, instant: Any) -> tuple[tuple[str, str], ...]:
 
 
 def check_time_travel(timeline: Any, as_of: str) -> None:
-    """Refuse a snapshot ``as_of`` (a completion time) that reads files a completed clean deleted."""
-    for instant in timeline.completed():
+    """Refuse a snapshot ``as_of`` (a completion time) that reads files a completed clean deleted
+    — archived cleans included (archival moves cleans to the history with the commits)."""
+    archived = getattr(timeline, "completed_with_archived", None)
+    for instant in archived() if archived is not None else timeline.completed():
         if str(instant.action) != "clean":
             continue
         for start, end in _unreadable(timeline, instant):

@@ -31,7 +31,7 @@ from pyhudi.services.clean_plan import earliest_commit_to_retain, plan_clean
 from pyhudi.timeline.heartbeat import Heartbeat, heartbeat_expired
 from pyhudi.timeline.instant import Action, Instant, format_instant_time_ms
 from pyhudi.timeline.metadata_plans import CleanerPlan, CleanMetadata, CleanPartitionMetadata
-from pyhudi.timeline.timeline import Timeline
+from pyhudi.timeline.timeline import Locked, Timeline
 from pyhudi.write.commit import ActiveInstant
 
 
@@ -89,18 +89,33 @@ def run_clean(context: TableContext, timeline: Timeline, instant: str,
     interval = HEARTBEAT_INTERVAL_MS.get(options)
     plan: CleanerPlan = timeline.read_metadata(pending.as_requested())
     if pending.is_inflight:
-        if not heartbeat_expired(storage, instant, interval, HEARTBEAT_TOLERABLE_MISSES.get(options)):
-            raise ConcurrentWriteError(f"clean {instant} is being executed by another live process (its heartbeat "
-                                       "is fresh); it is not run twice")
-        active = ActiveInstant(storage, timeline, pending, Heartbeat(storage, instant, interval).start())
+        active = _take_over(storage, timeline, instant, interval, HEARTBEAT_TOLERABLE_MISSES.get(options))
     else:
-        active = ActiveInstant.resume(storage, timeline, pending, heartbeat_interval_ms=interval)
+        try:
+            active = ActiveInstant.resume(storage, timeline, pending, heartbeat_interval_ms=interval)
+        except TimelineError:  # another process moved it to inflight first: it is that one's now
+            raise ConcurrentWriteError(f"clean {instant} was started by another process meanwhile; it is not "
+                                       "run twice") from None
     try:
         metadata = _execute(storage, plan, instant)
         return active.commit(metadata.to_avro_bytes())
     except BaseException:
         active.abort(lambda: None)  # (stays pending: the next clean executes the same plan)
         raise
+
+
+def _take_over(storage, timeline: Timeline, instant: str, interval: int, misses: int) -> ActiveInstant:
+    """Resume an inflight clean whose executor is gone — decided under the timeline lock on a fresh
+    listing (an executor deletes its heartbeat once it completed: a stale listing would show a
+    finished clean as abandoned)."""
+    with Locked(timeline.lock):
+        current = timeline.reload().get(instant)
+        if current is None or current.is_completed:
+            raise TimelineError(f"no pending clean at {instant}: it completed already")
+        if not heartbeat_expired(storage, instant, interval, misses):
+            raise ConcurrentWriteError(f"clean {instant} is being executed by another live process (its heartbeat "
+                                       "is fresh); it is not run twice")
+        return ActiveInstant(storage, timeline, current, Heartbeat(storage, instant, interval).start())
 
 
 def _execute(storage, plan: CleanerPlan, instant: str) -> CleanMetadata:
@@ -135,13 +150,20 @@ def clean(context: TableContext, timeline: Timeline, options: Mapping[str, str] 
                                                          HEARTBEAT_INTERVAL_MS.get(merged),
                                                          HEARTBEAT_TOLERABLE_MISSES.get(merged)):
             continue  # another process is executing it
-        finished = run_clean(context, timeline, pending.requested_time, options).requested_time
+        try:
+            finished = run_clean(context, timeline, pending.requested_time, options).requested_time
+        except (ConcurrentWriteError, TimelineError):
+            continue  # another process took it over, or finished it, meanwhile
+
     policy, retained = cl.checked(merged)
     if policy == cl.KEEP_LATEST_COMMITS and earliest_commit_to_retain(timeline.reload(), policy, retained, "") is None:
         return finished  # (not more commits than retained: nothing to clean, and no instant time taken)
     instant = schedule_clean(context, timeline.reload(), options)
     if instant is not None:
-        run_clean(context, timeline, instant, options)
+        try:
+            run_clean(context, timeline, instant, options)
+        except ConcurrentWriteError:
+            pass  # another process picked the plan up first: it runs it
         return instant
     return finished
 

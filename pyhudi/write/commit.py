@@ -21,10 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from pyhudi.errors import TimelineError
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.heartbeat import HEARTBEAT_DIR, Heartbeat
-from pyhudi.timeline.instant import Action, Instant
-from pyhudi.timeline.timeline import Timeline
+from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.timeline import Locked, Timeline
 from pyhudi.write.markers import delete_markers
 
 
@@ -51,7 +52,15 @@ class ActiveInstant:
                heartbeat_interval_ms: int, heartbeat_misses: int = 2) -> ActiveInstant:
         """Heartbeat, then inflight, for an instant requested earlier (a scheduled service plan)."""
         heartbeat = Heartbeat(storage, requested.requested_time, heartbeat_interval_ms, misses=heartbeat_misses)
-        return cls._started(storage, timeline, heartbeat, lambda: timeline.transition_to_inflight(requested))
+        # Under the lock, on a fresh listing: two processes resuming one plan must never both
+        # start (the loser's failed start would delete the winner's heartbeat file).
+        with Locked(timeline.lock):
+            current = timeline.reload().get(requested.requested_time)
+            if current is None or current.state is not State.REQUESTED:
+                state = "gone" if current is None else current.state.value
+                raise TimelineError(f"cannot resume {requested.action.value} {requested.requested_time}: it is "
+                                    f"{state}, not REQUESTED (another process started it)")
+            return cls._started(storage, timeline, heartbeat, lambda: timeline.transition_to_inflight(current))
 
     @classmethod
     def _started(cls, storage: Storage, timeline: Timeline, heartbeat: Heartbeat,
