@@ -238,8 +238,10 @@ def plan_clean(context: TableContext, timeline: Timeline, instant_time: str,
     storage = context.storage
     pins = live_pins(storage, PIN_EXPIRY.get(options))
     commits = timeline.commits_timeline()
-    points = sorted({*(c.sort_time for c in commits if ectr is not None and c.requested_time >= ectr.requested_time),
-                     *pins})
+    # the snapshot as of each retained commit: requested at or after the ECTR, or completed at or
+    # after it (a compaction scheduled long before completes late: its snapshot is retained too)
+    points = sorted({*(c.sort_time for c in commits if ectr is not None and (
+        c.requested_time >= ectr.requested_time or c.sort_time >= ectr.sort_time)), *pins})
     view = _CleanerView(storage, timeline, partition_layout(context.config).depth)
     groups = view.file_groups(_partitions_to_list(timeline, options, policy))
     declared = [name for name, f in context.families.items() if not f.is_default]
