@@ -55,6 +55,8 @@ from pyhudi.write.client import write_stat_of
 from pyhudi.write.commit import ActiveInstant
 from pyhudi.write.handle import KIND_CREATE, META_PARQUET_OPTIONS, WriteStatus
 from pyhudi.write.markers import IO_CREATE, create_marker, delete_markers, list_markers
+from pyhudi.config.write import PARQUET_BLOCK_SIZE
+from pyhudi.read.task import READ_BATCH_SIZE
 from pyhudi.write.plan import family_file_columns
 
 FULL_KEY = "pyhudi.compaction.full"
@@ -268,7 +270,7 @@ class CompactionTask:
 
         def merged() -> pa.RecordBatchReader:
             return read_file_slices(self.context, slices, self.visibility, columns=self._columns(family),
-                                    with_meta=True)
+                                    with_meta=True, batch_size=READ_BATCH_SIZE)
 
         create_marker(storage, self.instant, self.partition_path, name, IO_CREATE)
         rows, first_key, last_key = _write_base_file(storage, relpath, merged, name,
@@ -301,6 +303,8 @@ def _write_base_file(storage: Any, relpath: str, merged: Callable[[], pa.RecordB
     (rows, first key, last key); a slice whose records were all deleted gets an empty base file."""
     reader = merged()
     rows, first, last, ordered = 0, None, None, True
+    group: list[pa.RecordBatch] = []  # one row group's batches (Parquet holds a row group in memory anyway)
+    group_rows = per_group = 0
     with storage.open_output(relpath) as sink:
         writer = None
         for batch in reader:
@@ -310,6 +314,7 @@ def _write_base_file(storage: Any, relpath: str, merged: Callable[[], pa.RecordB
                                               delta_columns=key_fields)
                 writer = pq.ParquetWriter(sink, batch.schema, sorting_columns=[pq.SortingColumn(_KEY_INDEX)],
                                           **options)
+                per_group = _rows_per_group(batch)
             if batch.num_rows:
                 keys = batch.column(_KEY_INDEX)
                 ordered = _strictly_increasing(keys, last)
@@ -317,11 +322,17 @@ def _write_base_file(storage: Any, relpath: str, merged: Callable[[], pa.RecordB
                     break
                 first = keys[0].as_py() if first is None else first
                 last = keys[-1].as_py()
-            writer.write_batch(batch)
+            group.append(batch)
+            group_rows += batch.num_rows
             rows += batch.num_rows
+            if group_rows >= per_group:  # whole row groups, not one per streamed batch
+                writer.write_table(pa.Table.from_batches(group), row_group_size=group_rows)
+                group, group_rows = [], 0
         if writer is None:
             pq.write_table(reader.schema.empty_table(), sink)
         else:
+            if group and ordered:
+                writer.write_table(pa.Table.from_batches(group), row_group_size=group_rows)
             writer.close()
     if ordered:
         return rows, first, last
@@ -332,6 +343,13 @@ def _write_base_file(storage: Any, relpath: str, merged: Callable[[], pa.RecordB
         pq.write_table(table, sink, **parquet_options_for(table, fixed=META_PARQUET_OPTIONS, delta_columns=key_fields))
     keys = table.column(META_FIELDS[2])
     return table.num_rows, (keys[0].as_py() if len(keys) else None), (keys[-1].as_py() if len(keys) else None)
+
+
+def _rows_per_group(batch: pa.RecordBatch) -> int:
+    """Rows per row group of about ``hoodie.parquet.block.size`` (Hudi's default, 120 MB) of
+    Arrow data: few, large row groups read and write faster than one per streamed batch."""
+    per_row = max(1, batch.nbytes // max(1, batch.num_rows))
+    return max(batch.num_rows, PARQUET_BLOCK_SIZE.default // per_row)
 
 
 def _strictly_increasing(keys: pa.Array, previous: str | None) -> bool:
