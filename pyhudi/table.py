@@ -29,12 +29,12 @@ from pyhudi.config.families import (
     validate_families,
 )
 from pyhudi.config.keys import format_value, lookup
-from pyhudi.context import TableContext
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
 from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.keygen import partition_layout, timestamp_table_properties
 from pyhudi.schema import META_FIELDS, avro_schema_json, has_order
 from pyhudi.storage.fs import Storage
+from pyhudi.table_services import TableServices, _string_options
 from pyhudi.storage.s3 import STORAGE_OPTION_KEYS, split_storage_options
 from pyhudi.timeline.instant import Instant
 from pyhudi.timeline.lock_provider import create_lock
@@ -269,10 +269,6 @@ def _bucket_count(num_buckets: int | None, extra: dict[str, str]) -> int | None:
     return num_buckets
 
 
-def _string_options(options: Mapping[str, Any] | None) -> dict[str, str]:
-    return {k: v if isinstance(v, str) else format_value(v) for k, v in (options or {}).items()}
-
-
 def open_table(path: str, options: Mapping[str, Any] | None = None) -> "Table":
     """Open an existing Hudi table (versions 6, 8, 9; written by pyhudi or Apache Hudi).
 
@@ -286,7 +282,7 @@ def open_table(path: str, options: Mapping[str, Any] | None = None) -> "Table":
     return Table(storage, tc.load_table_config(storage))
 
 
-class Table:
+class Table(TableServices):
     """A Hudi table: its configuration, timeline, schema and column families."""
 
     def __init__(self, storage: Storage, config: tc.TableConfig) -> None:
@@ -413,195 +409,6 @@ class Table:
         self._clean_after_commit(client.options)
         self._archive_inline(client.options)
         return self.last_write.instant
-
-    # ----------------------------------------------------------------- table services
-    def table_context(self, timeline: Timeline | None = None) -> TableContext:
-        """What services and file-slice readers need of the table now (picklable)."""
-        return TableContext.of(self, timeline if timeline is not None else self.active_timeline())
-
-    def schedule_compaction(self, families: Sequence[str] | str | None = None, full: bool = False,
-                            options: Mapping[str, Any] | None = None) -> str | None:
-        """Plan a compaction (``<t>.compaction.requested``): of the named families (default: every
-        family whose latest slice has log files), or ``full`` — every family of a file group into
-        one full-row base file. Returns the instant, or None when nothing qualifies."""
-        from pyhudi.services.compaction import schedule_compaction
-
-        opts = _string_options(options)
-        timeline = self.active_timeline(opts)
-        return schedule_compaction(self.table_context(timeline), timeline, families=families, full=full,
-                                   options=opts)
-
-    def plan_compaction(self, families: Sequence[str] | str | None = None, full: bool = False,
-                        options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """What :meth:`schedule_compaction` would plan now, as rows; nothing is written (a dry run)."""
-        from pyhudi.services.compaction import describe_plan, plan_compaction
-
-        opts = _string_options(options)
-        timeline = self.active_timeline(opts)
-        plan = plan_compaction(self.table_context(timeline), timeline, timeline.new_instant_time(),
-                               families=families, full=full, options=opts)
-        return describe_plan(plan)
-
-    def run_compaction(self, instant: str, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
-        """Execute the compaction planned at ``instant`` (completes as a ``commit``); returns it."""
-        from pyhudi.services.compaction import run_compaction
-
-        opts = _string_options(options)
-        timeline = self.active_timeline(opts)
-        return run_compaction(self.table_context(timeline), timeline, instant, engine=engine,
-                              options=opts).requested_time
-
-    def compact(self, families: Sequence[str] | str | None = None, full: bool = False, *, engine: Any = None,
-                options: Mapping[str, Any] | None = None) -> str | None:
-        """Run the pending compactions (scheduled earlier, or killed: as Hudi's inline compaction
-        does, so their file groups are not left out forever), then schedule and run a new one.
-        Returns the new compaction's instant, else the last pending one run, else None."""
-        from pyhudi.errors import ConcurrentWriteError
-
-        ran = self._run_pending_compactions(engine, options)
-        instant = self.schedule_compaction(families, full, options)
-        if instant is None:
-            return ran[-1] if ran else None
-        try:
-            return self.run_compaction(instant, engine=engine, options=options)
-        except ConcurrentWriteError:  # another process picked the plan up first: it runs it
-            return instant
-
-    def _run_pending_compactions(self, engine: Any, options: Mapping[str, Any] | None) -> list[str]:
-        """Execute every pending compaction no live process is executing; returns their instants."""
-        from pyhudi.errors import ConcurrentWriteError, TimelineError
-
-        ran = []
-        for instant in self.active_timeline(_string_options(options)).pending():
-            if not instant.is_compaction:
-                continue
-            try:
-                ran.append(self.run_compaction(instant.requested_time, engine=engine, options=options))
-            except ConcurrentWriteError:
-                continue  # another process runs it
-            except TimelineError:
-                if self.active_timeline().get(instant.requested_time) is None or not \
-                        self.active_timeline().get(instant.requested_time).is_pending:
-                    continue  # another process completed (or rolled back) it meanwhile
-                raise
-        return ran
-
-    def rollback(self, instant: str, options: Mapping[str, Any] | None = None) -> str:
-        """Roll back ``instant``: a pending write or compaction whose process is gone, or the
-        latest completed commit (:mod:`pyhudi.services.rollback`). Returns the rollback instant."""
-        from pyhudi.services.rollback import rollback
-
-        opts = {**self.config.props, **_string_options(options)}
-        return rollback(self.storage, self.active_timeline(opts), instant, opts).requested_time
-
-    def _compact_inline(self, options: Mapping[str, str], engine: Any) -> None:
-        """``hoodie.compact.inline``: after a write, compact when the trigger strategy says so."""
-        from pyhudi.config.compaction import INLINE_COMPACT
-        from pyhudi.services.compaction import compaction_due
-
-        if not INLINE_COMPACT.get(options) or self.config.table_type != "MERGE_ON_READ":
-            return
-        self._run_pending_compactions(engine, options)
-        timeline = self.active_timeline(options)
-        if compaction_due(timeline, options, timeline.new_instant_time()):
-            self.compact(engine=engine, options=options)
-
-    # cleaning (pyhudi/services/clean.py)
-    def schedule_clean(self, options: Mapping[str, Any] | None = None) -> str | None:
-        """Plan a clean (``<t>.clean.requested``, policy ``hoodie.cleaner.policy``); returns its
-        instant, or None when there is nothing to delete (nothing is written then)."""
-        from pyhudi.services.clean import schedule_clean
-
-        opts = _string_options(options)
-        timeline = self.active_timeline(opts)
-        return schedule_clean(self.table_context(timeline), timeline, opts)
-
-    def plan_clean(self, options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """The files :meth:`schedule_clean` would delete now, as rows; nothing is written (a dry run)."""
-        from pyhudi.services.clean_plan import describe_plan, plan_clean
-
-        opts = _string_options(options)
-        timeline = self.active_timeline(opts)
-        return describe_plan(plan_clean(self.table_context(timeline), timeline, timeline.new_instant_time(), opts))
-
-    def run_clean(self, instant: str, options: Mapping[str, Any] | None = None) -> str:
-        """Execute the clean planned at ``instant`` (from its stored plan); returns it."""
-        from pyhudi.services.clean import run_clean
-
-        opts = _string_options(options)
-        timeline = self.active_timeline(opts)
-        return run_clean(self.table_context(timeline), timeline, instant, opts).requested_time
-
-    def clean(self, options: Mapping[str, Any] | None = None) -> str | None:
-        """Delete file versions no retained snapshot reads (pending cleans are finished first);
-        returns the clean's instant, or None when there was nothing to delete. Time travel to the
-        retained commits (``hoodie.cleaner.commits.retained``, 10) keeps working; older snapshots
-        are refused with :class:`~pyhudi.errors.CleanedSnapshotError`."""
-        from pyhudi.services.clean import clean
-
-        opts = _string_options(options)
-        timeline = self.active_timeline(opts)
-        return clean(self.table_context(timeline), timeline, opts)
-
-    def wait_for_clean(self, timeout: float | None = None) -> None:
-        """Wait for the automatic clean running in the background (``hoodie.clean.async``), if
-        any; an error it raised is raised here."""
-        thread = getattr(self, "_clean_thread", None)
-        if thread is not None:
-            thread.join(timeout)
-            error, self._clean_error = getattr(self, "_clean_error", None), None
-            if error is not None:
-                raise error
-
-    def _clean_after_commit(self, options: Mapping[str, str]) -> None:
-        """``hoodie.clean.automatic``: after a write, clean when ``hoodie.clean.max.commits`` says
-        one is due; in a background thread with ``hoodie.clean.async``."""
-        import threading
-
-        from pyhudi.config.clean import ASYNC_CLEAN, AUTO_CLEAN
-        from pyhudi.services.clean import clean_due
-
-        merged = {**self.config.props, **options}
-        if not AUTO_CLEAN.get(merged) or self.config.layout_version != 2:
-            return
-        if not ASYNC_CLEAN.get(merged):
-            if clean_due(self.active_timeline(options), merged):
-                self.clean(options)
-            return
-        self.wait_for_clean()  # (one background clean at a time per handle)
-
-        def run() -> None:
-            try:
-                if clean_due(self.active_timeline(options), merged):
-                    self.clean(options)
-            except BaseException as exc:  # reported by wait_for_clean
-                self._clean_error = exc
-
-        self._clean_thread = threading.Thread(target=run, name="pyhudi-clean", daemon=True)
-        self._clean_thread.start()
-
-    # ----------------------------------------------------------------- timeline archival
-    def archive(self, options: Mapping[str, Any] | None = None) -> list[str]:
-        """Archive old completed instants into the LSM history (``.hoodie/timeline/history``) when
-        more than ``hoodie.keep.max.commits`` commits are active (rules: :mod:`pyhudi.services.archive`).
-        Returns the archived instants' requested times (empty when nothing was due)."""
-        from pyhudi.services.archive import archive
-
-        opts = {**self.config.props, **_string_options(options)}
-        result = archive(self.active_timeline(opts), opts, self.config.table_type)
-        return [i.requested_time for i in result.instants]
-
-    def archived_timeline(self) -> list[Instant]:
-        """The archived instants (completed, with their completion times), by requested time."""
-        return list(self.active_timeline().archived().instants)
-
-    def _archive_inline(self, options: Mapping[str, str]) -> None:
-        """``hoodie.archive.automatic``: after a write, archive when the timeline is long enough."""
-        from pyhudi.config.archive import AUTO_ARCHIVE
-
-        opts = {**self.config.props, **options}
-        if AUTO_ARCHIVE.get(opts):
-            self.archive(opts)
 
     def upsert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None,
                on_commit: Callable[[Any], None] | None = None) -> str:
