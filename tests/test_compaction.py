@@ -270,7 +270,7 @@ def test_a_failed_compaction_is_undone_and_runs_again_from_its_plan(tmp_path, mo
     t, _ = seeded(tmp_path)
     instant = t.schedule_compaction()
     plan_bytes = (Path(t.path) / ".hoodie" / "timeline" / f"{instant}.compaction.requested").read_bytes()
-    original = compaction._write_base_file
+    original = compaction.write_base_file
     calls = []
 
     def failing(storage, relpath, *args, **kwargs):
@@ -280,10 +280,10 @@ def test_a_failed_compaction_is_undone_and_runs_again_from_its_plan(tmp_path, mo
             raise OSError("disk full")
         return out
 
-    monkeypatch.setattr(compaction, "_write_base_file", failing)
+    monkeypatch.setattr(compaction, "write_base_file", failing)
     with pytest.raises(OSError, match="disk full"):
         t.run_compaction(instant)
-    monkeypatch.setattr(compaction, "_write_base_file", original)
+    monkeypatch.setattr(compaction, "write_base_file", original)
     assert not any(instant in n for n in data_files(t))  # what it wrote is gone
     assert [(str(i.action), str(i.state)) for i in t.timeline][-1] == ("compaction", "REQUESTED")
     assert rows(t) == EXPECTED
@@ -319,7 +319,7 @@ if step == "before inflight":  # the plan is read, nothing moved yet
 elif step == "after inflight":  # inflight, no file written
     dying_after(Timeline, "transition_to_inflight", "after")
 elif step == "after the first base file":
-    dying_after(compaction, "_write_base_file", "after")
+    dying_after(compaction, "write_base_file", "after")
 elif step == "before completion":  # every file written
     dying_after(Timeline, "complete", "before")
 elif step == "after completion":  # completed; markers and heartbeat left behind

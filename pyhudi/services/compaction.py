@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from pyhudi.config import compaction as cc
 from pyhudi.config import table as tc
@@ -42,7 +40,6 @@ from pyhudi.engine.base import Engine, get_engine
 from pyhudi.errors import ConcurrentWriteError, ConfigError, CorruptFileError, TimelineError
 from pyhudi.fsview.view import FileGroup, FileSlice, FileSystemView, Visibility
 from pyhudi.keygen import partition_layout
-from pyhudi.logformat.parquet_options import constant_strings, parquet_options_for
 from pyhudi.read.file_slice import read_file_slices
 from pyhudi.schema import META_FIELDS, avro_schema_json
 from pyhudi.storage.naming import BaseFileName, WriteToken, parse_data_file_name
@@ -53,9 +50,9 @@ from pyhudi.timeline.metadata_plans import CompactionOperation, CompactionPlan
 from pyhudi.timeline.timeline import Locked, Timeline
 from pyhudi.write.client import write_stat_of
 from pyhudi.write.commit import ActiveInstant
-from pyhudi.write.handle import KIND_CREATE, META_PARQUET_OPTIONS, WriteStatus
+from pyhudi.write.base_file import write_base_file
+from pyhudi.write.handle import KIND_CREATE, WriteStatus
 from pyhudi.write.markers import IO_CREATE, create_marker, delete_markers, list_markers
-from pyhudi.config.write import PARQUET_BLOCK_SIZE
 from pyhudi.read.task import READ_BATCH_SIZE
 from pyhudi.write.plan import family_file_columns
 
@@ -273,7 +270,7 @@ class CompactionTask:
                                     with_meta=True, batch_size=READ_BATCH_SIZE)
 
         create_marker(storage, self.instant, self.partition_path, name, IO_CREATE)
-        rows, first_key, last_key = _write_base_file(storage, relpath, merged, name,
+        rows, first_key, last_key = write_base_file(storage, relpath, merged, name,
                                                      self.context.config.record_key_fields)
         base = next((s.base_file for s in slices if s.base_file is not None), None)
         return WriteStatus(
@@ -283,81 +280,6 @@ class CompactionTask:
             prev_commit=base.instant if base else "null", is_new_file_group=False,
             elapsed_ms=int((time.perf_counter() - started) * 1000), min_key=first_key, max_key=last_key,
         )
-
-
-_KEY_INDEX = META_FIELDS.index(META_FIELDS[2])
-_NAME_INDEX = len(META_FIELDS) - 1
-
-
-def _renamed(batch: pa.RecordBatch, file_name: str) -> pa.RecordBatch:
-    """The record's meta values as they were, but ``_hoodie_file_name`` naming the new base file."""
-    names = constant_strings(file_name, batch.num_rows).dictionary_decode()
-    return batch.set_column(_NAME_INDEX, META_FIELDS[_NAME_INDEX], names)
-
-
-def _write_base_file(storage: Any, relpath: str, merged: Callable[[], pa.RecordBatchReader], file_name: str,
-                     key_fields: Sequence[str]) -> tuple[int, str | None, str | None]:
-    """Write the merged rows to a base file as they stream (bounded memory), declared sorted by
-    record key — checked on every batch and across batches. Should the merge not deliver key
-    order (a hash merge), the rows are read again, sorted, and the file written anew. Returns
-    (rows, first key, last key); a slice whose records were all deleted gets an empty base file."""
-    reader = merged()
-    rows, first, last, ordered = 0, None, None, True
-    group: list[pa.RecordBatch] = []  # one row group's batches (Parquet holds a row group in memory anyway)
-    group_rows = per_group = 0
-    with storage.open_output(relpath) as sink:
-        writer = None
-        for batch in reader:
-            batch = _renamed(batch, file_name)
-            if writer is None:
-                options = parquet_options_for(pa.Table.from_batches([batch]), fixed=META_PARQUET_OPTIONS,
-                                              delta_columns=key_fields)
-                writer = pq.ParquetWriter(sink, batch.schema, sorting_columns=[pq.SortingColumn(_KEY_INDEX)],
-                                          **options)
-                per_group = _rows_per_group(batch)
-            if batch.num_rows:
-                keys = batch.column(_KEY_INDEX)
-                ordered = _strictly_increasing(keys, last)
-                if not ordered:
-                    break
-                first = keys[0].as_py() if first is None else first
-                last = keys[-1].as_py()
-            group.append(batch)
-            group_rows += batch.num_rows
-            rows += batch.num_rows
-            if group_rows >= per_group:  # whole row groups, not one per streamed batch
-                writer.write_table(pa.Table.from_batches(group), row_group_size=group_rows)
-                group, group_rows = [], 0
-        if writer is None:
-            pq.write_table(reader.schema.empty_table(), sink)
-        else:
-            if group and ordered:
-                writer.write_table(pa.Table.from_batches(group), row_group_size=group_rows)
-            writer.close()
-    if ordered:
-        return rows, first, last
-    table = merged().read_all()  # not in key order: sort (the rare path)
-    table = table.take(pc.sort_indices(table, [(META_FIELDS[2], "ascending")]))
-    table = pa.Table.from_batches([_renamed(b, file_name) for b in table.to_batches()], schema=table.schema)
-    with storage.open_output(relpath) as sink:
-        pq.write_table(table, sink, **parquet_options_for(table, fixed=META_PARQUET_OPTIONS, delta_columns=key_fields))
-    keys = table.column(META_FIELDS[2])
-    return table.num_rows, (keys[0].as_py() if len(keys) else None), (keys[-1].as_py() if len(keys) else None)
-
-
-def _rows_per_group(batch: pa.RecordBatch) -> int:
-    """Rows per row group of about ``hoodie.parquet.block.size`` (Hudi's default, 120 MB) of
-    Arrow data: few, large row groups read and write faster than one per streamed batch."""
-    per_row = max(1, batch.nbytes // max(1, batch.num_rows))
-    return max(batch.num_rows, PARQUET_BLOCK_SIZE.default // per_row)
-
-
-def _strictly_increasing(keys: pa.Array, previous: str | None) -> bool:
-    if previous is not None and not pc.greater(keys[0], pa.scalar(previous, keys.type)).as_py():
-        return False
-    if len(keys) < 2:
-        return True
-    return bool(pc.all(pc.greater(keys.slice(1), keys.slice(0, len(keys) - 1))).as_py())
 
 
 def _plan_slices(view_groups: dict[tuple[str, str], FileGroup], operation: CompactionOperation,
