@@ -9,12 +9,13 @@ importing the rest of pyhudi:
 - ``write`` — file sizes, small files, insert overwrite, durability;
 - ``read`` — damaged blocks, split tasks, reader pins;
 - ``concurrency`` — concurrency mode, failed-writes policy, heartbeats; ``lock`` — the timeline lock;
-- ``compaction``, ``clean``, ``archive`` — the table services; ``storage`` — object stores.
+- ``compaction``, ``clustering``, ``clean``, ``archive`` — the table services; ``storage`` — object stores.
 """
 
 from pyhudi.config import (  # noqa: F401 (loaded for their declarations)
     archive,
     clean,
+    clustering,
     compaction,
     concurrency,
     keygen,

@@ -1,0 +1,137 @@
+"""Clustering settings (Hudi's ``HoodieClusteringConfig`` and layout-optimization keys, names and
+defaults), declared once here for the planner, the executor, the write client's inline trigger
+and the docs generator (reference: hudi-internals-services.md §2).
+
+Strategy keys hold Hudi's class names so plans and properties written by Apache Hudi stay
+meaningful; pyhudi maps each name to its own registry and never loads a class.
+"""
+
+from __future__ import annotations
+
+from pyhudi.config.keys import ConfigKey
+
+_PLAN_PACKAGE = "org.apache.hudi.client.clustering.plan.strategy."
+_RUN_PACKAGE = "org.apache.hudi.client.clustering.run.strategy."
+_UPDATE_PACKAGE = "org.apache.hudi.client.clustering.update.strategy."
+
+SIZE_BASED_PLAN_STRATEGY = _PLAN_PACKAGE + "SparkSizeBasedClusteringPlanStrategy"
+SINGLE_FILE_SORT_PLAN_STRATEGY = _PLAN_PACKAGE + "SparkSingleFileSortPlanStrategy"
+SORT_AND_SIZE_EXECUTION_STRATEGY = _RUN_PACKAGE + "SparkSortAndSizeExecutionStrategy"
+REJECT_UPDATE_STRATEGY = _UPDATE_PACKAGE + "SparkRejectUpdateStrategy"
+ALLOW_UPDATE_STRATEGY = _UPDATE_PACKAGE + "SparkAllowUpdateStrategy"
+
+PLAN_STRATEGY = ConfigKey(
+    "hoodie.clustering.plan.strategy.class", str, SIZE_BASED_PLAN_STRATEGY,
+    "How a clustering plan groups file slices (Hudi's class names, mapped to pyhudi's registry).",
+)
+EXECUTION_STRATEGY = ConfigKey(
+    "hoodie.clustering.execution.strategy.class", str, SORT_AND_SIZE_EXECUTION_STRATEGY,
+    "How a clustering group is rewritten: sorted by the sort columns into files of about "
+    "target.file.max.bytes (stored in the plan's strategy).",
+)
+SMALL_FILE_LIMIT = ConfigKey(
+    "hoodie.clustering.plan.strategy.small.file.limit", int, 314_572_800,
+    "Only file slices whose base file is smaller than this many bytes are clustered.",
+)
+TARGET_FILE_MAX_BYTES = ConfigKey(
+    "hoodie.clustering.plan.strategy.target.file.max.bytes", int, 1_073_741_824,
+    "Size of the files a clustering writes; a group's numOutputFileGroups is ceil(size / this).",
+)
+MAX_BYTES_PER_GROUP = ConfigKey(
+    "hoodie.clustering.plan.strategy.max.bytes.per.group", int, 2_147_483_648,
+    "A clustering group holds at most this many bytes of input (the greedy packing closes a group there).",
+)
+MAX_NUM_GROUPS = ConfigKey(
+    "hoodie.clustering.plan.strategy.max.num.groups", int, 30,
+    "A clustering plan holds at most this many groups (per partition, and in total).",
+)
+SORT_COLUMNS = ConfigKey(
+    "hoodie.clustering.plan.strategy.sort.columns", tuple, (),
+    "Comma-separated columns a clustering sorts its output by (passed to the executor in the plan).",
+)
+SINGLE_GROUP_CLUSTERING = ConfigKey(
+    "hoodie.clustering.plan.strategy.single.group.clustering.enabled", bool, True,
+    "Whether a group of a single file slice is kept in a plan (it is rewritten sorted).",
+)
+PARTITION_FILTER_MODE = ConfigKey(
+    "hoodie.clustering.plan.partition.filter.mode", str, "NONE",
+    "Which partitions a plan considers: all (NONE), the most recent (RECENT_DAYS), a range "
+    "(SELECTED_PARTITIONS) or one slice per hour of the day (DAY_ROLLING).",
+    choices=("NONE", "RECENT_DAYS", "SELECTED_PARTITIONS", "DAY_ROLLING"),
+)
+LOOKBACK_PARTITIONS = ConfigKey(
+    "hoodie.clustering.plan.strategy.daybased.lookback.partitions", int, 2,
+    "RECENT_DAYS: how many of the latest partitions are clustered (<= 0: all).",
+)
+SKIP_LATEST_PARTITIONS = ConfigKey(
+    "hoodie.clustering.plan.strategy.daybased.skipfromlatest.partitions", int, 0,
+    "RECENT_DAYS: how many of the very latest partitions are skipped first.",
+)
+BEGIN_PARTITION = ConfigKey(
+    "hoodie.clustering.plan.strategy.cluster.begin.partition", str, None,
+    "SELECTED_PARTITIONS: the first partition path clustered (inclusive, string order).",
+)
+END_PARTITION = ConfigKey(
+    "hoodie.clustering.plan.strategy.cluster.end.partition", str, None,
+    "SELECTED_PARTITIONS: the last partition path clustered (inclusive, string order).",
+)
+PARTITION_REGEX = ConfigKey(
+    "hoodie.clustering.plan.strategy.partition.regex.pattern", str, None,
+    "Only partitions whose whole path matches this regular expression are clustered (applied first).",
+)
+PARTITION_SELECTED = ConfigKey(
+    "hoodie.clustering.plan.strategy.partition.selected", tuple, (),
+    "Comma-separated partition paths to cluster, instead of listing the table's partitions.",
+)
+INLINE_CLUSTERING = ConfigKey(
+    "hoodie.clustering.inline", bool, False,
+    "Schedule and run a clustering after a write commits, every inline.max.commits commits.",
+    aliases=("hoodie.datasource.clustering.inline.enable",),
+)
+INLINE_MAX_COMMITS = ConfigKey(
+    "hoodie.clustering.inline.max.commits", int, 4,
+    "Commits since the last clustering after which an inline clustering is due.",
+)
+SCHEDULE_INLINE = ConfigKey(
+    "hoodie.clustering.schedule.inline", bool, False,
+    "Only schedule a clustering after a write (run it elsewhere); not together with hoodie.clustering.inline.",
+)
+ASYNC_CLUSTERING = ConfigKey(
+    "hoodie.clustering.async.enabled", bool, False,
+    "Run clustering asynchronously, apart from the writer.",
+    aliases=("hoodie.datasource.clustering.async.enable",),
+)
+ASYNC_MAX_COMMITS = ConfigKey(
+    "hoodie.clustering.async.max.commits", int, 4,
+    "Commits since the last clustering after which an asynchronous clustering is scheduled.",
+)
+UPDATES_STRATEGY = ConfigKey(
+    "hoodie.clustering.updates.strategy", str, REJECT_UPDATE_STRATEGY,
+    "What a write does to a file group under pending clustering: reject the update (Hudi's default, "
+    "SparkRejectUpdateStrategy) or accept it and carry it into the clustering's output (SparkAllowUpdateStrategy).",
+)
+ROLLBACK_PENDING_ON_CONFLICT = ConfigKey(
+    "hoodie.clustering.rollback.pending.replacecommit.on.conflict", bool, False,
+    "Allow mode: roll the pending clustering back when an update conflicts with it, instead of carrying "
+    "the update over.",
+)
+LAYOUT_OPTIMIZE_STRATEGY = ConfigKey(
+    "hoodie.layout.optimize.strategy", str, "linear",
+    "How clustering orders rows by the sort columns: lexicographically (linear), along a z-order curve or "
+    "a Hilbert curve (z-order and hilbert keep every sort column selective for data skipping).",
+    choices=("linear", "z-order", "hilbert"),
+)
+CURVE_BUILD_METHOD = ConfigKey(
+    "hoodie.layout.optimize.curve.build.method", str, "direct",
+    "How a space-filling curve maps values: from their rank or value bits (direct) or from boundaries of a "
+    "sample (sample).",
+    choices=("direct", "sample"),
+)
+CURVE_SAMPLE_SIZE = ConfigKey(
+    "hoodie.layout.optimize.build.curve.sample.size", int, 200_000,
+    "Rows sampled to build the curve's boundaries with the sample method.",
+)
+MAX_PARALLELISM = ConfigKey(
+    "hoodie.clustering.max.parallelism", int, 15,
+    "At most this many clustering groups run at once.",
+)
