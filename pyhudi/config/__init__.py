@@ -9,6 +9,7 @@ importing the rest of pyhudi:
 - ``write`` — file sizes, small files, insert overwrite, durability;
 - ``read`` — damaged blocks, split tasks, reader pins;
 - ``concurrency`` — concurrency mode, failed-writes policy, heartbeats; ``lock`` — the timeline lock;
+- ``datasource`` — options of the Spark data source and SQL front;
 - ``compaction``, ``clustering``, ``clean``, ``archive`` — the table services; ``storage`` — object stores.
 """
 
@@ -18,6 +19,7 @@ from pyhudi.config import (  # noqa: F401 (loaded for their declarations)
     clustering,
     compaction,
     concurrency,
+    datasource,
     keygen,
     lock,
     read,

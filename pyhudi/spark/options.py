@@ -15,57 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pyhudi.config.datasource import (  # noqa: F401 (re-exported: the data source's options)
+    AS_OF_INSTANT, BEGIN_INSTANT, COLUMNS, END_INSTANT, OPERATION, PARTITION_PATH, PRECOMBINE, QUERY_TYPE,
+    RECORD_KEY, TABLE_TYPE,
+)
 from pyhudi.config.keys import ConfigKey
 from pyhudi.errors import ConfigError
 
 PATH = "path"
 
-# --------------------------------------------------------------------------- read
-QUERY_TYPE = ConfigKey(
-    "hoodie.datasource.query.type", str, "snapshot",
-    "snapshot (merged latest rows), read_optimized (base files only) or incremental (rows of commits in a range).",
-    choices=("snapshot", "read_optimized", "incremental"), register=False,
-)
-AS_OF_INSTANT = ConfigKey(
-    "as.of.instant", str, None,
-    "Time travel: read the table as of this instant (yyyyMMddHHmmssSSS, or 'yyyy-MM-dd HH:mm:ss[.SSS]').",
-    register=False,
-)
-BEGIN_INSTANT = ConfigKey(
-    "hoodie.datasource.read.begin.instanttime", str, None,
-    "Incremental query: commits completed after this instant (exclusive).", register=False,
-)
-END_INSTANT = ConfigKey(
-    "hoodie.datasource.read.end.instanttime", str, None,
-    "Incremental query: commits completed at or before this instant (default: latest).", register=False,
-)
-COLUMNS = ConfigKey("columns", tuple, None, "Columns to read (prunes column families).", register=False)
-
-# --------------------------------------------------------------------------- write
-OPERATION = ConfigKey(
-    "hoodie.datasource.write.operation", str, "upsert",
-    "upsert, insert, bulk_insert, delete, insert_overwrite (replace the partitions present in the input) or "
-    "insert_overwrite_table (replace the whole table); mode('overwrite') makes upsert/insert/bulk_insert an "
-    "insert_overwrite_table, as in Hudi.",
-    choices=("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table"), register=False,
-)
-RECORD_KEY = ConfigKey(
-    "hoodie.datasource.write.recordkey.field", tuple, None,
-    "Record key column(s) of a table created by the first write.", register=False,
-)
-PRECOMBINE = ConfigKey(
-    "hoodie.datasource.write.precombine.field", str, None,
-    "Ordering (precombine) column of a table created by the first write.", register=False,
-)
-PARTITION_PATH = ConfigKey(
-    "hoodie.datasource.write.partitionpath.field", tuple, None,
-    "Partition column(s) of a table created by the first write.", register=False,
-)
-TABLE_TYPE = ConfigKey(
-    "hoodie.datasource.write.table.type", str, "MERGE_ON_READ",
-    "Table type of a table created by the first write.", choices=("MERGE_ON_READ", "COPY_ON_WRITE"),
-    register=False,
-)
 
 def write_operation(options: Mapping[str, str], overwrite: bool) -> str:
     """The write operation of a ``df.write`` with these options and save mode.

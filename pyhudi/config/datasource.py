@@ -1,0 +1,52 @@
+"""Options of the ``pyhudi`` Spark data source and SQL front, with Apache Hudi's option names
+(``hoodie.datasource.*``, ``as.of.instant``), declared once here; ``pyhudi.spark.options`` applies them.
+"""
+
+from __future__ import annotations
+
+from pyhudi.config.keys import ConfigKey
+
+# --------------------------------------------------------------------------- read
+QUERY_TYPE = ConfigKey(
+    "hoodie.datasource.query.type", str, "snapshot",
+    "snapshot (merged latest rows), read_optimized (base files only) or incremental (rows of commits in a range).",
+    choices=("snapshot", "read_optimized", "incremental"),
+)
+AS_OF_INSTANT = ConfigKey(
+    "as.of.instant", str, None,
+    "Time travel: read the table as of this instant (yyyyMMddHHmmssSSS, or 'yyyy-MM-dd HH:mm:ss[.SSS]').",
+)
+BEGIN_INSTANT = ConfigKey(
+    "hoodie.datasource.read.begin.instanttime", str, None,
+    "Incremental query: commits completed after this instant (exclusive).",
+)
+END_INSTANT = ConfigKey(
+    "hoodie.datasource.read.end.instanttime", str, None,
+    "Incremental query: commits completed at or before this instant (default: latest).",
+)
+COLUMNS = ConfigKey("columns", tuple, None, "Columns to read (prunes column families).")
+
+# --------------------------------------------------------------------------- write
+OPERATION = ConfigKey(
+    "hoodie.datasource.write.operation", str, "upsert",
+    "upsert, insert, bulk_insert, delete, insert_overwrite (replace the partitions present in the input) or "
+    "insert_overwrite_table (replace the whole table); mode('overwrite') makes upsert/insert/bulk_insert an "
+    "insert_overwrite_table, as in Hudi.",
+    choices=("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table"),
+)
+RECORD_KEY = ConfigKey(
+    "hoodie.datasource.write.recordkey.field", tuple, None,
+    "Record key column(s) of a table created by the first write.",
+)
+PRECOMBINE = ConfigKey(
+    "hoodie.datasource.write.precombine.field", str, None,
+    "Ordering (precombine) column of a table created by the first write.",
+)
+PARTITION_PATH = ConfigKey(
+    "hoodie.datasource.write.partitionpath.field", tuple, None,
+    "Partition column(s) of a table created by the first write.",
+)
+TABLE_TYPE = ConfigKey(
+    "hoodie.datasource.write.table.type", str, "MERGE_ON_READ",
+    "Table type of a table created by the first write.", choices=("MERGE_ON_READ", "COPY_ON_WRITE"),
+    )
