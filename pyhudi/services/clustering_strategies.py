@@ -69,7 +69,8 @@ class GroupSpec:
 
     @property
     def size(self) -> int:
-        """Planned input bytes (slices without a base file count as ``hoodie.parquet.max.file.size``)."""
+        """Planned input bytes, a slice without a base file counted as the default
+        ``hoodie.parquet.max.file.size`` (:func:`planned_size` with the options is exact)."""
         return sum(planned_size(c, None) for c in self.candidates)
 
     @property
@@ -216,7 +217,7 @@ def overlap_components(candidates: Sequence[Candidate], columns: Sequence[str]) 
             b = ordered[j]
             if _starts_after(b.column_ranges[first], span):
                 break
-            if all(ranges_overlap(a.column_ranges[c], b.column_ranges[c]) for c in columns):
+            if root(j) != root(i) and all(ranges_overlap(a.column_ranges[c], b.column_ranges[c]) for c in columns):
                 parent[root(j)] = root(i)
     members: dict[int, list[Candidate]] = {}
     for i, candidate in enumerate(ordered):
