@@ -277,6 +277,13 @@ def test_overlap_components_chain_through_intermediate_ranges():
     assert [[m.file_id for m in comp] for comp in overlap_components(chain, ["a"])] == [["x", "y", "z"], ["w"]]
 
 
+def test_sort_columns_given_to_the_call_stand_in_for_the_option():
+    options = {STRATEGY: "sort-column-overlap", SORT_COLUMNS: "nothing"}
+    groups = group_candidates({"p": OVERLAP_SLICES}, options, sort_columns=["a", "b"])
+    assert ids(groups) == [["s1", "s2", "s5"], ["s6", "s7"], ["s3"], ["s4"], ["s8"]]
+    assert ids(group_candidates({"p": OVERLAP_SLICES}, options))[0] == ["s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"]
+
+
 def test_sort_column_overlap_without_sort_columns_is_a_config_error():
     with pytest.raises(ConfigError) as info:
         group_candidates({"p": OVERLAP_SLICES}, {STRATEGY: "sort-column-overlap"})

@@ -137,10 +137,13 @@ def filter_partitions(partitions: Sequence[str], options: Mapping[str, str], now
     return apply_filter_mode(starting_partitions(partitions, options), mode, options, now_hour)
 
 
-def group_candidates(by_partition: Mapping[str, Sequence[Candidate]], options: Mapping[str, str]) -> list[GroupSpec]:
+def group_candidates(by_partition: Mapping[str, Sequence[Candidate]], options: Mapping[str, str], *,
+                     sort_columns: Sequence[str] | None = None) -> list[GroupSpec]:
     """The plan's groups: each partition's (in the mapping's order, which should be
     :func:`filter_partitions`' order) grouped by the configured strategy and capped at
-    ``max.num.groups``, then the whole capped at ``max.num.groups``."""
+    ``max.num.groups``, then the whole capped at ``max.num.groups``. ``sort_columns`` (the
+    schedule call's) stand in for ``hoodie.clustering.plan.strategy.sort.columns``."""
+    options = _with_sort_columns(options, sort_columns)
     strategy = resolve_plan_strategy(options)
     cap = group_cap(options)
     groups: list[GroupSpec] = []
@@ -151,11 +154,12 @@ def group_candidates(by_partition: Mapping[str, Sequence[Candidate]], options: M
     return groups[:cap]
 
 
-def candidates_with_statistics(candidates: Sequence[Candidate], storage: Storage,
-                               options: Mapping[str, str]) -> list[Candidate]:
+def candidates_with_statistics(candidates: Sequence[Candidate], storage: Storage, options: Mapping[str, str], *,
+                               sort_columns: Sequence[str] | None = None) -> list[Candidate]:
     """The candidates with what the configured strategy compares filled from their base files'
     footers: record-key ranges (key-range) or sort-column ranges (sort-column-overlap); other
     strategies read nothing."""
+    options = _with_sort_columns(options, sort_columns)
     strategy = resolve_plan_strategy(options)
     columns = cl.SORT_COLUMNS.get(options) if strategy.needs_sort_column_ranges else ()
     return with_statistics(candidates, storage, key_ranges=strategy.needs_key_ranges, columns=columns)
@@ -177,6 +181,12 @@ def plan_rows(groups: Sequence[GroupSpec], options: Mapping[str, str] | None = N
         }
         for index, group in enumerate(groups)
     ]
+
+
+def _with_sort_columns(options: Mapping[str, str], sort_columns: Sequence[str] | None) -> Mapping[str, str]:
+    if sort_columns is None:
+        return options
+    return {**options, cl.SORT_COLUMNS.key: ",".join(sort_columns)}
 
 
 # ----------------------------------------------------------------- partition filters
