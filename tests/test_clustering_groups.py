@@ -135,8 +135,10 @@ def test_max_num_groups_caps_each_partition_and_the_whole_plan():
 
 @pytest.mark.parametrize(("key", "value", "message"), [
     (MAX_GROUPS, "-1", "invalid value -1 for hoodie.clustering.plan.strategy.max.num.groups: must be 0 or more"),
-    (MAX_BYTES, "0", "invalid value 0 for hoodie.clustering.plan.strategy.max.bytes.per.group: must be greater than 0"),
-    (TARGET, "-5", "invalid value -5 for hoodie.clustering.plan.strategy.target.file.max.bytes: must be greater than 0"),
+    (MAX_BYTES, "0",
+     "invalid value 0 for hoodie.clustering.plan.strategy.max.bytes.per.group: must be greater than 0"),
+    (TARGET, "-5",
+     "invalid value -5 for hoodie.clustering.plan.strategy.target.file.max.bytes: must be greater than 0"),
     (MAX_BYTES, "lots", "invalid value 'lots' for hoodie.clustering.plan.strategy.max.bytes.per.group"),
 ])
 def test_bad_limits_are_config_errors_naming_the_key(key, value, message):
