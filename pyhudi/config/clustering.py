@@ -16,13 +16,29 @@ _UPDATE_PACKAGE = "org.apache.hudi.client.clustering.update.strategy."
 
 SIZE_BASED_PLAN_STRATEGY = _PLAN_PACKAGE + "SparkSizeBasedClusteringPlanStrategy"
 SINGLE_FILE_SORT_PLAN_STRATEGY = _PLAN_PACKAGE + "SparkSingleFileSortPlanStrategy"
+FLINK_SIZE_BASED_PLAN_STRATEGY = _PLAN_PACKAGE + "FlinkSizeBasedClusteringPlanStrategy"
+JAVA_SIZE_BASED_PLAN_STRATEGY = _PLAN_PACKAGE + "JavaSizeBasedClusteringPlanStrategy"
+RECENT_DAYS_PLAN_STRATEGY = _PLAN_PACKAGE + "SparkRecentDaysClusteringPlanStrategy"
+"""Deprecated in Hudi: size-based with the RECENT_DAYS partition filter (checkAndGetClusteringPlanStrategy)."""
+SELECTED_PARTITIONS_PLAN_STRATEGY = _PLAN_PACKAGE + "SparkSelectedPartitionsClusteringPlanStrategy"
+"""Deprecated in Hudi: size-based with the SELECTED_PARTITIONS partition filter."""
+JAVA_RECENT_DAYS_PLAN_STRATEGY = _PLAN_PACKAGE + "JavaRecentDaysClusteringPlanStrategy"
+"""Deprecated in Hudi: Java size-based with the RECENT_DAYS partition filter."""
+_PYHUDI_PLAN_PACKAGE = "pyhudi.clustering.plan.strategy."
+KEY_RANGE_PLAN_STRATEGY = _PYHUDI_PLAN_PACKAGE + "RecordKeyRangeClusteringPlanStrategy"
+COMMIT_TIME_PLAN_STRATEGY = _PYHUDI_PLAN_PACKAGE + "CommitTimeClusteringPlanStrategy"
+SORT_COLUMN_OVERLAP_PLAN_STRATEGY = _PYHUDI_PLAN_PACKAGE + "SortColumnOverlapClusteringPlanStrategy"
+RANDOM_PLAN_STRATEGY = _PYHUDI_PLAN_PACKAGE + "RandomClusteringPlanStrategy"
 SORT_AND_SIZE_EXECUTION_STRATEGY = _RUN_PACKAGE + "SparkSortAndSizeExecutionStrategy"
 REJECT_UPDATE_STRATEGY = _UPDATE_PACKAGE + "SparkRejectUpdateStrategy"
 ALLOW_UPDATE_STRATEGY = _UPDATE_PACKAGE + "SparkAllowUpdateStrategy"
 
 PLAN_STRATEGY = ConfigKey(
     "hoodie.clustering.plan.strategy.class", str, SIZE_BASED_PLAN_STRATEGY,
-    "How a clustering plan groups file slices (Hudi's class names, mapped to pyhudi's registry).",
+    "How a clustering plan groups file slices: Hudi's class names (SparkSizeBasedClusteringPlanStrategy, "
+    "SparkSingleFileSortPlanStrategy and the deprecated SparkRecentDays/SparkSelectedPartitions ones) or "
+    "pyhudi's (record-key range, commit time, sort-column overlap, random), by full or short name; mapped to "
+    "pyhudi's registry, never loaded as code.",
 )
 EXECUTION_STRATEGY = ConfigKey(
     "hoodie.clustering.execution.strategy.class", str, SORT_AND_SIZE_EXECUTION_STRATEGY,
@@ -82,6 +98,10 @@ PARTITION_REGEX = ConfigKey(
 PARTITION_SELECTED = ConfigKey(
     "hoodie.clustering.plan.strategy.partition.selected", tuple, (),
     "Comma-separated partition paths to cluster, instead of listing the table's partitions.",
+)
+RANDOM_SEED = ConfigKey(
+    "hoodie.pyhudi.clustering.plan.strategy.random.seed", int, 0,
+    "pyhudi: seed of the random plan strategy; the same seed, partition and slices give the same groups.",
 )
 INLINE_CLUSTERING = ConfigKey(
     "hoodie.clustering.inline", bool, False,
