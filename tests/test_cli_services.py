@@ -138,3 +138,31 @@ def test_every_service_command_is_registered_with_the_same_modes(capsys):
         assert all(flag in out for flag in ("--schedule", "--run INSTANT", "--dry-run", "--option", "--json"))
     assert [s.command for s in SERVICES] == ["compact", "clean", "archive", "rollback"]
     assert run(capsys, "compact", str("/nonexistent/t"), code=2).err.startswith("error: no Hudi table at")
+
+
+def test_cluster_command_follows_the_tables_clustering_service(tmp_path, capsys):
+    """``cluster`` exists exactly when Table has clustering; then it has the same four modes."""
+    from pyhudi.table import Table
+
+    if not hasattr(Table, "schedule_clustering"):
+        captured = run(capsys, "cluster", str(tmp_path), code=2)
+        assert captured.err.startswith("error: pyhudi: argument COMMAND: invalid choice: 'cluster'")
+        return
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("p", pa.string()), ("x", pa.int64())])
+    t = pyhudi.create_table(str(tmp_path / "c"), schema, "id", partition_fields="p", table_type="COPY_ON_WRITE")
+    for k in range(3):
+        t.insert(pa.table({"id": [k * 10 + i for i in range(3)], "p": ["a"] * 3, "x": [9 - k * 3 - i for i in range(3)]}),
+                 options={"hoodie.parquet.small.file.limit": "0"})
+    before = rows(t)
+    plan = run_json(capsys, "cluster", t.path, "--dry-run", "--sort-columns", "x")["plan"]
+    assert sorted(r["file_id"] for r in plan) == sorted(g.file_id for g in t.file_groups())
+    assert "file slices would be clustered" in run(capsys, "cluster", t.path, "--dry-run").out
+    scheduled = run_json(capsys, "cluster", t.path, "--schedule", "--sort-columns", "x")
+    assert scheduled["state"] == "REQUESTED" and str(t.timeline[-1].action) == "clustering"
+    assert run(capsys, "cluster", t.path, "--run", scheduled["clustering"]).out == (
+        f"clustering {scheduled['clustering']} completed\n")
+    assert (str(t.timeline[-1].action), str(t.timeline[-1].state)) == ("replacecommit", "COMPLETED")
+    assert len(t.file_groups()) == 1 and rows(t) == before
+    assert run(capsys, "cluster", t.path, "--option", "hoodie.clustering.plan.strategy.small.file.limit=1").out == (
+        "nothing to cluster\n")  # no file is smaller than 1 byte
+    assert run(capsys, "cluster", t.path, "--sort-columns", "nope", code=2).err.startswith("error: ")

@@ -3,8 +3,8 @@
 Every service command has three modes, as hudi-cli's ``compaction schedule`` / ``compaction
 run``: ``--schedule`` writes the plan (a ``.requested`` instant) and stops, ``--run INSTANT``
 executes a plan written earlier, and neither does both. ``--dry-run`` prints the plan a schedule
-would write and writes nothing. A service is one :class:`Service` row of :data:`SERVICES`, so a
-new one (clustering) is a handful of functions and one row.
+would write and writes nothing. A service is one :class:`Service` row (:data:`SERVICES`; ``cluster``
+joins them when the table has clustering), so a new one is a handful of functions and one row.
 """
 
 from __future__ import annotations
@@ -154,6 +154,46 @@ SERVICES: tuple[Service, ...] = (
 )
 
 
+# ------------------------------------------------------------------------------ clustering
+def _sort_columns(args: argparse.Namespace) -> list[str] | None:
+    return [c.strip() for c in args.sort_columns.split(",") if c.strip()] if args.sort_columns else None
+
+
+def _clustering_schedule(table: Any, args: argparse.Namespace, opts: dict[str, str]) -> Report:
+    instant = table.schedule_clustering(_sort_columns(args), opts)
+    return {"clustering": instant, "state": None if instant is None else "REQUESTED"}
+
+
+def _clustering_run(table: Any, instant: str, args: argparse.Namespace, opts: dict[str, str]) -> Report:
+    with engine_for(args.engine) as engine:
+        return {"clustering": table.run_clustering(instant, engine=engine, options=opts), "state": "COMPLETED"}
+
+
+def _clustering_both(table: Any, args: argparse.Namespace, opts: dict[str, str]) -> Report:
+    scheduled = _clustering_schedule(table, args, opts)
+    return scheduled if scheduled["clustering"] is None else _clustering_run(table, scheduled["clustering"], args, opts)
+
+
+def _clustering_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sort-columns", help="comma-separated columns to sort by (default: "
+                        "hoodie.clustering.plan.strategy.sort.columns)")
+    parser.add_argument("--engine", default="local", choices=["local", "spark"])
+
+
+def _available_services() -> tuple[Service, ...]:
+    """The services of this build's :class:`~pyhudi.table.Table` (clustering once it has it)."""
+    from pyhudi.table import Table
+
+    if not hasattr(Table, "schedule_clustering"):
+        return SERVICES
+    cluster = Service("cluster", "clustering", "rewrite small file slices into sorted ones: schedule and/or run",
+                      "nothing to cluster", _clustering_both,
+                      lambda t, a, o: t.plan_clustering(_sort_columns(a), o), "file slices would be clustered",
+                      ("group", "partition", "file_id", "base_file", "log_files", "output_file_groups"),
+                      _clustering_schedule, _clustering_run, _clustering_arguments)
+    return (*SERVICES[:1], cluster, *SERVICES[1:])
+
+
 # ------------------------------------------------------------------------------ the command
 def _mode(service: Service, args: argparse.Namespace) -> str:
     chosen = [m for m, on in (("schedule", args.schedule), ("run", args.run), ("dry-run", args.dry_run)) if on]
@@ -210,7 +250,7 @@ def run_service(service: Service, args: argparse.Namespace, console: Console) ->
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    for service in SERVICES:
+    for service in _available_services():
         parser = sub.add_parser(service.command, parents=[common], help=service.help)
         parser.add_argument("path")
         if service.arguments is not None:
