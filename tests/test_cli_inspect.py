@@ -240,3 +240,40 @@ def test_stats_rejects_an_unknown_kind(tmp_path, capsys):
     t = table(tmp_path)
     captured = run(capsys, "stats", t.path, "sizes", code=2)
     assert captured.out == "" and captured.err.startswith("error: pyhudi stats: argument kind: invalid choice: 'sizes'")
+
+
+def test_show_instant_decodes_a_rollback_plan_and_its_metadata(tmp_path, capsys):
+    t = table(tmp_path)
+    last = t.upsert(pa.table({"id": [9], "a": [9.0], "b": ["n"]}))
+    timeline = t.active_timeline()
+    written = sorted(s.path for s in timeline.read_metadata(timeline.get(last)).write_stats())
+    rollback = t.rollback(last)
+    shown = run_json(capsys, "show-instant", t.path, rollback)
+    assert [(f["state"], f["file"].split("_")[0].split(".", 1)[-1] if f["state"] != "COMPLETED" else "")
+            for f in shown["files"]] == [("REQUESTED", "rollback.requested"), ("INFLIGHT", "rollback.inflight"),
+                                         ("COMPLETED", "")]
+    plan = shown["files"][0]["content"]
+    assert plan["instantToRollback"] == {"commitTime": last, "action": "deltacommit"}
+    assert sorted(p for r in plan["RollbackRequests"] for p in r["filesToBeDeleted"]) == written
+    assert shown["files"][-1]["content"]["commitsRollback"] == [last]
+
+
+def test_progress_draws_only_on_a_terminal(monkeypatch):
+    import io
+
+    from pyhudi.cli.output import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    with progress("work", total=2) as advance:
+        advance()
+    assert __import__("sys").stderr.getvalue() == ""  # not a terminal: nothing drawn
+    screen = Terminal()
+    monkeypatch.setattr("sys.stderr", screen)
+    with progress("work", total=2) as advance:
+        advance()
+        advance()
+    assert "work" in screen.getvalue()
