@@ -1,4 +1,4 @@
-"""The pyhudi command line: demo, create, describe, timeline."""
+"""The pyhudi command line: demo, create, describe, write, read, alter (and their errors)."""
 
 from __future__ import annotations
 
@@ -55,9 +55,10 @@ def test_create_and_describe(tmp_path, capsys):
 
 def test_errors_are_reported_with_exit_code_2(tmp_path, capsys):
     assert main(["create", str(tmp_path / "t"), "--schema", "id:str"]) == 2
-    assert "bad column spec 'id:str'" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("error: bad column spec 'id:str': expected name:type")
     assert main(["describe", str(tmp_path / "none")]) == 2
-    assert "no Hudi table" in capsys.readouterr().out
+    assert capsys.readouterr().err == f"error: no Hudi table at {tmp_path / 'none'}: .hoodie/hoodie.properties not found\n"
 
 
 def _make_table(tmp_path, capsys) -> str:
@@ -158,7 +159,9 @@ def test_cli_input_errors_name_the_problem_and_change_nothing(tmp_path, capsys):
     ]
     for argv, message in cases:
         assert main(argv) == 2, argv
-        assert message in " ".join(capsys.readouterr().out.split()), argv
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1, argv  # one line on stderr
+        assert message in captured.err, argv
     assert [i.requested_time for i in pyhudi.open_table(path).timeline] == before
 
 
@@ -172,3 +175,42 @@ def test_write_insert_overwrite_table_replaces_every_row(tmp_path, capsys):
     assert _read_json(capsys, path) == [{"id": "z", "price": 7.0, "qty": 1, "day": "2025-05-05"}]
     last = pyhudi.open_table(path).timeline[-1]
     assert (last.action, last.state) == ("replacecommit", "COMPLETED")
+
+
+def test_create_json_and_describe_text(tmp_path, capsys):
+    path = str(tmp_path / "t")
+    assert main(["create", path, "--schema", "id:string,a:double", "--buckets", "2", "--family", "x=a", "--json"]) == 0
+    created = json.loads(capsys.readouterr().out)
+    assert (created["name"], created["type"], created["num_buckets"], created["column_families"]) == (
+        "t", "MERGE_ON_READ", 2, {"x": "a"})
+    assert main(["describe", path]) == 0
+    out = capsys.readouterr().out
+    assert "table t" in out and "t: .hoodie/hoodie.properties" in out
+    lines = [[c.strip() for c in line.strip("│ ").split("│")] for line in out.splitlines() if line.startswith("│")]
+    assert ["column_families", "x=a"] in lines and ["hoodie.bucket.index.num.buckets", "2"] in lines
+    assert main(["create", path, "--schema", "id:string", "--family", "broken"]) == 2
+    assert capsys.readouterr().err.startswith("error: --family 'broken': expected NAME=COLUMNS")
+
+
+def test_alter_json_and_read_option_errors(tmp_path, capsys):
+    path = _make_table(tmp_path, capsys)
+    assert main(["alter", path, "--set", "hoodie.colFamily.geo=lat", "--column", "lat:double", "--json"]) == 0
+    altered = json.loads(capsys.readouterr().out)
+    assert altered["column_families"] == {"p": "price", "q": "qty,day", "geo": "lat"} and altered["instant"]
+    for argv, message in [(["read", path, "--sort", "nope"], "--sort 'nope': unknown column 'nope'"),
+                          (["read", path, "--limit", "-1"], "--limit -1: expected a number of rows >= 0"),
+                          (["read", path, "--limit", "x"], "argument --limit: invalid int value: 'x'")]:
+        assert main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and message in captured.err
+    assert main(["show", path, "--columns", "id", "--sort", "id", "--limit", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "│ a  │\n│ b  │\n└────┘" in out and "│ c  │" not in out  # two rows, sorted
+
+
+def test_write_with_the_spark_engine(tmp_path, capsys, spark):
+    path = _make_table(tmp_path, capsys)
+    (tmp_path / "up.csv").write_text("id,qty\nb,40\n")
+    assert main(["write", path, str(tmp_path / "up.csv"), "--engine", "spark", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows_per_family"] == {"q": 1}
+    assert [r["qty"] for r in _read_json(capsys, path, "--sort", "id")] == [3, 40, None]

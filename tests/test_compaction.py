@@ -408,7 +408,7 @@ def test_cli_schedules_runs_and_dry_runs_compactions(tmp_path, capsys):
     assert main(["compact", t.path]) == 0
     assert capsys.readouterr().out.strip() == "nothing to compact"
     assert main(["compact", t.path, "--families", "nope"]) == 2
-    assert "unknown column family 'nope'" in capsys.readouterr().out
+    assert "unknown column family 'nope'" in capsys.readouterr().err
     assert rows(t) == EXPECTED
 
 

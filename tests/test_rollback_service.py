@@ -95,4 +95,4 @@ def test_cli_rollback(tmp_path, capsys):
     assert __import__("json").loads(capsys.readouterr().out)["rolled_back"] == last
     assert rows(t) == before
     assert main(["rollback", t.path, last]) == 2
-    assert f"no instant {last} on the active timeline" in capsys.readouterr().out
+    assert f"no instant {last} on the active timeline" in capsys.readouterr().err

@@ -1,0 +1,108 @@
+"""The ``pyhudi`` command line: operate Hudi tables the way hudi-cli does.
+
+``pyhudi COMMAND PATH ...``; ``pyhudi --help`` lists the commands:
+
+- tables (:mod:`~pyhudi.cli.tables`): ``create``, ``describe``, ``write``, ``read``/``show``, ``alter``;
+- inspection (:mod:`~pyhudi.cli.inspect`, :mod:`~pyhudi.cli.stats`): ``timeline``,
+  ``show-instant``, ``files``/``fsview``, ``stats``;
+- services (:mod:`~pyhudi.cli.services`): ``compact``, ``clean``, ``archive``, ``rollback``;
+- ``draw`` (:mod:`~pyhudi.cli.draw`): a PNG of the timeline and the file-group layout;
+- ``docs config``: the configuration reference; ``demo``: a short tour.
+
+Results go to stdout (``--json``: one JSON document); an error is one line on stderr and exit
+status 2 (1 for an unexpected failure), ``--debug`` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from typing import Any, NoReturn, Sequence
+
+from pyhudi.cli.output import print_rows, stderr_console, stdout_console
+
+EXIT_ERROR = 2
+"""Exit status of a reported error: bad input, a missing table or instant, a refused operation."""
+EXIT_INTERNAL = 1
+"""Exit status of an unexpected failure (a bug or an environment problem): see ``--debug``."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad command line as one line (not the usage block) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR)
+
+
+def _version() -> str:
+    from pyhudi import __version__
+
+    return f"pyhudi {__version__}"
+
+
+def cmd_docs(args: argparse.Namespace, console: Any) -> int:
+    """``pyhudi docs config``: the configuration reference (what docs/configuration.md holds)."""
+    from pyhudi.config.docs import render_markdown
+
+    text = render_markdown()
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            out.write(text)
+        console.print(f"configuration reference written to {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from pyhudi.cli import demo, draw, inspect, services, stats, tables
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the traceback of an error")
+    parser = _Parser(prog="pyhudi", description="Operate Apache Hudi tables (with column families).")
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    for module in (tables, inspect, stats, services, draw, demo):
+        module.register(sub, common)
+    docs = sub.add_parser("docs", parents=[common], help="generated documentation (the configuration reference)")
+    docs.add_argument("topic", choices=["config"])
+    docs.add_argument("--output", help="write to this file instead of stdout")
+    docs.set_defaults(func=cmd_docs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit status (0 ok, 2 reported error, 1 unexpected failure)."""
+    from pyhudi.errors import HudiError
+
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help / --version (0) or a bad command line (2, already reported)
+        return int(exc.code or 0)
+    try:
+        return args.func(args, stdout_console())
+    except HudiError as exc:
+        return _report(exc, args.debug, EXIT_ERROR)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # an unexpected failure: still one line, the traceback on --debug
+        return _report(exc, args.debug, EXIT_INTERNAL, f"{type(exc).__name__}: ")
+
+
+def _report(exc: BaseException, debug: bool, status: int, prefix: str = "") -> int:
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    hint = "" if debug else " (run with --debug for the traceback)" if status == EXIT_INTERNAL else ""
+    from rich.markup import escape
+
+    stderr_console().print(f"[red]error:[/red] {escape(prefix + message + hint)}", highlight=False)
+    return status
+
+
+__all__ = ["EXIT_ERROR", "EXIT_INTERNAL", "build_parser", "main", "print_rows"]

@@ -1,0 +1,234 @@
+"""``pyhudi create | describe | write | read | alter``: a table's shape, its rows in and out.
+
+The API takes Arrow objects; these commands take file names and ``name:type`` strings and turn
+them into Arrow (:mod:`pyhudi.cli.io`), so a table can be made and fed from a shell.
+"""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import pyarrow as pa
+from rich.console import Console
+
+from pyhudi.cli import io as cli_io
+from pyhudi.cli.output import emit_json, open_table, parse_options, print_rows, progress, table_view
+from pyhudi.errors import HudiError
+
+_TYPES = {
+    "string": pa.string(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "binary": pa.binary(),
+}
+WRITE_OPERATIONS = ("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table")
+
+
+def parse_schema_spec(spec: str) -> pa.Schema:
+    """``"id:string,price:double"`` → Arrow schema (a CLI convenience; the API takes Arrow)."""
+    fields = []
+    for part in spec.split(","):
+        name, _, type_name = part.strip().partition(":")
+        if not name or type_name not in _TYPES:
+            known = ", ".join(_TYPES)
+            raise cli_io.CliInputError(f"bad column spec {part.strip()!r}: expected name:type with type one of {known}")
+        fields.append(pa.field(name, _TYPES[type_name]))
+    return pa.schema(fields)
+
+
+@contextmanager
+def engine_for(name: str) -> Iterator[Any]:
+    """The engine ``--engine`` names: ``local`` (in process) or ``spark`` (the active Spark
+    session, else a local-mode one started here and stopped afterwards)."""
+    if name != "spark":
+        yield None
+        return
+    from pyspark.sql import SparkSession  # only --engine spark pays for pyspark
+
+    from pyhudi.engine.spark import SparkEngine
+
+    owned = SparkSession.getActiveSession() is None
+    if owned:
+        from pyhudi.spark.demo import _local_spark
+
+        spark = _local_spark()
+    else:
+        spark = SparkSession.getActiveSession()
+    try:
+        yield SparkEngine(spark)
+    finally:
+        if owned:
+            spark.stop()
+
+
+def cmd_create(args: argparse.Namespace, console: Console) -> int:
+    families = {}
+    for item in args.family or ():
+        name, found, columns = item.partition("=")
+        if not found or not name:
+            raise cli_io.CliInputError(f"--family {item!r}: expected NAME=COLUMNS, e.g. \"geo=lat,lon\"")
+        families[name] = columns
+    import pyhudi
+
+    table = pyhudi.create_table(
+        args.path,
+        parse_schema_spec(args.schema),
+        args.record_key,
+        partition_fields=args.partition or (),
+        table_type=args.type,
+        num_buckets=args.buckets,
+        ordering_field=args.ordering,
+        column_families=families or None,
+    )
+    if args.json:
+        emit_json(table.describe())
+    else:
+        console.print(f"created table [bold]{table.name}[/bold] at {table.path}")
+    return 0
+
+
+def cmd_describe(args: argparse.Namespace, console: Console) -> int:
+    table = open_table(args.path)
+    if args.json:
+        emit_json({"table": table.describe(), "properties": table.properties})
+        return 0
+    summary = table.describe()
+    summary["column_families"] = "; ".join(f"{k}={v}" for k, v in summary["column_families"].items()) or None
+    console.print(table_view(f"table {table.name}", ("property", "value"),
+                             ((k, "" if v is None else v) for k, v in summary.items())))
+    console.print(table_view(f"{table.name}: .hoodie/hoodie.properties", ("key", "value"),
+                             sorted(table.properties.items())))
+    return 0
+
+
+def cmd_write(args: argparse.Namespace, console: Console) -> int:
+    """Write a Parquet/CSV/JSON file to a table with one operation; print the commit's stats."""
+    table = open_table(args.path)
+    data = cli_io.load_input(args.input, args.format, table.schema)
+    with engine_for(args.engine) as engine, progress(f"{args.operation} of {len(data)} rows"):
+        instant = getattr(table, args.operation)(data, engine=engine)
+    result = table.last_write
+    summary = {"instant": instant, "operation": args.operation, "rows": len(data),
+               "rows_per_family": result.rows_per_family, "files": result.files,
+               "bytes_written": result.bytes_written, "elapsed_ms": result.elapsed_ms}
+    if args.json:
+        emit_json(summary)
+        return 0
+    console.print(f"{args.operation} of {len(data)} rows committed at instant [bold]{instant}[/bold] "
+                  f"({len(result.files)} files, {result.bytes_written:,} bytes, {result.elapsed_ms} ms)")
+    for family, rows in sorted(result.rows_per_family.items()):
+        console.print(f"  family {family}: {rows} rows")
+    return 0
+
+
+def cmd_read(args: argparse.Namespace, console: Console) -> int:
+    """Snapshot, time-travel, read-optimized or incremental read, printed or saved to a file."""
+    if args.limit < 0:
+        raise cli_io.CliInputError(f"--limit {args.limit}: expected a number of rows >= 0")
+    table = open_table(args.path)
+    schema = table.schema_at(args.as_of)
+    columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    filters = [cli_io.parse_filter(f, schema) for f in args.filter or ()]
+    if args.incremental:
+        start, end = cli_io.parse_instant_range(args.incremental)
+        rows = table.read_incremental(start, end, columns=columns, filters=filters or None, with_meta=args.meta)
+    else:
+        rows = table.read(columns, filters or None, as_of=args.as_of, with_meta=args.meta,
+                          query_type="read_optimized" if args.read_optimized else "snapshot")
+    if args.sort:
+        sort_keys = [c.strip() for c in args.sort.split(",")]
+        unknown = [c for c in sort_keys if c not in rows.column_names]
+        if unknown:
+            raise cli_io.CliInputError(f"--sort {args.sort!r}: unknown column {unknown[0]!r}")
+        rows = rows.sort_by([(c, "ascending") for c in sort_keys])
+    if args.output:
+        cli_io.write_output(rows, args.output)
+        console.print(f"{len(rows)} rows written to {args.output}")
+    elif args.json:
+        emit_json(rows.slice(0, args.limit).to_pylist())
+    else:
+        print_rows(console, f"{table.name}: {len(rows)} rows (showing {min(len(rows), args.limit)})",
+                   rows.slice(0, args.limit).to_pylist())
+    return 0
+
+
+def cmd_alter(args: argparse.Namespace, console: Console) -> int:
+    """``ALTER TABLE ... SET/UNSET TBLPROPERTIES`` from the shell (families: RFC-80's DDL)."""
+    table = open_table(args.path)
+    settings = parse_options(args.set, "--set")
+    if not settings and not args.unset:
+        raise cli_io.CliInputError("alter needs at least one --set KEY=VALUE or --unset KEY")
+    new_columns = parse_schema_spec(",".join(args.column)) if args.column else None
+    instant = table.alter(set_properties=settings or None, unset_properties=args.unset or None,
+                          new_columns=new_columns)
+    families = {name: fam.property_value for name, fam in open_table(args.path).column_families.items()}
+    if args.json:
+        emit_json({"instant": instant, "column_families": families})
+        return 0
+    if instant:
+        console.print(f"altered {table.name}: schema change committed at instant [bold]{instant}[/bold]")
+    else:
+        console.print(f"altered {table.name}: properties updated (no schema change)")
+    for name, value in families.items():
+        console.print(f"  family {name}: {value}")
+    return 0
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the table commands to the ``pyhudi`` subparsers."""
+    create = sub.add_parser("create", parents=[common], help="create an empty table")
+    create.add_argument("path")
+    create.add_argument("--schema", required=True, help='columns, e.g. "id:string,price:double"')
+    create.add_argument("--record-key", default="id")
+    create.add_argument("--partition", action="append")
+    create.add_argument("--type", default="MERGE_ON_READ", choices=["MERGE_ON_READ", "COPY_ON_WRITE"])
+    create.add_argument("--buckets", type=int)
+    create.add_argument("--ordering")
+    create.add_argument("--family", action="append", help='NAME="c1,c2;ts" (repeatable)')
+    create.add_argument("--json", action="store_true")
+    create.set_defaults(func=cmd_create)
+    describe = sub.add_parser("describe", parents=[common], help="the table's shape and hoodie.properties")
+    describe.add_argument("path")
+    describe.add_argument("--json", action="store_true")
+    describe.set_defaults(func=cmd_describe)
+    write = sub.add_parser("write", parents=[common], help="write a Parquet/CSV/JSON file with one operation")
+    write.add_argument("path")
+    write.add_argument("input", help="file of rows (for delete: the record key and partition columns)")
+    write.add_argument("--operation", default="upsert", choices=WRITE_OPERATIONS)
+    write.add_argument("--format", choices=cli_io.INPUT_FORMATS, help="default: from the input's suffix")
+    write.add_argument("--engine", default="local", choices=["local", "spark"],
+                       help="run the write tasks in process (default) or on Spark (local mode if no session)")
+    write.add_argument("--json", action="store_true")
+    write.set_defaults(func=cmd_write)
+    read = sub.add_parser("read", aliases=["show"], parents=[common],
+                          help="read rows (snapshot, --as-of, --incremental, --read-optimized)")
+    read.add_argument("path")
+    read.add_argument("--columns", help="comma-separated columns (families not needed are not read)")
+    read.add_argument("--filter", action="append",
+                      help='"col OP value", e.g. "price>=9.5", "c in a,b" (repeatable, ANDed)')
+    read.add_argument("--as-of", help="time travel: instant or timestamp")
+    read.add_argument("--incremental", metavar="START[:END]", help="rows changed by instants completed in (START, END]")
+    read.add_argument("--read-optimized", action="store_true", help="base files only")
+    read.add_argument("--meta", action="store_true", help="include the _hoodie_* columns")
+    read.add_argument("--sort", help="comma-separated columns to sort by")
+    read.add_argument("--limit", type=int, default=20, help="rows to print (default 20)")
+    read.add_argument("--output", help="write all rows to a .parquet, .csv or .json file instead")
+    read.add_argument("--json", action="store_true")
+    read.set_defaults(func=cmd_read)
+    alter = sub.add_parser("alter", parents=[common], help="set/unset table properties (column families)")
+    alter.add_argument("path")
+    alter.add_argument("--set", action="append", help='KEY=VALUE, e.g. "hoodie.colFamily.geo=lat,lon" (repeatable)')
+    alter.add_argument("--unset", action="append", help="KEY (repeatable)")
+    alter.add_argument("--column", action="append", help="NAME:TYPE of a new family's column (repeatable)")
+    alter.add_argument("--json", action="store_true")
+    alter.set_defaults(func=cmd_alter)
+
+
+__all__ = ["HudiError", "WRITE_OPERATIONS", "engine_for", "parse_schema_spec", "register"]
