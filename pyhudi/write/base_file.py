@@ -12,7 +12,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.config.write import PARQUET_BLOCK_SIZE
-from pyhudi.logformat.parquet_options import constant_strings, parquet_options_for
+from pyhudi.logformat.parquet_options import (
+    constant_strings,
+    parquet_options_for,
+    stored_schema_metadata,
+    write_parquet,
+)
 from pyhudi.schema import META_FIELDS
 from pyhudi.write.handle import META_PARQUET_OPTIONS
 
@@ -26,8 +31,10 @@ _NAME_INDEX = len(META_FIELDS) - 1
 
 
 def _renamed(batch: pa.RecordBatch, file_name: str) -> pa.RecordBatch:
-    """The record's meta values as they were, but ``_hoodie_file_name`` naming the new base file."""
-    names = constant_strings(file_name, batch.num_rows).dictionary_decode()
+    """The record's meta values as they were, but ``_hoodie_file_name`` naming the new base file
+    (a one-entry dictionary: Parquet writes it without hashing every row, and the file stores
+    it as plain strings — :func:`~pyhudi.logformat.parquet_options.stored_schema_metadata`)."""
+    names = constant_strings(file_name, batch.num_rows)
     return batch.set_column(_NAME_INDEX, META_FIELDS[_NAME_INDEX], names)
 
 
@@ -56,7 +63,7 @@ def write_base_file(storage: Any, relpath: str, merged: Callable[[], pa.RecordBa
                 options = parquet_options_for(pa.Table.from_batches([batch]), fixed=META_PARQUET_OPTIONS,
                                               delta_columns=key_fields)
                 writer = pq.ParquetWriter(sink, batch.schema, sorting_columns=[pq.SortingColumn(_KEY_INDEX)],
-                                          **options)
+                                          store_schema=False, **options)
                 per_group = _rows_per_group(batch, buffer_bytes)
             if batch.num_rows:
                 keys = batch.column(_KEY_INDEX)
@@ -78,6 +85,7 @@ def write_base_file(storage: Any, relpath: str, merged: Callable[[], pa.RecordBa
         else:
             if group and ordered:
                 writer.write_table(pa.Table.from_batches(group), row_group_size=group_rows)
+            writer.add_key_value_metadata(stored_schema_metadata(writer.schema))
             writer.close()
     if ordered:
         return rows, first, last
@@ -85,7 +93,7 @@ def write_base_file(storage: Any, relpath: str, merged: Callable[[], pa.RecordBa
     table = table.take(pc.sort_indices(table, [(META_FIELDS[2], "ascending")]))
     table = pa.Table.from_batches([_renamed(b, file_name) for b in table.to_batches()], schema=table.schema)
     with storage.open_output(relpath) as sink:
-        pq.write_table(table, sink, **parquet_options_for(table, fixed=META_PARQUET_OPTIONS, delta_columns=key_fields))
+        write_parquet(table, sink, parquet_options_for(table, fixed=META_PARQUET_OPTIONS, delta_columns=key_fields))
     keys = table.column(META_FIELDS[2])
     return table.num_rows, (keys[0].as_py() if len(keys) else None), (keys[-1].as_py() if len(keys) else None)
 
