@@ -6,8 +6,9 @@ Prints ratios measured in one run, wall and CPU time side by side (machines diff
   target <= 0.3);
 - a full compaction / ``pq.write_table`` of the same rows (target <= 1.5);
 - a full read after the full compaction / ``pq.read_table`` of the same data (target <= 1.2);
-- peak memory (RSS growth, in a child process) of compacting a 10x larger file group / the
-  smaller one (target <= 1.5; the merge streams);
+- peak memory (VmHWM growth, in a child process) of compacting a 10x larger file group (2M rows)
+  / the smaller one (200k rows; ``--memory-rows``), family and full compaction (target <= 1.5;
+  the merge streams and the writer buffers one bounded row group);
 - the read time after 1, 8, 32 and 128 commits of 1% updates, with inline compaction on
   (``hoodie.compact.inline.max.delta.commits`` 5), against the freshly compacted table (target:
   within 1.5x at every point) — and without compaction, for comparison.
@@ -91,32 +92,42 @@ b.updated_table(sys.argv[1], make_data(int(sys.argv[2])), 1)
 _COMPACT = """
 import sys
 import pyhudi
-def hwm_kb():
+def status_kb(field):
     for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-def rss_kb():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1])
 t = pyhudi.open_table(sys.argv[1])
 t.read(columns=["id"])  # imports and caches warm
 open("/proc/self/clear_refs", "w").write("5")  # the peak (VmHWM) restarts from the current RSS
-before = rss_kb()
-t.compact(families=["f0"])
-print(hwm_kb() - before)
+before = status_kb("VmRSS")
+if sys.argv[2] == "full":
+    t.compact(full=True)
+else:
+    t.compact(families=["f0"])
+print(status_kb("VmHWM") - before)
 """
 
-def memory(rows: int, work: str) -> None:
+
+def memory(rows: int, work: str, kinds: tuple[str, ...] = ("family", "full")) -> None:
+    """Peak RSS growth of compacting one file group of ``rows`` and of ``10 * rows`` rows (each in
+    a fresh child process, after one round of f0 updates): the family compaction (f0) and the
+    full compaction."""
     here = os.path.dirname(os.path.abspath(__file__))
-    peaks = []
+    paths = {}
     for n in (rows, rows * 10):
-        path = os.path.join(work, f"mem{n}")
-        subprocess.run([sys.executable, "-c", _BUILD, path, str(n), here], check=True)
-        out = subprocess.run([sys.executable, "-c", _COMPACT, path], capture_output=True, text=True, check=True)
-        peaks.append(max(1, int(out.stdout.strip().splitlines()[-1])))
-    print(f"compaction peak RSS growth, {rows * 10} / {rows} rows: {peaks[1] / peaks[0]:.2f} "
-          f"({peaks[0] // 1024} MB vs {peaks[1] // 1024} MB; target <= 1.5; a 10x file group)")
+        paths[n] = os.path.join(work, f"mem{n}")
+        subprocess.run([sys.executable, "-c", _BUILD, paths[n], str(n), here], check=True)
+    for kind in kinds:
+        peaks = []
+        for n in (rows, rows * 10):
+            scratch = paths[n] + f"-{kind}"
+            shutil.copytree(paths[n], scratch)
+            out = subprocess.run([sys.executable, "-c", _COMPACT, scratch, kind], capture_output=True, text=True,
+                                 check=True)
+            shutil.rmtree(scratch, ignore_errors=True)
+            peaks.append(max(1, int(out.stdout.strip().splitlines()[-1])))
+        print(f"{kind} compaction peak RSS growth, {rows * 10} / {rows} rows: {peaks[1] / peaks[0]:.2f} "
+              f"({peaks[0] // 1024} MB vs {peaks[1] // 1024} MB; target <= 1.5)")
 
 
 def read_cost(rows: int, work: str, points: tuple[int, ...] = (1, 8, 32, 128)) -> None:
@@ -150,17 +161,21 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--memory-rows", type=int, default=200_000, help="the smaller file group of the memory ratio")
+    parser.add_argument("--only", choices=["family", "full", "memory", "read-cost"], default=None)
     parser.add_argument("--no-read-cost", action="store_true")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="pyhudi-bench-compaction-")
     try:
         print(f"Scenario W: {args.rows} rows x 100 doubles in 5 families, {args.rounds} rounds of f0 updates "
               f"(10% of rows); load average {os.getloadavg()[0]:.1f}")
-        family_vs_all(args.rows, args.rounds, work)
-        full_vs_raw(args.rows, args.rounds, work)
-        if not args.no_memory:
-            memory(args.rows // 10, work)
-        if not args.no_read_cost:
+        if args.only in (None, "family"):
+            family_vs_all(args.rows, args.rounds, work)
+        if args.only in (None, "full"):
+            full_vs_raw(args.rows, args.rounds, work)
+        if args.only == "memory" or (args.only is None and not args.no_memory):
+            memory(args.memory_rows, work)
+        if args.only == "read-cost" or (args.only is None and not args.no_read_cost):
             read_cost(args.rows // 4, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

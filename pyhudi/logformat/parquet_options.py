@@ -242,6 +242,13 @@ def _stored_schema_metadata(schema: pa.Schema) -> dict[bytes, bytes]:
     return {b"ARROW:schema": serialized, **(schema.metadata or {})}
 
 
+def stored_schema_metadata(schema: pa.Schema) -> dict[bytes, bytes]:
+    """What a writer opened with ``store_schema=False`` on ``schema`` adds before closing so that
+    its file is the one plain strings give (see :func:`write_parquet`): the ``ARROW:schema`` of
+    ``schema`` with dictionary columns as their value type."""
+    return _stored_schema_metadata(_value_schema(schema))
+
+
 def write_parquet(table: pa.Table, where: Any, options: Mapping[str, Any]) -> None:
     """``pq.write_table(table, where, **options)`` — except that top-level dictionary columns
     (:func:`constant_strings`) are stored, in the ``ARROW:schema`` readers honour (pyarrow,

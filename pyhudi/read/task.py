@@ -98,6 +98,10 @@ class ReadTask:
     partition_values: dict[str, pa.Scalar] | None = None
     """Values of partition columns the data files do not store (rebuilt from the partition path)."""
 
+    def __post_init__(self) -> None:
+        if self.settings.strategy == "auto":
+            self.families = _shared_bases(self.families)
+
     def __repr__(self) -> str:
         split = f", keys={list(self.key_range)}" if self.key_range is not None else ""
         return (f"ReadTask({self.partition_path!r}, {self.file_id!r}, "
@@ -461,6 +465,35 @@ class ReadTask:
         if not arrays:  # no columns asked for (a count): rows without columns
             return window.select([])
         return pa.Table.from_arrays(arrays, schema=output)
+
+
+def _shared_bases(parts: list[FamilyPart]) -> list[FamilyPart]:
+    """Families whose slices are one and the same base file with no log file (a full-row base
+    file of a full compaction, DESIGN §4) read as one family: the file is read once, for the
+    union of their columns — not once per family side by side. Nothing merges in such a slice,
+    so the families' orderings do not matter."""
+    by_file: dict[str, list[int]] = {}
+    for i, part in enumerate(parts):
+        base = part.file_slice.base_file
+        if base is not None and not part.file_slice.log_files:
+            by_file.setdefault(base.relpath, []).append(i)
+    shared = [members for members in by_file.values() if len(members) > 1]
+    if not shared:
+        return parts
+    out = list(parts)
+    for members in shared:
+        lead = parts[members[0]]
+        fields = list(dict.fromkeys(f for i in members for f in parts[i].scan.fields))
+        names: dict[str, pa.Field] = {}
+        for f in fields:
+            names.setdefault(f.name, f)
+        scan = replace(lead.scan, family="+".join(parts[i].scan.family or "" for i in members),
+                       fields=tuple(names.values()))
+        own = tuple(dict.fromkeys(c for i in members for c in parts[i].own_columns))
+        out[members[0]] = FamilyPart(scan, lead.file_slice, own)
+        for i in members[1:]:
+            out[i] = None
+    return [part for part in out if part is not None]
 
 
 def _adds_no_keys(source: ParquetInput | MemoryInput, base_key: FileKey | None) -> bool:
