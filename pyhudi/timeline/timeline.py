@@ -291,8 +291,22 @@ class Timeline:
         return decode_commit_summary(instant.action.value, self.read_bytes(instant))
 
     def read_metadata(self, instant: Instant) -> Any:
-        """The decoded metadata (commit metadata, plan, ...) of the instant's file for its state."""
-        return decode_instant_metadata(instant.action.value, instant.state.value, self.read_bytes(instant))
+        """The decoded metadata (commit metadata, plan, ...) of the instant's file for its state.
+
+        A completed layout-2 instant's file never changes (its name carries the completion time),
+        so its decoded metadata is kept per process (:data:`_DECODED`; callers must not mutate
+        it): cleaning, conflict checks and the fs view ask for the same retained commits on every
+        write, and decoding them again made each write pay for the retained history."""
+        if not instant.is_completed or self.layout_version != 2:
+            return decode_instant_metadata(instant.action.value, instant.state.value, self.read_bytes(instant))
+        key = (self.storage.base_uri, self.timeline_dir, self.file_name_of(instant))
+        found = _DECODED.get(key)
+        if found is None:
+            found = decode_instant_metadata(instant.action.value, instant.state.value, self.read_bytes(instant))
+            if len(_DECODED) >= _DECODED_MAX:
+                _DECODED.clear()
+            _DECODED[key] = found
+        return found
 
     # ------------------------------------------------------------------ transitions
     def new_instant_time(self) -> str:
@@ -486,6 +500,10 @@ class Locked:
         if self.taken:
             self.lock.release()
 
+
+_DECODED: dict[tuple[str, str, str], Any] = {}
+"""(table, timeline dir, completed instant file) → its decoded metadata (:meth:`Timeline.read_metadata`)."""
+_DECODED_MAX = 4096
 
 _PARSED: dict[tuple[str, int], Instant | None] = {}
 """Instant file name -> what it says (None: not an instant file). Names never change meaning, so
