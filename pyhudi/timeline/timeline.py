@@ -80,12 +80,13 @@ class Timeline:
     # ------------------------------------------------------------------ loading
     def load(self) -> Timeline:
         """List the timeline directory once and rebuild every instant. Returns self."""
-        self._entries = {}
+        previous, self._entries = self._entries, {}
         for info in self.storage.list_files(self.timeline_dir):
             self._add_entry(info)
-        self._rebuild()
+        if not self._loaded or self._entries != previous:  # (a reload that finds nothing new is a listing)
+            self._rebuild()
+            self._archived = None
         self._loaded = True
-        self._archived = None
         return self
 
     reload = load
