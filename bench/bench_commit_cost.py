@@ -146,6 +146,33 @@ def run(points: list[int], samples: int, rows: int, mode: str, root: str, build:
     return out
 
 
+def file_bound(commits: int, rows: int, root: str) -> None:
+    """``commits`` one-family upserts with the defaults + inline compaction: the most data files
+    any file group holds after each commit, against the stated bound
+    (:func:`pyhudi.services.clean.files_per_group_bound`)."""
+    from pyhudi.services.clean import files_per_group_bound
+    from pyhudi.storage.naming import parse_data_file_name
+
+    options = MODES["all services"]
+    table = pyhudi.create_table(os.path.join(root, "files"), SCHEMA, "id", num_buckets=4)
+    bound = files_per_group_bound({**table.properties, **options})
+    started, highest, totals = time.perf_counter(), 0, []
+    for i in range(commits):
+        table.upsert(batch(i, rows, rows * 20), options=options)
+        per_group: dict[tuple[str, str | None], int] = {}
+        for name in os.listdir(table.path):
+            if not name.startswith(".hoodie") and name.endswith((".parquet",)) or ".log." in name:
+                parsed = parse_data_file_name(name)
+                key = (parsed.file_id, parsed.family)
+                per_group[key] = per_group.get(key, 0) + 1
+        highest = max(highest, *per_group.values())
+        totals.append(sum(per_group.values()))
+    print(f"files per file group and family after {commits} commits: at most {highest} (bound {bound}); "
+          f"data files at commit {commits // 2}: {totals[commits // 2 - 1]}, at {commits}: {totals[-1]} "
+          f"({time.perf_counter() - started:.0f} s)")
+    assert highest <= bound, (highest, bound)
+
+
 MODES = {
     "all services": {"hoodie.compact.inline": "true"},  # + automatic cleaning and archival (defaults)
     "clean+archive": {},  # the defaults: no compaction, so log files pile up
@@ -162,9 +189,17 @@ def main() -> None:
     parser.add_argument("--build", choices=("fast", "real"), default="fast",
                         help="fast: fabricate all but the last 50 instants of history and archive them as "
                              "they come; real: every instant of history is a real upsert")
+    parser.add_argument("--files", type=int, default=0, metavar="N",
+                        help="instead: N commits with inline compaction and cleaning, files per file group "
+                             "against the stated bound (the issue's steady-state figure: N=2000)")
     args = parser.parse_args()
     points = [int(p) for p in args.points.split(",")]
     root = tempfile.mkdtemp(prefix="pyhudi-bench-commit-")
+    if args.files:
+        try:
+            return file_bound(args.files, args.rows, root)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
     try:
         results = {mode: run(points, args.samples, args.rows, mode, root, args.build)
                    for mode in args.modes.split(",")}

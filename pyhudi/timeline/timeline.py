@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Callable, Iterable, Iterator
 
-from pyhudi.errors import AlreadyExistsError, FileNameError, TimelineError
+from pyhudi.errors import AlreadyExistsError, ConfigError, FileNameError, TimelineError
 from pyhudi.storage.fs import FileInfo, Storage
 from pyhudi.timeline.instant import (
     Action,
@@ -71,7 +71,7 @@ class Timeline:
         self._instants: list[Instant] = []
         self._names: dict[tuple[str, Action, State], str] = {}
         self._loaded = False
-        self.history_dir = posixpath.join(self.timeline_dir, history_path)
+        self.history_dir = posixpath.join(self.timeline_dir, checked_history_path(history_path))
         self._archived: Any = None
 
     def __repr__(self) -> str:
@@ -465,6 +465,17 @@ class Timeline:
         self._rebuild()
 
 
+def checked_history_path(path: str) -> str:
+    """``hoodie.timeline.history.path``: a folder inside the timeline folder (as Hudi resolves it);
+    an absolute path, a URI or one leaving ``.hoodie`` would put the archive where no reader looks."""
+    parts = path.strip("/").split("/") if isinstance(path, str) else []
+    if (not isinstance(path, str) or not path.strip("/") or path.startswith("/") or "://" in path
+            or any(p in ("", ".", "..") for p in parts)):
+        raise ConfigError(f"hoodie.timeline.history.path={path!r} is not supported: it must be a folder name "
+                          "relative to the timeline folder (default 'history'), without '..'")
+    return path.strip("/")
+
+
 class _NoArchive:
     """The archive of a layout-1 timeline (pyhudi reads only layout 2's LSM history)."""
 
@@ -538,4 +549,4 @@ def _as_iterable(value: Any) -> Iterable[Any]:
     return value
 
 
-__all__ = ["Timeline", "COMMIT_ACTIONS", "PENDING_COMMIT_ACTIONS", "DEFAULT_TIMELINE_DIR", "LAYOUT1_TIMELINE_DIR"]
+__all__ = ["Timeline", "checked_history_path", "COMMIT_ACTIONS", "PENDING_COMMIT_ACTIONS", "DEFAULT_TIMELINE_DIR", "LAYOUT1_TIMELINE_DIR"]
