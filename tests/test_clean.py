@@ -428,3 +428,11 @@ def test_files_per_file_group_stay_below_the_stated_bound_in_steady_state(tmp_pa
     assert 12 <= highest <= bound, highest
     assert max(counts[100:]) == max(counts[40:100])  # flat: no growth after the first slices retire
     assert t.read().num_rows == 301
+
+
+def test_a_clean_trigger_strategy_hudi_does_not_have_is_refused_and_changes_nothing(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=1)
+    with pytest.raises(ConfigError, match="invalid value 'TIME_ELAPSED' for hoodie.clean.trigger.strategy: "
+                                          "expected one of NUM_COMMITS"):
+        t.upsert(pa.table({"id": [1], "a": [1.0], "b": ["x"]}), options={"hoodie.clean.trigger.strategy": "TIME_ELAPSED"})
+    assert t.timeline == [] and data_files(t) == set()
