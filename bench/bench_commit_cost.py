@@ -10,7 +10,9 @@ written straight into the timeline in the past and archived by the real archival
 time (the LSM shape real commits give); the last 50 and the measured ones are real upserts with the
 services on. ``--build real`` makes every instant a real upsert (1,000 in ~40 s). ``--files 2000``
 instead runs 2,000 commits with inline compaction and cleaning and checks the files per file group
-against :func:`pyhudi.services.clean.files_per_group_bound` (18 with the defaults).
+against :func:`pyhudi.services.clean.files_per_group_bound` (18 with the defaults). Measured:
+at most 15 files per file group and family over 2,000 commits; 52 data files at commit 1,000
+and 52 at 2,000 (357 s on the loaded machine).
 
 Measured (2 shared cores, other agents busy; median of 15 commits; wall / CPU ms):
 
