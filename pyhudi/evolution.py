@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
@@ -131,6 +131,13 @@ class SchemaHistory:
             return []
         return sorted(done, key=lambda i: (i.sort_time, i.requested_time))
 
+    @classmethod
+    def _searched(cls, timeline: Timeline, commits: list[Instant]) -> Iterator[list[Instant]]:
+        """The active commits, then (only if asked for: a generator) every commit with the
+        archived ones — so a write whose answer is on the active timeline never loads the archive."""
+        yield commits
+        yield cls._with_archived(timeline, commits)
+
     def schema_at(self, timeline: Timeline, config: tc.TableConfig, as_of: str | None = None) -> pa.Schema:
         """The table schema (no meta columns) in effect at ``as_of`` (None = latest).
 
@@ -138,7 +145,7 @@ class SchemaHistory:
         never change it: an ALTER that completed while one ran stays in effect, so their commits
         are passed over while a write or ALTER recorded a schema."""
         commits = self.commits(timeline, as_of)
-        for searched in (commits, self._with_archived(timeline, commits)):
+        for searched in self._searched(timeline, commits):
             for instant in reversed(_until(searched, as_of)):
                 info = self.of(timeline, instant)
                 if info.schema and info.operation not in SERVICE_OPERATIONS:
@@ -158,7 +165,7 @@ class SchemaHistory:
         if not config.column_families:
             return {}  # families are never added to a plain table, so none were ever in effect
         commits = self.commits(timeline, as_of)
-        for searched in (commits, self._with_archived(timeline, commits)):
+        for searched in self._searched(timeline, commits):
             for instant in reversed(_until(searched, as_of)):
                 recorded = self.of(timeline, instant).families
                 if recorded is not None:

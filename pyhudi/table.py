@@ -38,7 +38,7 @@ from pyhudi.table_services import TableServices, _string_options
 from pyhudi.storage.s3 import STORAGE_OPTION_KEYS, split_storage_options
 from pyhudi.timeline.instant import Instant
 from pyhudi.timeline.lock_provider import create_lock
-from pyhudi.timeline.timeline import Timeline
+from pyhudi.timeline.timeline import Timeline, checked_history_path
 
 TABLE_TYPES = ("MERGE_ON_READ", "COPY_ON_WRITE")
 _ORDERING_OPTION_KEYS = ("hoodie.table.precombine.field", "hoodie.datasource.write.precombine.field")
@@ -206,6 +206,7 @@ def create_table(
         extra=extra,
         keygen=keygen,
     )
+    checked_history_path(config.get(tc.TIMELINE_HISTORY_PATH))  # (before anything is written)
     if tc.properties_exist(storage):
         raise TableExistsError(f"a Hudi table already exists at {storage.base_uri}")
     try:
@@ -337,6 +338,7 @@ class Table(TableServices):
             layout_version=self.config.layout_version,
             timezone=self.config.timezone,
             lock=create_lock(self.storage, {**self.config.props, **(options or {})}),
+            history_path=self.config.get(tc.TIMELINE_HISTORY_PATH),
         )
         return timeline.load()
 

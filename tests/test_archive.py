@@ -365,3 +365,26 @@ def test_the_schema_after_archival_left_only_table_service_commits_active(tmp_pa
     fresh = pyhudi.open_table(t.path)
     assert fresh.schema.names == ["id", "a"]
     assert fresh.read().sort_by("id").to_pylist() == [{"id": 1, "a": 1.0}, {"id": 2, "a": 2.0}, {"id": 3, "a": 3.0}]
+
+
+def test_a_custom_history_path_is_written_and_read(tmp_path):
+    """``hoodie.timeline.history.path`` names the archive folder inside the timeline folder."""
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=2,
+                            options={"hoodie.timeline.history.path": "lsm"})
+    _write(t, 40, options=OFF)
+    expected = _snapshot_reads(t)
+    archived = t.archive()
+    assert len(archived) == 20
+    custom = os.path.join(t.path, ".hoodie", "timeline", "lsm")
+    assert sorted(n for n in os.listdir(custom) if n.startswith(("manifest_", "_version_"))) == ["_version_", "manifest_1"]
+    assert not os.path.exists(_history(t))  # nothing in the default folder
+    reopened = pyhudi.open_table(t.path)
+    assert [i.requested_time for i in reopened.archived_timeline()] == archived
+    assert _snapshot_reads(reopened) == expected
+
+
+@pytest.mark.parametrize("path", ["../elsewhere", "/abs/history", "s3://bucket/history", "", "a/../b"])
+def test_an_unsupported_history_path_is_refused_before_the_table_is_created(tmp_path, path):
+    with pytest.raises(ConfigError, match="hoodie.timeline.history.path"):
+        pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", options={"hoodie.timeline.history.path": path})
+    assert not os.path.exists(tmp_path / "t" / ".hoodie" / "hoodie.properties")

@@ -393,3 +393,46 @@ def test_sql_call_run_clean(tmp_path):
     (row,) = session.execute(f"CALL run_clean(table => '{t.path}')").to_pylist()
     assert row["total_files_deleted"] == len(of(files, u1)) and row["state"] == "COMPLETED"
     assert data_files(t) & of(files, u1) == set()
+
+
+def files_per_group(t) -> dict[tuple[str, str], int]:
+    """(file id, family) -> data files on disk."""
+    from pyhudi.storage.naming import parse_data_file_name
+
+    out: dict[tuple[str, str], int] = {}
+    for path in data_files(t):
+        name = parse_data_file_name(path.rpartition("/")[2])
+        key = (name.file_id, name.family or "")
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def test_files_per_file_group_stay_below_the_stated_bound_in_steady_state(tmp_path):
+    """Defaults + inline compaction: R = 10 retained commits, a compaction every D = 5 delta
+    commits, so at most (ceil(9 / 6) + 1) x 6 = 18 files per file group and family
+    (pyhudi.services.clean.files_per_group_bound); bench_commit_cost.py --files runs 2,000 commits."""
+    from pyhudi.services.clean import files_per_group_bound
+
+    options = {"hoodie.compact.inline": "true"}
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=2, options=options)
+    bound = files_per_group_bound({**t.properties, **options})
+    assert bound == 18
+    highest, counts = 0, []
+    for i in range(150):
+        t.upsert(pa.table({"id": [2 * i, 2 * i + 1, 1000], "a": [float(i)] * 3, "b": [str(i)] * 3}))
+        per_group = files_per_group(t)
+        assert set(per_group) == {("00000000-0000-0000-0000-000000000000-0", ""),
+                                  ("00000001-0000-0000-0000-000000000000-0", "")}
+        highest = max(highest, *per_group.values())
+        counts.append(sum(per_group.values()))
+    assert 12 <= highest <= bound, highest
+    assert max(counts[100:]) == max(counts[40:100])  # flat: no growth after the first slices retire
+    assert t.read().num_rows == 301
+
+
+def test_a_clean_trigger_strategy_hudi_does_not_have_is_refused_and_changes_nothing(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=1)
+    with pytest.raises(ConfigError, match="invalid value 'TIME_ELAPSED' for hoodie.clean.trigger.strategy: "
+                                          "expected one of NUM_COMMITS"):
+        t.upsert(pa.table({"id": [1], "a": [1.0], "b": ["x"]}), options={"hoodie.clean.trigger.strategy": "TIME_ELAPSED"})
+    assert t.timeline == [] and data_files(t) == set()

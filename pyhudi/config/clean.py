@@ -47,7 +47,8 @@ FILE_VERSIONS_RETAINED = ConfigKey(
 )
 TRIGGER_STRATEGY = ConfigKey(
     "hoodie.clean.trigger.strategy", str, "NUM_COMMITS",
-    "When an automatic clean is due: after hoodie.clean.max.commits commits since the last clean.",
+    "When an automatic clean is due: after hoodie.clean.max.commits commits since the last clean "
+    "(NUM_COMMITS is Hudi's only cleaning trigger strategy; other values are refused).",
     choices=("NUM_COMMITS",),
 )
 MAX_COMMITS = ConfigKey(

@@ -312,6 +312,8 @@ def new_table_properties(
     props.update(family_properties(families or {}))
     if extra and DROP_PARTITION_COLUMNS.key in extra:  # a writer option the table keeps (readers need it)
         props[DROP_PARTITION_COLUMNS.key] = str(DROP_PARTITION_COLUMNS.parse(extra[DROP_PARTITION_COLUMNS.key])).lower()
+    if extra and TIMELINE_HISTORY_PATH.key in extra:  # the archive folder, chosen at creation
+        props[TIMELINE_HISTORY_PATH.key] = str(extra[TIMELINE_HISTORY_PATH.key])
     for key, value in (extra or {}).items():
         if key not in props and not is_family_key(key):
             props[key] = str(value)

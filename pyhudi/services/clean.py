@@ -16,6 +16,15 @@ whose executor is alive is refused.
 (default true) cleans once ``hoodie.clean.max.commits`` commits completed since the last clean.
 With ``hoodie.clean.async`` the clean runs in a background thread of the writing process
 (``Table.wait_for_clean`` joins it); pending cleans left by a crash are finished by the next one.
+
+**Steady-state file bound** (:func:`files_per_group_bound`). With KEEP_LATEST_COMMITS retaining
+``R`` commits, inline compaction every ``D`` delta commits and automatic cleaning (the defaults
+plus ``hoodie.compact.inline=true``: R = 10, D = 5), a file group's family holds at most
+``(ceil((R - 1) / (D + 1)) + 1) x (D + 1)`` data files once each write's services have run
+(18 with the defaults), however long the table lives: a file slice is a base file and at most D log
+files, it owns D + 1 consecutive commits (the compaction that starts it and its D delta
+commits), and the snapshots of R consecutive commits read at most ``ceil((R - 1) / (D + 1)) + 1``
+slices — every older slice is deleted by the clean that follows the commit retiring it.
 """
 
 from __future__ import annotations
@@ -166,6 +175,18 @@ def clean(context: TableContext, timeline: Timeline, options: Mapping[str, str] 
             pass  # another process picked the plan up first: it runs it
         return instant
     return finished
+
+
+def files_per_group_bound(options: Mapping[str, str]) -> int:
+    """The most data files a file group's family keeps in steady state under KEEP_LATEST_COMMITS
+    with inline compaction on a delta-commit count (see the module docstring)."""
+    from pyhudi.config.compaction import INLINE_MAX_DELTA_COMMITS
+
+    policy, retained = cl.checked(options)
+    if policy != cl.KEEP_LATEST_COMMITS:
+        raise ConfigError(f"the steady-state file bound is derived for {cl.KEEP_LATEST_COMMITS}, not {policy}")
+    per_slice = INLINE_MAX_DELTA_COMMITS.get(options) + 1
+    return (-(-(retained - 1) // per_slice) + 1) * per_slice
 
 
 def clean_due(timeline: Timeline, options: Mapping[str, str]) -> bool:

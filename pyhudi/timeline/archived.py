@@ -326,22 +326,45 @@ def _load_entries(storage: Storage, history_dir: str, manifest: Manifest) -> lis
     by_time: dict[str, ArchivedInstant] = {}
     # Later levels first, then L0: an instant in a compacted file and (after a crash) in a
     # not-yet-cleaned L0 file is the same action; either copy serves.
-    for name in sorted(manifest.file_names, key=lambda n: LsmFileName.parse(n).level, reverse=True):
-        table = _read_file(storage, f"{history_dir}/{name}", [*_TIME_COLUMNS, "plan"])
-        times = table.column("instantTime").to_pylist()
-        completions = table.column("completionTime").to_pylist()
-        actions = table.column("action").to_pylist()
-        plans = table.column("plan").to_pylist()
-        for requested, completion, action, plan in zip(times, completions, actions, plans):
-            if not requested or not action:
-                continue
-            try:
-                instant = Instant(requested, action, State.COMPLETED, completion or None,
-                                  pending_action=_pending_action(action, plan))
-            except TimelineError:
-                continue  # an action pyhudi does not know (e.g. a newer Hudi's): not ours to read
-            by_time[requested] = ArchivedInstant(instant, name)
+    for name, size in sorted(manifest.files, key=lambda f: LsmFileName.parse(f[0]).level, reverse=True):
+        for entry in _file_entries(storage, history_dir, name, size):
+            by_time[entry.instant.requested_time] = entry
     return [by_time[t] for t in sorted(by_time)]
+
+
+_FILE_ENTRIES: dict[tuple[str, str, str, int], list[ArchivedInstant]] = {}
+"""(table, history dir, LSM file, length) → its instants. A published LSM file never changes
+(archival writes new files and publishes them by a new manifest), so a new archive version reads
+only the files it added: loading the archive after each archival costs the new file, not the
+whole history."""
+_FILE_ENTRIES_MAX = 4096
+
+
+def _file_entries(storage: Storage, history_dir: str, name: str, size: int) -> list[ArchivedInstant]:
+    key = (storage.base_uri, history_dir, name, size)
+    with _CACHE_LOCK:
+        found = _FILE_ENTRIES.get(key)
+    if found is not None:
+        return found
+    table = _read_file(storage, f"{history_dir}/{name}", [*_TIME_COLUMNS, "plan"])
+    found = []
+    for requested, completion, action, plan in zip(table.column("instantTime").to_pylist(),
+                                                   table.column("completionTime").to_pylist(),
+                                                   table.column("action").to_pylist(),
+                                                   table.column("plan").to_pylist()):
+        if not requested or not action:
+            continue
+        try:
+            instant = Instant(requested, action, State.COMPLETED, completion or None,
+                              pending_action=_pending_action(action, plan))
+        except TimelineError:
+            continue  # an action pyhudi does not know (e.g. a newer Hudi's): not ours to read
+        found.append(ArchivedInstant(instant, name))
+    with _CACHE_LOCK:
+        if len(_FILE_ENTRIES) >= _FILE_ENTRIES_MAX:
+            _FILE_ENTRIES.clear()
+        _FILE_ENTRIES[key] = found
+    return found
 
 
 class ArchivedCompletions:

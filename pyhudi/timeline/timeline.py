@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Callable, Iterable, Iterator
 
-from pyhudi.errors import AlreadyExistsError, FileNameError, TimelineError
+from pyhudi.errors import AlreadyExistsError, ConfigError, FileNameError, TimelineError
 from pyhudi.storage.fs import FileInfo, Storage
 from pyhudi.timeline.instant import (
     Action,
@@ -71,7 +71,7 @@ class Timeline:
         self._instants: list[Instant] = []
         self._names: dict[tuple[str, Action, State], str] = {}
         self._loaded = False
-        self.history_dir = posixpath.join(self.timeline_dir, history_path)
+        self.history_dir = posixpath.join(self.timeline_dir, checked_history_path(history_path))
         self._archived: Any = None
 
     def __repr__(self) -> str:
@@ -80,12 +80,13 @@ class Timeline:
     # ------------------------------------------------------------------ loading
     def load(self) -> Timeline:
         """List the timeline directory once and rebuild every instant. Returns self."""
-        self._entries = {}
+        previous, self._entries = self._entries, {}
         for info in self.storage.list_files(self.timeline_dir):
             self._add_entry(info)
-        self._rebuild()
+        if not self._loaded or self._entries != previous:  # (a reload that finds nothing new is a listing)
+            self._rebuild()
+            self._archived = None
         self._loaded = True
-        self._archived = None
         return self
 
     reload = load
@@ -291,8 +292,22 @@ class Timeline:
         return decode_commit_summary(instant.action.value, self.read_bytes(instant))
 
     def read_metadata(self, instant: Instant) -> Any:
-        """The decoded metadata (commit metadata, plan, ...) of the instant's file for its state."""
-        return decode_instant_metadata(instant.action.value, instant.state.value, self.read_bytes(instant))
+        """The decoded metadata (commit metadata, plan, ...) of the instant's file for its state.
+
+        A completed layout-2 instant's file never changes (its name carries the completion time),
+        so its decoded metadata is kept per process (:data:`_DECODED`; callers must not mutate
+        it): cleaning, conflict checks and the fs view ask for the same retained commits on every
+        write, and decoding them again made each write pay for the retained history."""
+        if not instant.is_completed or self.layout_version != 2:
+            return decode_instant_metadata(instant.action.value, instant.state.value, self.read_bytes(instant))
+        key = (self.storage.base_uri, self.timeline_dir, self.file_name_of(instant))
+        found = _DECODED.get(key)
+        if found is None:
+            found = decode_instant_metadata(instant.action.value, instant.state.value, self.read_bytes(instant))
+            if len(_DECODED) >= _DECODED_MAX:
+                _DECODED.clear()
+            _DECODED[key] = found
+        return found
 
     # ------------------------------------------------------------------ transitions
     def new_instant_time(self) -> str:
@@ -450,6 +465,17 @@ class Timeline:
         self._rebuild()
 
 
+def checked_history_path(path: str) -> str:
+    """``hoodie.timeline.history.path``: a folder inside the timeline folder (as Hudi resolves it);
+    an absolute path, a URI or one leaving ``.hoodie`` would put the archive where no reader looks."""
+    parts = path.strip("/").split("/") if isinstance(path, str) else []
+    if (not isinstance(path, str) or not path.strip("/") or path.startswith("/") or "://" in path
+            or any(p in ("", ".", "..") for p in parts)):
+        raise ConfigError(f"hoodie.timeline.history.path={path!r} is not supported: it must be a folder name "
+                          "relative to the timeline folder (default 'history'), without '..'")
+    return path.strip("/")
+
+
 class _NoArchive:
     """The archive of a layout-1 timeline (pyhudi reads only layout 2's LSM history)."""
 
@@ -487,6 +513,10 @@ class Locked:
             self.lock.release()
 
 
+_DECODED: dict[tuple[str, str, str], Any] = {}
+"""(table, timeline dir, completed instant file) → its decoded metadata (:meth:`Timeline.read_metadata`)."""
+_DECODED_MAX = 4096
+
 _PARSED: dict[tuple[str, int], Instant | None] = {}
 """Instant file name -> what it says (None: not an instant file). Names never change meaning, so
 one cache serves every load of every timeline; it spares each write parsing every file name of
@@ -519,4 +549,4 @@ def _as_iterable(value: Any) -> Iterable[Any]:
     return value
 
 
-__all__ = ["Timeline", "COMMIT_ACTIONS", "PENDING_COMMIT_ACTIONS", "DEFAULT_TIMELINE_DIR", "LAYOUT1_TIMELINE_DIR"]
+__all__ = ["Timeline", "checked_history_path", "COMMIT_ACTIONS", "PENDING_COMMIT_ACTIONS", "DEFAULT_TIMELINE_DIR", "LAYOUT1_TIMELINE_DIR"]

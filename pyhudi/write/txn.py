@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from pyhudi.config.families import ColumnFamily, default_family
-from pyhudi.config.table import TableConfig
+from pyhudi.config.table import TIMELINE_HISTORY_PATH, TableConfig
 from pyhudi.errors import ConfigError, SchemaError
 from pyhudi.fsview.view import FileSystemView
 from pyhudi.index.bucket import bucket_ids
@@ -106,7 +106,7 @@ class WriteTxn:
     def timeline(self) -> Timeline:
         config = self.config
         return Timeline(self.storage, timeline_dir=config.timeline_dir, layout_version=config.layout_version,
-                        timezone=config.timezone,
+                        timezone=config.timezone, history_path=config.get(TIMELINE_HISTORY_PATH),
                         lock=create_lock(self.storage, {**config.props, **self.options})).load()
 
     # ------------------------------------------------------------------ phases
