@@ -205,25 +205,33 @@ def hilbert_index(coordinates: Sequence[np.ndarray], bits: int) -> np.ndarray:
     """
     x = [np.array(c, dtype=np.uint64, copy=True) for c in coordinates]
     n = len(x)
-    q = 1 << (bits - 1)
-    while q > 1:  # inverse undo: per level, exchange low bits or invert them
-        p = np.uint64(q - 1)
-        qq = np.uint64(q)
+    one = np.uint64(1)
+    t = np.empty_like(x[0])
+    mask = np.empty_like(x[0])
+    for level in range(bits - 1, 0, -1):  # inverse undo: per level, invert or exchange the low bits
+        p = np.uint64((1 << level) - 1)
         for i in range(n):
-            high = (x[i] & qq) != 0
-            x[0] = np.where(high, x[0] ^ p, x[0])
-            t = (x[0] ^ x[i]) & p
-            t = np.where(high, np.uint64(0), t)
-            x[0] ^= t
-            x[i] ^= t
-        q >>= 1
+            np.right_shift(x[i], np.uint64(level), out=mask)
+            mask &= one
+            np.negative(mask, out=mask)  # all ones where the bit is set
+            np.bitwise_and(mask, p, out=t)
+            x[0] ^= t  # set: invert the low bits of x[0]
+            if i:  # clear: exchange the low bits of x[0] and x[i]
+                np.bitwise_xor(x[0], x[i], out=t)
+                t &= p
+                np.invert(mask, out=mask)
+                t &= mask
+                x[0] ^= t
+                x[i] ^= t
     for i in range(1, n):  # Gray encode
         x[i] ^= x[i - 1]
-    t = np.zeros_like(x[0])
-    q = 1 << (bits - 1)
-    while q > 1:
-        t = np.where((x[n - 1] & np.uint64(q)) != 0, t ^ np.uint64(q - 1), t)
-        q >>= 1
+    t[:] = 0
+    for level in range(bits - 1, 0, -1):
+        np.right_shift(x[n - 1], np.uint64(level), out=mask)
+        mask &= one
+        np.negative(mask, out=mask)
+        mask &= np.uint64((1 << level) - 1)
+        t ^= mask
     for i in range(n):
         x[i] ^= t
     return z_index(x, bits)
