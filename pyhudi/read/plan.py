@@ -389,12 +389,17 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     has_families = not all(f.is_default for f in families.values())  # (a plain table never gets any)
     rebuilt: dict[str, dict] = {}  # partition path → values of the dropped partition columns
     layout_version = config.layout_version
+    planned = []
     for group in groups:
         if group.missing:  # (pruned partitions and untouched file groups are not read: not checked)
             raise missing_files_error(table.storage, group)
         parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, layout_version), own)
                  for scan, own in scans]
-        if all(p.file_slice.is_empty for p in parts) or not skipper.may_match(parts):
+        if not all(p.file_slice.is_empty for p in parts):
+            planned.append((group, parts))
+    skipper.prefetch([parts for _, parts in planned])
+    for group, parts in planned:
+        if not skipper.may_match(parts):
             continue
         values = None
         if dropped and needed & set(dropped):

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +55,7 @@ from pyhudi.storage.fs import Storage
 COLUMN_RANGES_KEY = "pyhudi.column.ranges"
 """Extra-metadata key of a commit holding per-base-file column ranges (see the module docstring)."""
 RANGES_ACTIONS = ("replacecommit",)
+PREFETCH_THREADS = 16
 """Actions whose completed metadata is read for recorded column ranges (clustering's)."""
 
 
@@ -138,10 +141,32 @@ class FileSkipper:
     _usable: list[Filter] = field(init=False)
     _carriers: dict[str, Any] | None = field(init=False, default=None)
     _recorded: dict[str, dict] = field(init=False, default_factory=dict)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         names = set(self.schema.names)
         self._usable = [f for f in self.filters if f.op in NULL_REJECTING and f.column in names]
+
+    def prefetch(self, groups: Sequence[Sequence[FamilyPart]]) -> None:
+        """Read, on up to :data:`PREFETCH_THREADS` threads, the footers :meth:`may_match` will
+        consult for ``groups`` (each a file group's parts) and the cache lacks: on object
+        stores a footer costs a round trip, and planning would otherwise pay them one by one."""
+        if not self._usable or self.storage.is_local:
+            return
+        wanted: dict[str, BaseFile] = {}
+        for parts in groups:
+            for part in parts:
+                base = part.file_slice.base_file
+                if base is None or (part.file_slice.log_files and not self.read_optimized):
+                    continue
+                relevant = [f for f in self._usable if f.column in self.key_columns or f.column in part.own_columns]
+                recorded = self._recorded_for(base) if relevant else None
+                if relevant and (recorded is None or any(f.column not in recorded["columns"] for f in relevant)) \
+                        and METADATA_CACHE.footer(file_key(self.storage, base)) is None:
+                    wanted[base.relpath] = base
+        if len(wanted) > 1:
+            with ThreadPoolExecutor(max_workers=min(PREFETCH_THREADS, len(wanted))) as pool:
+                list(pool.map(self._footer, wanted.values()))
 
     def may_match(self, parts: Sequence[FamilyPart]) -> bool:
         """Whether the file group of ``parts`` (its families' latest slices) may hold a matching
@@ -203,7 +228,8 @@ class FileSkipper:
                 metadata = pq.ParquetFile(source).metadata
         except (OSError, pa.ArrowException, ValueError):
             return None
-        self.metrics["footers_read"] += 1
+        with self._lock:
+            self.metrics["footers_read"] += 1
         METADATA_CACHE.put_footer(key, metadata)
         return metadata
 
