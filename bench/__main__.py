@@ -2,7 +2,8 @@
 
 Scenarios: ``w`` (Scenario W: write, partial update, full and pruned reads, cold start),
 ``rfc80`` (column-family claims), ``scaling`` (10x rows), ``spark`` (Spark vs Spark's Parquet),
-``peers`` (hudi-rs; others when installed) and ``all``. Variants of a comparison run in turns;
+``peers`` (hudi-rs; others when installed), ``cold`` (the cold start alone, more rounds) and
+``all`` (all but ``cold``). Variants of a comparison run in turns;
 each prints median wall and CPU seconds and the ratio first / last (the baseline). The run is
 saved as ``results/<scenario>-<timestamp>.json`` and ``.png`` (the plot needs matplotlib:
 ``pip install '.[bench]'``). ``--tiny`` runs at a CI size (every scenario in well under a minute).
@@ -34,7 +35,9 @@ SCENARIOS: dict[str, tuple[int, int, str]] = {
     "scaling": (100_000, 1_000, "bench.sc_scaling"),
     "spark": (1_000_000, 2_000, "bench.sc_spark"),
     "peers": (200_000, 2_000, "bench.sc_peers"),
+    "cold": (200_000, 2_000, "bench.sc_cold"),  # (cold start alone; `w` includes it, `all` does not repeat it)
 }
+ALL = ["w", "rfc80", "scaling", "spark", "peers"]
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -74,7 +77,7 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    names = ALL if args.scenario == "all" else [args.scenario]
     command = " ".join(sys.argv[1:] if argv is None else argv)
     report: dict[str, Any] = {
         "command": command, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S"), "tiny": args.tiny,

@@ -69,7 +69,7 @@ def test_unknown_scenario_is_refused_with_the_choices():
     done = subprocess.run([sys.executable, "-m", "bench", "nosuch"], capture_output=True, text=True, cwd=ROOT,
                           env=ENV)
     assert done.returncode == 2
-    assert "invalid choice: 'nosuch' (choose from 'w', 'rfc80', 'scaling', 'spark', 'peers', 'all')" in done.stderr
+    assert "invalid choice: 'nosuch' (choose from 'w', 'rfc80', 'scaling', 'spark', 'peers', 'cold', 'all')" in done.stderr
 
 
 @pytest.mark.slow
