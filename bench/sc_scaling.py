@@ -36,9 +36,9 @@ def run(ctx: Context) -> list[Comparison]:
             "wall": [r["seconds"] for r in runs], "cpu": [],
             "metrics": {"pool_peak_bytes": max(r["pool_peak"] for r in runs),
                         "rss_peak_bytes": max(r["rss_peak"] for r in runs), "rows": runs[0]["rows"]}}
-    first, last = values[f"streaming scan {big} rows"], values[f"streaming scan {small} rows"]
+    first, last = values[f"streaming scan {big} rows"]["metrics"], values[f"streaming scan {small} rows"]["metrics"]
     memory = single(f"streaming scan peak memory: {big} rows / {small} rows", values, target="<= 1.5",
                     note="ratio of the peaks; a fresh interpreter per scan",
-                    ratio={"pool_peak": first["metrics"]["pool_peak_bytes"] / max(1, last["metrics"]["pool_peak_bytes"]),
-                           "rss_peak": first["metrics"]["rss_peak_bytes"] / max(1, last["metrics"]["rss_peak_bytes"])})
+                    ratio={"pool_peak": first["pool_peak_bytes"] / max(1, last["pool_peak_bytes"]),
+                           "rss_peak": first["rss_peak_bytes"] / max(1, last["rss_peak_bytes"])})
     return [insert, read, memory]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dis
 import os
 import sys
-from importlib.machinery import ModuleSpec, PathFinder
+from importlib.machinery import ModuleSpec
 from types import FrameType, ModuleType
 
 _IMPORT_NAME = dis.opmap["IMPORT_NAME"]
@@ -32,7 +32,7 @@ def _asked_by_pyhudi(frame: FrameType | None) -> bool:
     """Whether the innermost frame that is not the import machinery nor pyarrow is pyhudi code
     that is not executing an ``import`` statement (an explicit import always passes)."""
     while frame is not None:
-        name = frame.f_globals.get("__name__", "")
+        name = frame.f_globals.get("__name__") or ""
         if frame.f_code.co_filename.startswith("<frozen") or name.split(".")[0] in _SKIPPED:
             frame = frame.f_back
             continue
@@ -78,10 +78,14 @@ class PandasGate:
             raise ModuleNotFoundError("pandas is not imported on pyhudi's behalf (pyhudi.pandas_gate)", name=fullname)
         if not self.refused:
             return None
-        spec = PathFinder.find_spec(fullname, path)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _RearmingLoader(spec.loader)
-        return spec
+        for finder in sys.meta_path:  # the spec the finders after this one give, re-arming
+            find = getattr(finder, "find_spec", None) if finder is not self else None
+            spec = find(fullname, path, target) if find is not None else None
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _RearmingLoader(spec.loader)
+                return spec
+        return None
 
 
 def install() -> None:
