@@ -38,12 +38,13 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from scenario_w import COLS, FAMILIES, PER, families, make_data
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (also imported by the harness)
+from scenario_w import COLS, FAMILIES, PER, families, make_data  # noqa: E402
 
-import pyhudi
-from pyhudi.read.metadata_cache import METADATA_CACHE
+import pyhudi  # noqa: E402
+from pyhudi.read.metadata_cache import METADATA_CACHE  # noqa: E402
 
-ROWS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 200_000
+ROWS = 200_000  # (set from argv by main())
 BUCKETS = 4
 REPEAT = 7
 
@@ -122,6 +123,8 @@ def scan_peak(path: str, strategy: str = "auto") -> dict:
 
 
 def main() -> int:
+    global ROWS
+    ROWS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else ROWS
     root = tempfile.mkdtemp(prefix="pyhudi-bench-read-")
     results = []
     try:

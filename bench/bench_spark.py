@@ -33,10 +33,10 @@ import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from scenario_w import COLS, FAMILIES, families, make_data
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (also imported by the harness)
+from scenario_w import COLS, FAMILIES, families, make_data  # noqa: E402
 
-ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
-REPEAT = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+ROWS, REPEAT = 1_000_000, 3  # (set from argv by main())
 BUCKETS = 8
 
 
@@ -163,6 +163,9 @@ def register_null_sources(spark, ipc_dir: str) -> None:
 
 
 def main() -> int:
+    global ROWS, REPEAT
+    ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else ROWS
+    REPEAT = int(sys.argv[2]) if len(sys.argv) > 2 else REPEAT
     import pyhudi.spark
     from pyhudi.spark.bucketing import route_by_bucket
 

@@ -28,12 +28,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from scenario_w import COLS, FAMILIES, PER, families, make_data
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (also imported by the harness)
+from scenario_w import COLS, FAMILIES, PER, families, make_data  # noqa: E402
 
-import pyhudi
+import pyhudi  # noqa: E402
 
-ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
-REPEAT = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+ROWS, REPEAT = 200_000, 5  # (set from argv by main(); `python -m bench w` runs the harness's version)
 BUCKETS = 4
 
 
@@ -136,6 +136,9 @@ def run_once(data: pa.Table, root: str, run: int) -> dict[str, float]:
 
 
 def main() -> int:
+    global ROWS, REPEAT
+    ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else ROWS
+    REPEAT = int(sys.argv[2]) if len(sys.argv) > 2 else REPEAT
     data = make_data(ROWS)
     root = tempfile.mkdtemp(prefix="pyhudi-bench-")
     try:

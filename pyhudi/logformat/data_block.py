@@ -12,7 +12,6 @@ import io
 import struct
 from typing import Any, Iterator, Mapping, Sequence
 
-import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -229,6 +228,8 @@ class AvroDataBlock(DataBlock):
     def encode_content(self) -> bytes:
         if self._table is None:
             raise LogFormatError("an Avro data block needs a table to encode")
+        import fastavro  # (imported on first use: Parquet blocks, pyhudi's default, need none)
+
         parsed = fastavro.parse_schema(self.avro_schema)
         records = avro_records_from_arrow(self._table)
         out = io.BytesIO()
@@ -252,6 +253,8 @@ class AvroDataBlock(DataBlock):
         version, count = struct.unpack_from(">II", data, 0)
         if version != CONTENT_VERSION:
             raise LogFormatError(f"unsupported Avro data block content version {version}")
+        import fastavro
+
         writer = fastavro.parse_schema(self.avro_schema)
         reader = None
         if columns is not None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import io
 import json
 from enum import IntEnum
+from functools import cache
 from typing import Any
 
-import fastavro
 import pyarrow as pa
 
 from pyhudi.errors import LogFormatError, SchemaError
@@ -107,7 +107,14 @@ DELETE_RECORD_LIST_SCHEMA: dict = {
 }
 """The Avro schema of DELETE block content (union branch order = :class:`OrderingType`)."""
 
-_PARSED = fastavro.parse_schema(DELETE_RECORD_LIST_SCHEMA)
+
+@cache
+def _fastavro_and_schema() -> tuple[Any, Any]:
+    """fastavro and the parsed schema, on first use (a cold read without deletes needs neither)."""
+    import fastavro
+
+    return fastavro, fastavro.parse_schema(DELETE_RECORD_LIST_SCHEMA)
+
 
 # ------------------------------------------------------------------------------ encode
 def _ordering_code(t: pa.DataType) -> OrderingType:
@@ -181,7 +188,8 @@ def encode_delete_records(deletes: pa.Table) -> bytes:
         {"recordKey": k, "partitionPath": p, "orderingVal": o} for k, p, o in zip(key_list, part_list, ordering)
     ]
     out = io.BytesIO()
-    fastavro.schemaless_writer(out, _PARSED, {"deleteRecordList": records})
+    fastavro, parsed = _fastavro_and_schema()
+    fastavro.schemaless_writer(out, parsed, {"deleteRecordList": records})
     return out.getvalue()
 
 
@@ -209,8 +217,9 @@ def decode_delete_records(datum: bytes) -> pa.Table:
     values widen to int64, mixed integer/floating values to float64, anything else mixed to
     their text form.
     """
+    fastavro, parsed = _fastavro_and_schema()
     try:
-        decoded = fastavro.schemaless_reader(io.BytesIO(datum), _PARSED, return_record_name=True)
+        decoded = fastavro.schemaless_reader(io.BytesIO(datum), parsed, return_record_name=True)
     except Exception as exc:  # fastavro raises assorted EOF/Value/Index errors on bad bytes
         raise LogFormatError(f"cannot decode delete records: {exc}") from exc
     rows = decoded["deleteRecordList"]

@@ -27,9 +27,6 @@ import json
 import re
 from typing import Any, Callable, ClassVar, TypeVar
 
-import fastavro
-from fastavro.validation import ValidationError
-
 from pyhudi.errors import MetadataError
 from pyhudi.timeline import schemas
 
@@ -104,6 +101,8 @@ def read_container(data: bytes) -> tuple[str, dict[str, Any] | None]:
     """
     if data[:4] != AVRO_MAGIC:
         raise MetadataError("not an Avro container file (no 'Obj\\x01' magic)")
+    import fastavro  # (on first use: `import pyhudi` stays light, issue 15)
+
     try:
         reader = fastavro.reader(io.BytesIO(data))
         writer_schema = reader.writer_schema
@@ -242,6 +241,9 @@ class AvroModel:
 
     def to_avro_bytes(self) -> bytes:
         """One-record Avro container with our (Hudi's) writer schema embedded, codec null."""
+        import fastavro
+        from fastavro.validation import ValidationError
+
         cls = type(self)
         record = self.to_dict()
         parsed = _parsed_schema(cls)
@@ -273,6 +275,8 @@ _PARSED: dict[type, Any] = {}
 def _parsed_schema(cls: type[AvroModel]) -> Any:
     parsed = _PARSED.get(cls)
     if parsed is None:
+        import fastavro
+
         parsed = _PARSED[cls] = fastavro.parse_schema(cls.__avro_schema__, named_schemas={})
     return parsed
 

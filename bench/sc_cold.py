@@ -1,0 +1,15 @@
+"""Cold start alone (also part of ``w``): a Scenario W table, then :func:`bench.coldstart.measure`
+with more rounds than the other scenarios need, as each round is only a few processes."""
+
+from __future__ import annotations
+
+from bench import coldstart
+from bench.bench_read import build_scenario_w
+from bench.common import Context
+from bench.harness import Comparison
+
+
+def run(ctx: Context) -> list[Comparison]:
+    path = ctx.path("w")
+    build_scenario_w(path, ctx.rows)
+    return [coldstart.measure(path, ctx.repeat if ctx.tiny else max(ctx.repeat, 10))]

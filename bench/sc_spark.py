@@ -1,0 +1,67 @@
+"""Spark against Spark's own Parquet (issue 15 item 5), local[2], Scenario W with 8 buckets.
+
+- write: ``pyhudi.spark.write`` of a Parquet input / ``df.write.parquet`` of the same input;
+- read: ``spark.read.format("pyhudi")`` into the ``noop`` sink / ``spark.read.parquet`` of the same
+  rows into ``noop``.
+
+The session, the warm-up and the CPU clock (this process + the Spark JVM + its Python workers)
+are ``bench_spark``'s; run ``bench/bench_spark.py`` for the shares and floors of each cost.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pyarrow.parquet as pq
+
+from bench import bench_spark
+from bench.common import Context, fresh_path, remove
+from bench.harness import Comparison, Variant, compare
+from bench.scenario_w import families, make_data
+
+
+def available() -> str | None:
+    """None, or why Spark cannot run here."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "pyspark is not installed"
+    if shutil.which("java") is None and not __import__("os").environ.get("JAVA_HOME"):
+        return "no Java runtime (java not on PATH, JAVA_HOME unset)"
+    return None
+
+
+def run(ctx: Context) -> list[Comparison]:
+    import pyhudi.spark
+
+    source = ctx.path("spark-input.parquet")
+    pq.write_table(make_data(ctx.rows), source, use_dictionary=False, row_group_size=128 * 1024)
+    options = {"hoodie.table.name": "bench", "hoodie.datasource.write.recordkey.field": "id",
+               "hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": str(bench_spark.BUCKETS),
+               **{f"hoodie.colFamily.{k}": v for k, v in families().items()}}
+    spark = bench_spark.session()
+    try:
+        pyhudi.spark.register(spark)
+        warm = ctx.path("spark-table")  # (also warms the JVM and the Python workers; not timed)
+        pyhudi.spark.write(spark.read.parquet(source), warm, **options)
+        if not ctx.tiny:
+            spark.read.format("pyhudi").load(warm).write.format("noop").mode("overwrite").save()
+            spark.read.parquet(source).write.format("noop").mode("overwrite").save()
+        clock = lambda: bench_spark._process_tree_cpu(bench_spark.JVM[-1])  # noqa: E731
+        write = compare("Spark write: pyhudi / Spark's df.write.parquet", [
+            Variant("pyhudi.spark.write", setup=lambda _: fresh_path(ctx, "spark-hudi"),
+                    run=lambda p: pyhudi.spark.write(spark.read.parquet(source), p, **options), cleanup=remove),
+            Variant("spark.read.parquet -> df.write.parquet", setup=lambda _: fresh_path(ctx, "spark-pq"),
+                    run=lambda p: spark.read.parquet(source).write.parquet(p), cleanup=remove),
+        ], ctx.repeat, target="<= 1.0", cpu_clock=clock)
+        read = compare("Spark read: pyhudi / Spark's own Parquet scan (noop sink)", [
+            Variant("spark.read.format('pyhudi') -> noop",
+                    lambda _: spark.read.format("pyhudi").load(warm).write.format("noop").mode("overwrite").save()),
+            Variant("spark.read.parquet -> noop",
+                    lambda _: spark.read.parquet(source).write.format("noop").mode("overwrite").save()),
+        ], ctx.read_repeat, target="<= 1.0", cpu_clock=clock)
+        assert spark.read.format("pyhudi").load(warm).count() == ctx.rows
+    finally:
+        spark.stop()
+        bench_spark.JVM.clear()
+    return [write, read]

@@ -1,0 +1,135 @@
+"""Cold start (issue 15): ``import pyhudi`` and a first read load neither pandas nor pyspark.
+
+pyarrow imports pandas at its first NumPy interop when pandas is installed (~0.15 s), so the
+read path stays free of it only through :mod:`pyhudi.pandas_gate`; these tests run each scenario
+in a fresh interpreter (the test process has long imported both) and check what it loaded, the
+rows it read, and that pandas interop still works afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import pyhudi
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HEAVY = ("pandas", "pyspark", "fastavro", "rich", "hypothesis", "pyarrow.dataset")
+
+_PROBE = """
+import json, sys
+HEAVY = {heavy!r}
+loaded = lambda: sorted(m for m in HEAVY if m in sys.modules)
+out = {{}}
+import pyhudi
+out["import"] = loaded()
+table = pyhudi.open_table(sys.argv[1])
+out["open"] = loaded()
+rows = table.read(columns=["c0", "c5"])
+out["read"] = loaded()
+out["rows"] = rows.num_rows
+out["sums"] = [round(sum(rows.column(n).to_pylist()), 6) for n in ("c0", "c5")]
+{after}
+print(json.dumps(out))
+"""
+
+
+def _run(table_path: pathlib.Path, after: str = "", env: dict[str, str] | None = None) -> dict:
+    code = _PROBE.format(heavy=HEAVY, after=after)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    done = subprocess.run([sys.executable, "-c", code, str(table_path)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def family_table(tmp_path) -> tuple[pathlib.Path, list[float]]:
+    """1,000 rows x (id + 10 float64) in 5 families of 2, 2 buckets, then an update of family f0
+    for every other row (so the read merges log files); returns the path and the expected sums of
+    ``c0`` and ``c5``."""
+    path = tmp_path / "w"
+    n = 1_000
+    ids = np.arange(n, dtype=np.int64)
+    data = pa.table({"id": ids, **{f"c{c}": (ids * (c + 1)).astype(np.float64) / 4 for c in range(10)}})
+    spec = {f"f{f}": f"c{2 * f},c{2 * f + 1}" for f in range(5)}
+    table = pyhudi.create_table(str(path), data.schema, "id", num_buckets=2, column_families=spec)
+    table.insert(data)
+    update = data.select(["id", "c0", "c1"]).take(pa.array(ids[::2]))
+    table.upsert(update.set_column(1, "c0", pa.array(np.full(n // 2, 1.5))))
+    c0 = sum(1.5 if i % 2 == 0 else i / 4 for i in range(n))
+    c5 = sum(i * 6 / 4 for i in range(n))
+    return path, [round(c0, 6), round(c5, 6)]
+
+
+def test_import_open_and_read_load_neither_pandas_nor_pyspark(family_table):
+    path, sums = family_table
+    out = _run(path)
+    assert out["import"] == []
+    assert out["open"] == []
+    # the read decodes the commit metadata (Avro, so fastavro) and nothing heavier
+    assert out["read"] == ["fastavro"]
+    assert out["rows"] == 1_000
+    assert out["sums"] == sums
+
+
+def test_pandas_interop_works_after_a_gated_read(family_table):
+    """After the gate kept pandas out of a read, the caller's pandas works as usual: the
+    caller's ``to_pandas``, ``pa.table(DataFrame)`` and a write of a DataFrame."""
+    path, sums = family_table
+    after = """
+frame = table.read(columns=["id", "c5"]).sort_by("id").slice(0, 3).to_pandas()
+out["frame"] = [type(frame).__name__, frame.columns.tolist(), frame["c5"].tolist()]
+import pandas as pd
+import pyarrow as pa
+out["from_frame"] = pa.table(pd.DataFrame({"a": [1, 2]})).column("a").to_pylist()
+update = pd.DataFrame({"id": [1], "c0": [9.0], "c1": [8.0]})
+table.upsert(update)
+out["after_write"] = table.read(columns=["c0"], filters=[("id", "=", 1)]).column("c0").to_pylist()
+"""
+    out = _run(path, after)
+    assert out["read"] == ["fastavro"]
+    assert out["frame"] == ["DataFrame", ["id", "c5"], [0.0, 1.5, 3.0]]
+    assert out["from_frame"] == [1, 2]
+    assert out["after_write"] == [9.0]
+
+
+def test_explicit_pandas_import_before_pyhudi_is_untouched(family_table):
+    """With pandas already loaded the gate stays out of ``sys.meta_path``."""
+    path, sums = family_table
+    code = ("import sys, pandas, pyhudi\n"
+            "from pyhudi.pandas_gate import PandasGate\n"
+            "print(any(isinstance(f, PandasGate) for f in sys.meta_path), "
+            "pyhudi.open_table(sys.argv[1]).read(columns=['c5']).num_rows)")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=True)
+    assert done.stdout.split() == ["False", "1000"]
+
+
+def test_opt_out_lets_pyarrow_import_pandas(family_table):
+    path, sums = family_table
+    out = _run(path, env={"PYHUDI_ALLOW_PANDAS_IMPORT": "1"})
+    assert out["import"] == []
+    assert "pandas" in out["read"]
+    assert out["sums"] == sums
+
+
+def test_pyhudi_code_importing_pandas_by_name_gets_it(family_table):
+    """The gate refuses only pyarrow's implicit imports made on pyhudi's behalf: an ``import
+    pandas`` statement in a pyhudi module (here a function compiled as one) passes."""
+    path, _ = family_table
+    after = """
+scope = {"__name__": "pyhudi.probe"}
+exec("def load():\\n    import pandas\\n    return pandas.__name__\\n", scope)
+out["by_name"] = scope["load"]()
+"""
+    out = _run(path, after)
+    assert out["read"] == ["fastavro"]
+    assert out["by_name"] == "pandas"
