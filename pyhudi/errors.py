@@ -57,6 +57,10 @@ class TimelineError(HudiError):
     """An instant transition is invalid (wrong state, already completed, unknown action)."""
 
 
+class StaleTimelineError(TimelineError):
+    """An instant listed a moment ago left the active timeline (another process archived or rolled it back)."""
+
+
 class LockError(HudiError):
     """The timeline lock could not be acquired in time."""
 
@@ -115,6 +119,7 @@ __all__ = [
     "TableNotFoundError",
     "FileNameError",
     "TimelineError",
+    "StaleTimelineError",
     "LockError",
     "MetadataError",
     "LogFormatError",

@@ -436,3 +436,35 @@ def test_a_clean_trigger_strategy_hudi_does_not_have_is_refused_and_changes_noth
                                           "expected one of NUM_COMMITS"):
         t.upsert(pa.table({"id": [1], "a": [1.0], "b": ["x"]}), options={"hoodie.clean.trigger.strategy": "TIME_ELAPSED"})
     assert t.timeline == [] and data_files(t) == set()
+
+
+def test_an_instant_archived_after_the_listing_is_reported_stale_and_the_clean_plans_again(tmp_path, monkeypatch):
+    """Another process archives instants of this process's listing while the clean plans (its own
+    clean moved on): the read names the instant, and the clean lists again and plans anew."""
+    import pyhudi.services.clean as clean_service
+    from pyhudi.errors import StaleTimelineError
+
+    t = table(tmp_path, options={"hoodie.cleaner.commits.retained": "1"})
+    first, _ = upsert(t, 1), upsert(t, 2)
+    compaction, third = t.compact(), upsert(t, 3)
+    timeline = t.active_timeline()
+    gone = next(i for i in timeline.completed() if i.requested_time == first)
+    content = t.storage.read(timeline.path_of(gone))
+    t.storage.delete(timeline.path_of(gone))  # what archival does to the active file
+    with pytest.raises(StaleTimelineError, match=f"instant {first} \\(deltacommit\\) left the active timeline"):
+        timeline.read_bytes(gone)
+    t.storage.write(timeline.path_of(gone), content)
+
+    calls = []
+    real = clean_service.plan_clean
+
+    def stale_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise StaleTimelineError("archived meanwhile")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(clean_service, "plan_clean", stale_once)
+    files = data_files(t)
+    assert t.clean() is not None and len(calls) == 2
+    assert data_files(t) == of(files, compaction, third)

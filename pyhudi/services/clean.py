@@ -34,7 +34,7 @@ from typing import Mapping
 
 from pyhudi.config import clean as cl
 from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
-from pyhudi.errors import ConcurrentWriteError, ConfigError, TimelineError
+from pyhudi.errors import ConcurrentWriteError, ConfigError, StaleTimelineError, TimelineError
 from pyhudi.read.file_slice import TableContext
 from pyhudi.services.clean_plan import earliest_commit_to_retain, plan_clean
 from pyhudi.timeline.heartbeat import Heartbeat, heartbeat_expired
@@ -54,10 +54,9 @@ def schedule_clean(context: TableContext, timeline: Timeline, options: Mapping[s
     """Plan a clean; returns its instant, or None when there is nothing to delete (nothing written)."""
     _check_layout(context)
     cl.checked({**context.config.props, **(options or {})})  # bad settings fail before a time is taken
-    timeline.reload()
     # planned before its instant time is taken (none is taken for nothing to do): a commit that
     # completes in between only adds files, which the plan does not name
-    plan = plan_clean(context, timeline, _now(timeline), options)
+    plan = _plan_on_a_fresh_listing(context, timeline, options)
     _ATTEMPTED[context.storage.base_uri] = plan.earliest_instant_to_retain.timestamp if (
         plan is not None and plan.earliest_instant_to_retain is not None) else _ectr_time(timeline, options, context)
     if plan is None:
@@ -66,6 +65,22 @@ def schedule_clean(context: TableContext, timeline: Timeline, options: Mapping[s
     timeline.create_requested(Action.CLEAN, instant_time, content=plan.to_avro_bytes())
     return instant_time
 
+
+def _plan_on_a_fresh_listing(context: TableContext, timeline: Timeline,
+                              options: Mapping[str, str] | None) -> CleanerPlan | None:
+    """Plan on a fresh listing; when another process archives instants of that listing while
+    the plan reads them (its clean moved on), list again and plan anew."""
+    for attempt in range(_PLAN_ATTEMPTS):
+        timeline.reload()
+        try:
+            return plan_clean(context, timeline, _now(timeline), options)
+        except StaleTimelineError:
+            if attempt == _PLAN_ATTEMPTS - 1:
+                raise
+    return None
+
+
+_PLAN_ATTEMPTS = 3
 
 _ATTEMPTED: dict[str, str | None] = {}
 """Table → the ECTR of this process's last clean plan (saved or empty): an automatic clean is not

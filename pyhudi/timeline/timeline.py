@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Callable, Iterable, Iterator
 
-from pyhudi.errors import AlreadyExistsError, ConfigError, FileNameError, TimelineError
+from pyhudi.errors import AlreadyExistsError, ConfigError, FileNameError, StaleTimelineError, StorageError, TimelineError
 from pyhudi.storage.fs import FileInfo, Storage
 from pyhudi.timeline.instant import (
     Action,
@@ -284,7 +284,16 @@ class Timeline:
         archived completed instant)."""
         if self._is_archived(instant):
             return self.archived().metadata_bytes(instant)
-        return self.storage.read(self.path_of(instant))
+        path = self.path_of(instant)
+        try:
+            return self.storage.read(path)
+        except StorageError:
+            if self.storage.exists(path):
+                raise
+            # listed a moment ago, gone now: another process archived or rolled it back meanwhile
+            raise StaleTimelineError(f"instant {instant.requested_time} ({instant.action.value}) left the active "
+                                     "timeline after it was listed (archived or rolled back by another process); "
+                                     "reload the timeline") from None
 
     def read_commit_summary(self, instant: Instant) -> tuple[str | None, dict[str, str]]:
         """``(operationType, extraMetadata)`` of a completed commit, decoded cheaply
