@@ -21,8 +21,10 @@ or nothing (curves), and readers of a merge-on-read group then merge by hash —
 input file group), operation type ``CLUSTER``, the writer schema, and under
 :data:`~pyhudi.services.clustering.COLUMN_RANGES_KEY` each written file's min/max per sort column.
 Under the lock, before completing: no other replacecommit replaced an input group, and no
-write committed to one since the plan (reject mode refuses such writes; should one have slipped
-through, the clustering fails and goes back to requested rather than lose it).
+write committed to one since the plan. Reject mode refuses such writes; in allow mode
+(``SparkAllowUpdateStrategy``) they go ahead, and the clustering then aborts and is rolled back
+(plan dropped, rollback instant written) rather than lose their rows — the next clustering plans
+those groups with what the writes added.
 
 A failed run deletes what it wrote (markers) and goes back to requested; a killed one (inflight,
 heartbeat gone) is rolled back the same way and re-executed from its plan — never re-planned.
@@ -74,6 +76,7 @@ from pyhudi.write.client import write_stat_of
 from pyhudi.write.commit import ActiveInstant
 from pyhudi.write.handle import KIND_CREATE, META_PARQUET_OPTIONS, WriteStatus
 from pyhudi.write.markers import IO_CREATE, create_marker, delete_markers, list_markers
+from pyhudi.write.rollback import rollback_instant
 
 RECORD_KEY = META_FIELDS[2]
 _NAME_INDEX = len(META_FIELDS) - 1
@@ -255,7 +258,7 @@ def check_inputs_unchanged(instant: str, plan: ClusteringPlan, current: Timeline
             raise ClusteringConflictError(
                 f"clustering {instant} cannot complete: {other.action} {other.requested_time} changed its input file "
                 f"group {file_id} of partition {partition!r} after the plan was made; the clustering is rolled back "
-                "to requested (its rows would otherwise be lost) — run it again once that write is settled")
+                "(its plan is dropped, nothing that write wrote is lost) and the next clustering plans the group anew")
 
 
 def run_clustering(context: TableContext, timeline: Timeline, instant: str, *, engine: str | Engine | None = None,
@@ -296,9 +299,20 @@ def run_clustering(context: TableContext, timeline: Timeline, instant: str, *, e
         metadata = _replace_metadata(context, plan, results)
         return active.commit(metadata.to_avro_bytes(),
                              precondition=lambda current: check_inputs_unchanged(instant, plan, current))
+    except ClusteringConflictError:  # its inputs changed: the plan is stale, so it is dropped
+        active.abort(lambda: _roll_back(storage, timeline, instant))
+        raise
     except BaseException:
         active.abort(lambda: _undo(storage, timeline, instant))
         raise
+
+
+def _roll_back(storage: Any, timeline: Timeline, instant: str) -> None:
+    """Roll the clustering back entirely (files by markers, a ``rollback`` instant, the plan
+    gone): the next clustering plans those file groups anew, with what the write added."""
+    current = timeline.reload().get(instant)
+    if current is not None and current.is_pending:
+        rollback_instant(storage, timeline, current)
 
 
 def _recover(storage: Any, timeline: Timeline, inflight: Instant, interval: int, misses: int) -> Instant:
