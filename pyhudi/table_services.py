@@ -182,16 +182,32 @@ class TableServices:
                 raise
         return ran
 
+    def _check_cluster_inline(self, options: Mapping[str, str]) -> tuple[bool, bool]:
+        """(inline, schedule inline), refused together (checked before a write starts)."""
+        from pyhudi.config.clustering import INLINE_CLUSTERING, SCHEDULE_INLINE
+        from pyhudi.errors import ConfigError
+
+        merged = {**self.config.props, **options}
+        inline, schedule_only = INLINE_CLUSTERING.get(merged), SCHEDULE_INLINE.get(merged)
+        if inline and schedule_only:
+            raise ConfigError(f"{INLINE_CLUSTERING.key} and {SCHEDULE_INLINE.key} cannot both be true: the first "
+                              "runs clusterings after writes, the second only schedules them")
+        return inline, schedule_only
+
     def _cluster_inline(self, options: Mapping[str, str], engine: Any) -> None:
-        """``hoodie.clustering.inline``: after a write, cluster every ``inline.max.commits`` commits."""
-        from pyhudi.config.clustering import INLINE_CLUSTERING
+        """``hoodie.clustering.inline``: after a write, cluster every ``inline.max.commits`` commits
+        (``hoodie.clustering.schedule.inline``: only schedule it, to run elsewhere)."""
         from pyhudi.services.clustering import clustering_due
 
         merged = {**self.config.props, **options}
-        if not INLINE_CLUSTERING.get(merged) or self.config.is_bucketed:
+        inline, schedule_only = self._check_cluster_inline(merged)
+        if not (inline or schedule_only) or self.config.is_bucketed:
             return
         if clustering_due(self.active_timeline(options), merged):
-            self.cluster(options=options, engine=engine)
+            if schedule_only:
+                self.schedule_clustering(options=options)
+            else:
+                self.cluster(options=options, engine=engine)
 
     # cleaning (pyhudi/services/clean.py)
     def schedule_clean(self, options: Mapping[str, Any] | None = None) -> str | None:

@@ -482,3 +482,19 @@ def test_apache_hudi_clustering_replacecommits_read_and_pyhudi_clusters_those_ta
 
 def rows_by(t, key, **kw):
     return t.read(**kw).sort_by(key).to_pylist()
+
+
+def test_schedule_inline_only_plans_and_is_refused_together_with_inline(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "s"), SCHEMA, "id", partition_fields="p")
+    opts = {**NO_SMALL_FILES, "hoodie.clustering.schedule.inline": "true", "hoodie.clustering.inline.max.commits": "2"}
+    for k in range(3):
+        t.insert(batch(k * 10, 2, "a"), options=opts)
+    pending = [i for i in t.timeline if i.is_clustering]
+    assert [str(i.state) for i in pending] == ["REQUESTED"]  # planned after the 2nd commit, to run elsewhere
+    before = timeline_files(t)
+    with pytest.raises(ConfigError, match="hoodie.clustering.inline and hoodie.clustering.schedule.inline cannot "
+                                          "both be true"):
+        t.insert(batch(100, 2, "a"), options={**opts, "hoodie.clustering.inline": "true"})
+    assert timeline_files(t) == before
+    t.run_clustering(pending[0].requested_time)
+    assert [r["id"] for r in rows(t)] == [0, 1, 10, 11, 20, 21]

@@ -278,9 +278,9 @@ def describe_plan(requested: RequestedReplaceMetadata | None) -> list[dict[str, 
 
 def clustering_due(timeline: Timeline, options: Mapping[str, str]) -> bool:
     """Hudi's inline trigger: at least ``hoodie.clustering.inline.max.commits`` write commits
-    completed since the last clustering (or since the table began)."""
+    completed since the last clustering, pending or completed (or since the table began)."""
     completed = timeline.completed()
-    last = max((i.requested_time for i in completed if i.is_clustering), default="")
+    last = max((i.requested_time for i in timeline.instants if i.is_clustering), default="")
     writes = [i for i in completed if str(i.action) in ("commit", "deltacommit", "replacecommit")
               and not i.is_clustering and not i.is_compaction and i.requested_time > last]
     return len(writes) >= cl.INLINE_MAX_COMMITS.get(options)
