@@ -498,3 +498,14 @@ def test_schedule_inline_only_plans_and_is_refused_together_with_inline(tmp_path
     assert timeline_files(t) == before
     t.run_clustering(pending[0].requested_time)
     assert [r["id"] for r in rows(t)] == [0, 1, 10, 11, 20, 21]
+
+
+def test_a_pending_clustering_can_be_rolled_back_and_writers_then_update_freely(tmp_path):
+    t = seeded(tmp_path, "MERGE_ON_READ")
+    instant = t.schedule_clustering()
+    with pytest.raises(ClusteringConflictError, match=f"pending clustering {instant}"):
+        t.upsert(pa.table({"id": [1], "p": ["a"], "x": [2], "s": ["w"]}))
+    t.rollback(instant)
+    assert [i for i in t.timeline if i.requested_time == instant] == []
+    t.upsert(pa.table({"id": [1], "p": ["a"], "x": [2], "s": ["w"]}))
+    assert [r for r in rows(t) if r["id"] == 1] == [{"id": 1, "p": "a", "x": 2, "s": "w"}]
