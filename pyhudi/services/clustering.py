@@ -172,8 +172,9 @@ def _now_hour(instant_time: str) -> int:
 
 def eligible_candidates(context: TableContext, view: FileSystemView, instant_time: str,
                         sort_columns: Sequence[str], options: Mapping[str, str]) -> dict[str, list[Candidate]]:
-    """Per partition (after the partition filters), the slices a plan may take, with the log
-    file sizes of each slice (for the metrics)."""
+    """Per partition (after the partition filters), the latest slices a plan may take: not in a
+    pending compaction or clustering, base file under the small-file limit, no log files unless
+    included."""
     busy = {*view.pending_compaction_file_groups(), *view.pending_clustering_file_groups()}
     limit = cl.SMALL_FILE_LIMIT.get(options)
     include_logs = cl.INCLUDE_LOG_FILES.get(options)

@@ -103,9 +103,9 @@ class ClusteringTask:
 
     def run(self) -> list[tuple[WriteStatus, Ranges]]:
         table = self._merged_rows()
-        if self.sort_columns:
-            order = curve_order(table, self.sort_columns, self.layout, method=self.curve_method,
-                                sample_size=self.sample_size)
+        sort = [c for c in self.sort_columns if c in table.column_names]  # (not dropped partition columns)
+        if sort:
+            order = curve_order(table, sort, self.layout, method=self.curve_method, sample_size=self.sample_size)
         else:
             order = pc.sort_indices(table, [(RECORD_KEY, "ascending")])
         table = table.take(order)
@@ -141,7 +141,7 @@ class ClusteringTask:
         with storage.open_output(relpath) as sink:
             pq.write_table(rows, sink, row_group_size=max(1, PARQUET_BLOCK_SIZE.default // per_row),
                            sorting_columns=self._declared_order(rows), **options)
-        ranges = {c: _min_max(rows.column(c)) for c in self.sort_columns}
+        ranges = {c: _min_max(rows.column(c)) for c in self.sort_columns if c in rows.column_names}
         status = WriteStatus(
             instant=self.instant, partition_path=self.partition_path, file_id=file_id, family="", file_name=name,
             kind=KIND_CREATE, num_records=rows.num_rows, num_inserts=rows.num_rows, num_updates=0, num_deletes=0,
