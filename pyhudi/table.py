@@ -406,8 +406,10 @@ class Table(TableServices):
         from pyhudi.write.client import WriteClient  # the write path sits above the table handle
 
         client = WriteClient(self, engine=engine, options=options, on_commit=on_commit)
+        self._check_cluster_inline(client.options)  # (refused before the write, not after)
         self.last_write = client.write(data, operation)
         self._compact_inline(client.options, engine)
+        self._cluster_inline(client.options, engine)
         self._clean_after_commit(client.options)
         self._archive_inline(client.options)
         return self.last_write.instant

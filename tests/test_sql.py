@@ -427,7 +427,7 @@ def test_call_procedures(session, loaded):
         assert calls == [((1, -2.5, "x"), {"flag": True, "none": None})]
     finally:
         PROCEDURES.pop("echo_args")
-    with pytest.raises(SqlError, match=r"unknown procedure 'run_nothing' \(registered procedures: run_clean, run_compaction, show_timeline\)"):
+    with pytest.raises(SqlError, match=r"unknown procedure 'run_nothing' \(registered procedures: run_clean, run_clustering, run_compaction, show_timeline\)"):
         session.execute("CALL run_nothing()")
     with pytest.raises(SqlError, match="'nope' is not a pyhudi table"):
         session.execute("CALL show_timeline(table => 'nope')")

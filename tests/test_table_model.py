@@ -9,7 +9,8 @@ not; log blocks as Parquet or (as Apache Hudi writes them) Avro; columns of ever
 store (integers, doubles, strings, booleans, binary, decimals, dates, UTC timestamps, lists,
 structs, maps, a list of structs: with nulls, empty lists and maps, null children) — then runs a
 random sequence of ``upsert`` / ``insert`` / ``bulk_insert`` / ``delete`` /
-``insert_overwrite(_table)`` (inputs as Arrow tables, one-row batch streams or pandas), ALTERs
+``insert_overwrite(_table)`` (inputs as Arrow tables, one-row batch streams or pandas), clustering
+(tables without buckets), ALTERs
 that add or drop a column family, and writes whose n-th data file fails (rolled back) or crashes
 the writer (left inflight for the next writer to roll back). Reads: full, column-pruned, filtered
 (ANDed, SQL null semantics, also on ``_hoodie_commit_time``; values of the column's type or of
@@ -340,6 +341,23 @@ class TableMachine(RuleBasedStateMachine):
             return
         event("full compaction" if full else "family compaction")
         self.model.compact(set(families) if families else None, full)
+        self._record(instant)
+
+    @precondition(lambda self: not self.pending_compaction and (self.shape.layout == "cow" or (
+        self.shape.layout == "mor" and all(len(c) <= 1 for c in self.model.rows.values()))))
+    @rule(data=st.data())
+    def cluster(self, data: st.DataObject) -> None:
+        """Clustering (tables without buckets): the small file groups without log files are
+        rewritten, sorted, into new ones — every row and meta value as it was, so the model is
+        unchanged; time travel before it and incremental windows over it see no change either.
+        (Merge-on-read only while no key is stored twice: two copies clustered into one file group
+        then take a later update on the first copy only, as Hudi's file group reader merges.)"""
+        orderable = [c for c in self.columns if c not in NESTED and c != "part"]
+        sort = data.draw(st.sampled_from([None, *orderable]), label="sort column")
+        instant = self.table.cluster(sort_columns=sort)
+        if instant is None:
+            return
+        event("clustering")
         self._record(instant)
 
     @rule(data=st.data())

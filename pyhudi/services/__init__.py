@@ -1,1 +1,1 @@
-"""Table services: compaction (here now); cleaning, archival and clustering next (DESIGN §4)."""
+"""Table services: compaction, clustering, cleaning, archival and rollback (DESIGN §4)."""

@@ -1,6 +1,6 @@
 """Rollback as a user-facing service: ``t.rollback(instant)`` (Hudi's ``rollback`` of a commit).
 
-- A **pending** instant (a write, or a compaction) whose process is gone is rolled back through its
+- A **pending** instant (a write, a compaction or a clustering: its plan is dropped) whose process is gone is rolled back through its
   markers — the same mechanism writers use on failed writes (:mod:`pyhudi.write.rollback`); one
   whose heartbeat is fresh belongs to a live process and is refused.
 - A **completed** commit can be rolled back only while it is the latest completed commit (as Hudi
@@ -34,8 +34,9 @@ def rollback(storage: Storage, timeline: Timeline, instant_time: str, options: M
         raise TimelineError(f"no instant {instant_time} on the active timeline")
     interval = HEARTBEAT_INTERVAL_MS.get(options)
     if target.is_pending:
-        if target.action not in (*_COMMITS, Action.COMPACTION):
-            raise TimelineError(f"{target.action} {instant_time} is not a write or a compaction: it is not rolled back")
+        if target.action not in (*_COMMITS, Action.COMPACTION, Action.CLUSTERING):
+            raise TimelineError(f"{target.action} {instant_time} is not a write, a compaction or a clustering: it is "
+                                "not rolled back")
         if not heartbeat_expired(storage, instant_time, interval, HEARTBEAT_TOLERABLE_MISSES.get(options)):
             raise ConcurrentWriteError(f"{target.action} {instant_time} is being written by a live process (its "
                                        "heartbeat is fresh); it is not rolled back")
