@@ -140,14 +140,8 @@ def test_every_service_command_is_registered_with_the_same_modes(capsys):
     assert run(capsys, "compact", str("/nonexistent/t"), code=2).err.startswith("error: no Hudi table at")
 
 
-def test_cluster_command_follows_the_tables_clustering_service(tmp_path, capsys):
-    """``cluster`` exists exactly when Table has clustering; then it has the same four modes."""
-    from pyhudi.table import Table
-
-    if not hasattr(Table, "schedule_clustering"):
-        captured = run(capsys, "cluster", str(tmp_path), code=2)
-        assert captured.err.startswith("error: pyhudi: argument COMMAND: invalid choice: 'cluster'")
-        return
+def test_cluster_command_schedules_runs_and_dry_runs_clustering(tmp_path, capsys):
+    """``cluster`` has the four modes of every service command."""
     schema = pa.schema([pa.field("id", pa.int64(), False), ("p", pa.string()), ("x", pa.int64())])
     t = pyhudi.create_table(str(tmp_path / "c"), schema, "id", partition_fields="p", table_type="COPY_ON_WRITE")
     for k in range(3):

@@ -157,7 +157,13 @@ def test_clustering_rewrites_small_files_sorted_keeping_every_row_and_meta_value
         xs = data.column("x").to_pylist()
         assert xs == sorted(xs)  # ordered by the sort column
         assert set(data.column("_hoodie_file_name").to_pylist()) == {base.name.name}
-        assert ranges[base.relpath] == {"x": (min(xs), max(xs))}
+        assert ranges[base.name.name] == {"x": (min(xs), max(xs))}
+    # data skipping reads the ranges the replacecommit recorded, not the footers, and skips files
+    low_x = min(low for low, _ in (columns["x"] for columns in ranges.values()))
+    plan = t.plan_scan(None, [("x", "=", low_x)])
+    assert plan.metrics["ranges_from_commit_metadata"] == 2 and plan.metrics["footers_read"] == 0
+    assert plan.metrics["file_groups_skipped"] >= 1
+    assert plan.to_table().sort_by("id").to_pylist() == [r for r in rows(t) if r["x"] == low_x]
     stats = {s.path: s for s in metadata.write_stats()}
     assert sorted(stats) == sorted(g.base_files[0].relpath for g in t.file_groups())
     assert all(s.prev_commit == "null" and s.num_inserts == s.num_writes for s in stats.values())

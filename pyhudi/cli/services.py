@@ -181,11 +181,7 @@ def _clustering_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _available_services() -> tuple[Service, ...]:
-    """The services of this build's :class:`~pyhudi.table.Table` (clustering once it has it)."""
-    from pyhudi.table import Table
-
-    if not hasattr(Table, "schedule_clustering"):
-        return SERVICES
+    """Every table service the CLI operates: compaction, clustering, cleaning, archival, rollback."""
     cluster = Service("cluster", "clustering", "rewrite small file slices into sorted ones: schedule and/or run",
                       "nothing to cluster", _clustering_both,
                       lambda t, a, o: t.plan_clustering(_sort_columns(a), o), "file slices would be clustered",

@@ -26,16 +26,16 @@ import datetime as _dt
 import json
 from typing import Any, Mapping, Sequence
 
-import pyarrow.parquet as pq
-
 from pyhudi.config import clustering as cl
 from pyhudi.config.write import MAX_FILE_SIZE
 from pyhudi.context import TableContext
 from pyhudi.errors import ConfigError
 from pyhudi.fsview.view import FileSlice, FileSystemView
 from pyhudi.keygen import partition_layout
-from pyhudi.schema import META_FIELDS
-from pyhudi.services.clustering_groups import Candidate, GroupSpec, filter_partitions, group_candidates
+from pyhudi.read.skipping import COLUMN_RANGES_KEY
+from pyhudi.services.clustering_groups import (
+    Candidate, GroupSpec, candidates_with_statistics, filter_partitions, group_candidates,
+)
 from pyhudi.timeline.instant import Action, parse_instant_time
 from pyhudi.timeline.metadata_plans import (
     ClusteringGroup,
@@ -51,7 +51,6 @@ EXECUTION_STRATEGIES = {cl.SORT_AND_SIZE_EXECUTION_STRATEGY: "sort_and_size"}
 """Hudi's execution strategy class names pyhudi runs (a registry: a plan's name is looked up here,
 never imported)."""
 LAYOUT_PARAM = cl.LAYOUT_OPTIMIZE_STRATEGY.key
-COLUMN_RANGES_KEY = "pyhudi.clustering.column.ranges"
 """ReplaceCommitMetadata ``extraMetadata``: JSON ``{file path: {sort column: [min, max]}}`` of every
 file a clustering wrote (values as JSON scalars; dates, times and decimals as ISO / decimal strings)."""
 _MB = 1024 * 1024
@@ -102,45 +101,13 @@ def check_execution_strategy(name: str | None) -> str:
 
 
 # ------------------------------------------------------------------------------ plan
-def _candidate(context: TableContext, file_slice: FileSlice, sort_columns: Sequence[str]) -> Candidate:
+def _candidate(file_slice: FileSlice) -> Candidate:
     base = file_slice.base_file
-    ranges: dict[str, tuple[Any, Any]] = {}
-    min_key = max_key = None
-    if base is not None and sort_columns:
-        found = _footer_ranges(context, base.relpath, [*sort_columns, META_FIELDS[2]])
-        key_range = found.pop(META_FIELDS[2], None)
-        if key_range is not None:
-            min_key, max_key = key_range
-        ranges = found
     return Candidate(
         partition_path=file_slice.partition_path, file_id=file_slice.file_id, size=base.size if base else 0,
         base_relpath=base.relpath if base else "", log_relpaths=tuple(lf.relpath for lf in file_slice.log_files),
-        base_instant=base.instant if base else "", min_key=min_key, max_key=max_key, column_ranges=ranges,
+        base_instant=base.instant if base else "",
     )
-
-
-def _footer_ranges(context: TableContext, relpath: str, columns: Sequence[str]) -> dict[str, tuple[Any, Any]]:
-    """min/max of ``columns`` over a base file's row groups, from its Parquet footer (a column
-    without statistics in some row group is left out)."""
-    with context.storage.open_input(relpath) as source:
-        metadata = pq.ParquetFile(source).metadata
-    paths = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
-    out: dict[str, tuple[Any, Any]] = {}
-    for name in columns:
-        if name not in paths:
-            continue
-        index = paths.index(name)
-        low = high = None
-        for g in range(metadata.num_row_groups):
-            stats = metadata.row_group(g).column(index).statistics
-            if stats is None or not stats.has_min_max:
-                low = high = None
-                break
-            low = stats.min if low is None else min(low, stats.min)
-            high = stats.max if high is None else max(high, stats.max)
-        if low is not None:
-            out[name] = (low, high)
-    return out
 
 
 def _metrics(candidates: Sequence[Candidate], sizes: Mapping[str, int], max_file_size: int) -> dict[str, float]:
@@ -190,9 +157,13 @@ def eligible_candidates(context: TableContext, view: FileSystemView, instant_tim
         if (latest.base_file.size if latest.base_file else 0) >= limit:
             continue
         by_partition.setdefault(group.partition_path, []).append(latest)
-    kept = set(filter_partitions(sorted(by_partition), options, _now_hour(instant_time)))
-    return {p: [_candidate(context, s, sort_columns) for s in slices]
-            for p, slices in sorted(by_partition.items()) if p in kept}
+    # Hudi filters the table's partition listing (RECENT_DAYS counts partitions, not eligible
+    # ones) and keeps the filter's order, which the group cap then follows
+    listed = selected or view.partitions()
+    kept = filter_partitions(listed, options, _now_hour(instant_time))
+    return {p: candidates_with_statistics([_candidate(s) for s in by_partition[p]], context.storage, options,
+                                          sort_columns=sort_columns)
+            for p in kept if p in by_partition}
 
 
 def plan_clustering(context: TableContext, timeline: Timeline, instant_time: str, *,
@@ -209,7 +180,7 @@ def plan_clustering(context: TableContext, timeline: Timeline, instant_time: str
     view = FileSystemView(context.storage, timeline, partition_layout(context.config).depth,
                           family_since=context.family_since)
     by_partition = eligible_candidates(context, view, instant_time, columns, options)
-    specs: list[GroupSpec] = group_candidates(by_partition, options) if by_partition else []
+    specs: list[GroupSpec] = group_candidates(by_partition, options, sort_columns=columns) if by_partition else []
     if not specs:
         return None
     sizes = {lf.relpath: lf.size for g in view.file_groups(list(by_partition)) for lf in g.log_files}
@@ -288,9 +259,10 @@ def clustering_due(timeline: Timeline, options: Mapping[str, str]) -> bool:
 
 
 def column_ranges(metadata: Any) -> dict[str, dict[str, tuple[Any, Any]]]:
-    """``{file path: {sort column: (min, max)}}`` a clustering recorded in its replacecommit
-    (empty for other commits)."""
-    raw = ((getattr(metadata, "extra_metadata", None) or {}).get(COLUMN_RANGES_KEY))
+    """``{base file name: {sort column: (min, max)}}`` a clustering recorded in its replacecommit
+    (:data:`~pyhudi.read.skipping.COLUMN_RANGES_KEY`, what data skipping reads; empty for other commits)."""
+    raw = (getattr(metadata, "extra_metadata", None) or {}).get(COLUMN_RANGES_KEY)
     if not raw:
         return {}
-    return {path: {c: (v[0], v[1]) for c, v in cols.items()} for path, cols in json.loads(raw).items()}
+    return {name: {c: (v.get("min"), v.get("max")) for c, v in entry["columns"].items()}
+            for name, entry in json.loads(raw).items()}

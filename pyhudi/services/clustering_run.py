@@ -19,7 +19,8 @@ or nothing (curves), and readers of a merge-on-read group then merge by hash —
 **Complete**: a ``replacecommit`` (``<t>_<completion>.replacecommit``) whose
 ``HoodieReplaceCommitMetadata`` has the new files' write stats, ``partitionToReplaceFileIds`` (every
 input file group), operation type ``CLUSTER``, the writer schema, and under
-:data:`~pyhudi.services.clustering.COLUMN_RANGES_KEY` each written file's min/max per sort column.
+:data:`~pyhudi.read.skipping.COLUMN_RANGES_KEY` each written file's rows and min/max/nulls per sort column
+(what data skipping reads instead of the file's footer).
 Under the lock, before completing: no other replacecommit replaced an input group, and no
 write committed to one since the plan. Reject mode refuses such writes; in allow mode
 (``SparkAllowUpdateStrategy``) they go ahead, and the clustering then aborts and is rolled back
@@ -32,7 +33,6 @@ heartbeat gone) is rolled back the same way and re-executed from its plan — ne
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -55,11 +55,12 @@ from pyhudi.keygen import partition_layout
 from pyhudi.layout import curve_order
 from pyhudi.logformat.parquet_options import constant_strings, parquet_options_for
 from pyhudi.read.file_slice import read_file_slices
+from pyhudi.read.skipping import COLUMN_RANGES_KEY, encode_column_ranges
+from pyhudi.read.skipping import column_ranges as skipping_ranges
 from pyhudi.read.task import READ_BATCH_SIZE
 from pyhudi.schema import META_FIELDS, avro_schema_json
 from pyhudi.services.clustering import (
     CLUSTER_OPERATION,
-    COLUMN_RANGES_KEY,
     LAYOUT_PARAM,
     check_clusterable,
     check_execution_strategy,
@@ -80,7 +81,8 @@ from pyhudi.write.rollback import rollback_instant
 
 RECORD_KEY = META_FIELDS[2]
 _NAME_INDEX = len(META_FIELDS) - 1
-Ranges = dict[str, tuple[Any, Any]]
+Ranges = dict[str, Any]
+"""One written file's :func:`~pyhudi.read.skipping.column_ranges` of the sort columns."""
 
 
 # ------------------------------------------------------------------------------ one group
@@ -141,7 +143,8 @@ class ClusteringTask:
         with storage.open_output(relpath) as sink:
             pq.write_table(rows, sink, row_group_size=max(1, PARQUET_BLOCK_SIZE.default // per_row),
                            sorting_columns=self._declared_order(rows), **options)
-        ranges = {c: _min_max(rows.column(c)) for c in self.sort_columns if c in rows.column_names}
+        sorted_by = [c for c in self.sort_columns if c in rows.column_names]
+        ranges = skipping_ranges(rows, sorted_by) if sorted_by else {}
         status = WriteStatus(
             instant=self.instant, partition_path=self.partition_path, file_id=file_id, family="", file_name=name,
             kind=KIND_CREATE, num_records=rows.num_rows, num_inserts=rows.num_rows, num_updates=0, num_deletes=0,
@@ -165,24 +168,6 @@ class ClusteringTask:
         return None
 
 
-def _min_max(column: pa.ChunkedArray) -> tuple[Any, Any]:
-    found = pc.min_max(column)
-    return found["min"].as_py(), found["max"].as_py()
-
-
-def _json_value(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (date, datetime)):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.hex()
-    return str(value)
-
-
-# ------------------------------------------------------------------------------ the driver
 def _group_slices(groups: Mapping[tuple[str, str], FileGroup], group: ClusteringGroup) -> list[FileSlice]:
     """The slices a plan group names, from the listing (an error naming a missing file: a plan
     never silently clusters less)."""
@@ -222,10 +207,10 @@ def _tasks(context: TableContext, view: FileSystemView, instant: str, plan: Clus
 def _replace_metadata(context: TableContext, plan: ClusteringPlan,
                       results: Sequence[tuple[WriteStatus, Ranges]]) -> ReplaceCommitMetadata:
     statuses = [s for s, _ in results]
-    ranges = {s.relpath: {c: [_json_value(v) for v in r[c]] for c in r} for s, r in results if r}
+    ranges = {s.file_name: r for s, r in results if r}
     extra = dict(plan.extra_metadata or {})
     if ranges:
-        extra[COLUMN_RANGES_KEY] = json.dumps(ranges, sort_keys=True)
+        extra[COLUMN_RANGES_KEY] = encode_column_ranges(ranges)
     commit = CommitMetadata.from_write_stats(
         [write_stat_of(s) for s in statuses], operation_type=CLUSTER_OPERATION,
         schema=avro_schema_json(context.schema, context.config.name), extra_metadata=extra)
