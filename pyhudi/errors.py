@@ -102,6 +102,12 @@ class SplitFileGroupError(CommitConflictError):
     file group must reach one task (``pyhudi.spark.write`` routes them so)."""
 
 
+class ClusteringConflictError(CommitConflictError):
+    """A write meets a pending clustering it cannot go past: an update or delete of a file group
+    the clustering is rewriting (``hoodie.clustering.updates.strategy`` rejects it), an insert
+    overwrite of its partitions — or a clustering whose inputs a write changed after its plan."""
+
+
 __all__ = [
     "HudiError",
     "ConfigError",
@@ -125,4 +131,5 @@ __all__ = [
     "CommitConflictError",
     "ConcurrentWriteError",
     "SplitFileGroupError",
+    "ClusteringConflictError",
 ]

@@ -406,6 +406,7 @@ class Table(TableServices):
         client = WriteClient(self, engine=engine, options=options, on_commit=on_commit)
         self.last_write = client.write(data, operation)
         self._compact_inline(client.options, engine)
+        self._cluster_inline(client.options, engine)
         self._clean_after_commit(client.options)
         self._archive_inline(client.options)
         return self.last_write.instant

@@ -1,5 +1,5 @@
-"""The table services face of :class:`pyhudi.table.Table`: compaction, cleaning, archival and
-rollback (``pyhudi/services/``), scheduled, run and triggered after writes.
+"""The table services face of :class:`pyhudi.table.Table`: compaction, clustering, cleaning,
+archival and rollback (``pyhudi/services/``), scheduled, run and triggered after writes.
 
 A mixin, so ``table.py`` keeps the table's identity, schema, writes and reads; every method here
 works through the table's public handle (storage, config, a fresh timeline, its context).
@@ -114,6 +114,84 @@ class TableServices:
         timeline = self.active_timeline(options)
         if compaction_due(timeline, options, timeline.new_instant_time()):
             self.compact(engine=engine, options=options)
+
+    # clustering (pyhudi/services/clustering.py, clustering_run.py)
+    def schedule_clustering(self, sort_columns: Sequence[str] | str | None = None,
+                            options: Mapping[str, Any] | None = None) -> str | None:
+        """Plan a clustering (``<t>.clustering.requested``) of the small file slices, to be sorted
+        by ``sort_columns`` (default ``hoodie.clustering.plan.strategy.sort.columns``). Returns the
+        instant, or None when nothing is eligible. Refused on bucketed tables."""
+        from pyhudi.services.clustering import schedule_clustering
+
+        opts = _string_options(options)
+        timeline = self.active_timeline(opts)
+        return schedule_clustering(self.table_context(timeline), timeline, sort_columns=sort_columns, options=opts)
+
+    def plan_clustering(self, sort_columns: Sequence[str] | str | None = None,
+                        options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """What :meth:`schedule_clustering` would plan now, as rows; nothing is written (a dry run)."""
+        from pyhudi.services.clustering import describe_plan, plan_clustering
+
+        opts = _string_options(options)
+        timeline = self.active_timeline(opts)
+        return describe_plan(plan_clustering(self.table_context(timeline), timeline, timeline.new_instant_time(),
+                                             sort_columns=sort_columns, options=opts))
+
+    def run_clustering(self, instant: str, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
+        """Execute the clustering planned at ``instant`` (completes as a ``replacecommit``); returns it."""
+        from pyhudi.services.clustering_run import run_clustering
+
+        opts = _string_options(options)
+        timeline = self.active_timeline(opts)
+        return run_clustering(self.table_context(timeline), timeline, instant, engine=engine,
+                              options=opts).requested_time
+
+    def cluster(self, sort_columns: Sequence[str] | str | None = None, options: Mapping[str, Any] | None = None, *,
+                engine: Any = None) -> str | None:
+        """Run the pending clusterings no live process runs (scheduled earlier, or killed), then
+        schedule and run a new one. Returns the new clustering's instant, else the last pending
+        one run, else None (nothing to cluster)."""
+        from pyhudi.errors import ConcurrentWriteError
+
+        ran = self._run_pending_clusterings(engine, options)
+        instant = self.schedule_clustering(sort_columns, options)
+        if instant is None:
+            return ran[-1] if ran else None
+        try:
+            return self.run_clustering(instant, engine=engine, options=options)
+        except ConcurrentWriteError:  # another process picked the plan up first: it runs it
+            return instant
+
+    def _run_pending_clusterings(self, engine: Any, options: Mapping[str, Any] | None) -> list[str]:
+        """Execute every pending clustering no live process is executing; returns their instants."""
+        from pyhudi.errors import ConcurrentWriteError, TimelineError
+        from pyhudi.timeline.instant import Action
+
+        ran = []
+        for instant in self.active_timeline(_string_options(options)).pending():
+            if instant.action is not Action.CLUSTERING:
+                continue
+            try:
+                ran.append(self.run_clustering(instant.requested_time, engine=engine, options=options))
+            except ConcurrentWriteError:
+                continue  # another process runs it
+            except TimelineError:
+                now = self.active_timeline().get(instant.requested_time)
+                if now is None or not now.is_pending:
+                    continue  # another process completed it meanwhile
+                raise
+        return ran
+
+    def _cluster_inline(self, options: Mapping[str, str], engine: Any) -> None:
+        """``hoodie.clustering.inline``: after a write, cluster every ``inline.max.commits`` commits."""
+        from pyhudi.config.clustering import INLINE_CLUSTERING
+        from pyhudi.services.clustering import clustering_due
+
+        merged = {**self.config.props, **options}
+        if not INLINE_CLUSTERING.get(merged) or self.config.is_bucketed:
+            return
+        if clustering_due(self.active_timeline(options), merged):
+            self.cluster(options=options, engine=engine)
 
     # cleaning (pyhudi/services/clean.py)
     def schedule_clean(self, options: Mapping[str, Any] | None = None) -> str | None:

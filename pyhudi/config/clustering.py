@@ -155,3 +155,8 @@ MAX_PARALLELISM = ConfigKey(
     "hoodie.clustering.max.parallelism", int, 15,
     "At most this many clustering groups run at once.",
 )
+INCLUDE_LOG_FILES = ConfigKey(
+    "hoodie.pyhudi.clustering.plan.include.log.files", bool, False,
+    "pyhudi: also cluster file groups whose latest slice has log files (merge-on-read; the slice is read "
+    "merged). Off by default, as RFC-19 first specified: such groups are left out of plans.",
+)

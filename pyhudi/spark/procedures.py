@@ -154,6 +154,35 @@ def run_clean(session: SqlSession, table: str, op: str = "scheduleandexecute", t
                      "state": pa.array([state] * len(done), pa.string())})
 
 
+def run_clustering(session: SqlSession, table: str, op: str = "scheduleandexecute", timestamp: str | None = None,
+                   order: str | None = None, options: str | None = None) -> pa.Table:
+    """Hudi's ``run_clustering``: ``op`` = 'schedule' (plan only), 'run' / 'execute' (the pending
+    clustering at ``timestamp``, or every pending one), or 'scheduleAndExecute' (default).
+    ``order``: the sort columns (``'a,b'``); ``options``: ``'hoodie.layout.optimize.strategy=z-order,...'``.
+    Groups run as Spark tasks when a session is active."""
+    from pyhudi.services.clustering import pending_clusterings
+
+    target = table_argument(session, table)
+    engine = _engine()
+    settings = dict(kv.split("=", 1) for kv in str(options).split(",") if "=" in kv) if options else {}
+    mode = str(op).lower()
+    done: list[tuple[str, str]] = []
+    if mode == "schedule":
+        instant = target.schedule_clustering(order, settings)
+        done = [] if instant is None else [(instant, "REQUESTED")]
+    elif mode in ("run", "execute"):
+        pending = [str(timestamp)] if timestamp else sorted(pending_clusterings(target.active_timeline()))
+        done = [(target.run_clustering(i, engine=engine, options=settings), "COMPLETED") for i in pending]
+    elif mode == "scheduleandexecute":
+        instant = target.schedule_clustering(order, settings)
+        done = [] if instant is None else [(target.run_clustering(instant, engine=engine, options=settings),
+                                            "COMPLETED")]
+    else:
+        raise SqlError(f"run_clustering: op must be 'schedule', 'run' or 'scheduleAndExecute', got {op!r}")
+    return pa.table({"instant": pa.array([i for i, _ in done], pa.string()),
+                     "state": pa.array([s for _, s in done], pa.string())})
+
+
 def _engine() -> str:
     """Spark when a Spark session runs in this process (the SQL front's usual case), else local."""
     from pyspark.sql import SparkSession
@@ -164,5 +193,6 @@ def _engine() -> str:
 register_procedure("show_timeline", show_timeline)
 register_procedure("run_compaction", run_compaction)
 register_procedure("run_clean", run_clean)
+register_procedure("run_clustering", run_clustering)
 
-__all__ = ["PROCEDURES", "call", "register_procedure", "run_clean", "run_compaction", "show_timeline", "table_argument"]
+__all__ = ["PROCEDURES", "call", "register_procedure", "run_clean", "run_clustering", "run_compaction", "show_timeline", "table_argument"]

@@ -39,6 +39,7 @@ from pyhudi.storage.naming import PARTITION_METAFILE
 from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
 from pyhudi.timeline.instant import Instant, State
 from pyhudi.timeline.timeline import Timeline
+from pyhudi.write.clustering_guard import check_clustering_conflicts
 from pyhudi.write.commit import ActiveInstant
 from pyhudi.write.conflicts import check_no_concurrent_base_version, check_write_conflicts
 from pyhudi.write.handle import KIND_MERGE, WriteStatus
@@ -202,6 +203,7 @@ class WriteClient:
                                       merge_on_read=txn.config.table_type == "MERGE_ON_READ")
                 if replace is not None:
                     replace.check(current)  # no file group appeared in (or left) the overwritten scope
+                check_clustering_conflicts(txn, statuses, replace.groups() if replace is not None else (), current)
 
             completed = active.commit(metadata.to_avro_bytes(), precondition=precondition)
         except BaseException:

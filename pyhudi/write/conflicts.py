@@ -48,6 +48,8 @@ def concurrent_commits(txn_instant: str, current: Timeline, seen: set[str] | Non
             continue
         if merge_on_read and instant.action == Action.COMMIT:
             continue  # a compaction: completion-time slicing puts this write's files after its base
+        if instant.is_clustering:
+            continue  # a table service: it only replaces groups (check_not_replaced) and writes new ones
         yield instant
 
 

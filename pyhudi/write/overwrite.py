@@ -167,6 +167,10 @@ class ReplacePlan:
         fields = {f.name: getattr(commit, f.name) for f in dataclasses.fields(CommitMetadata)}
         return ReplaceCommitMetadata(**fields, partition_to_replace_file_ids=self.replaced)
 
+    def groups(self) -> list[tuple[str, str]]:
+        """(partition, file id) of every file group replaced."""
+        return [(p, f) for p, ids in self.replaced.items() for f in ids]
+
     def check(self, current: Timeline) -> None:
         """Under the timeline lock: the file groups to replace are still exactly those listed."""
         now = _replaced(self.txn, self.statuses, current)

@@ -36,7 +36,8 @@ from pyhudi.timeline.lock_provider import create_lock
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write import prepare
 from pyhudi.write.handle import FileGroupWriteTask, WriteStatus
-from pyhudi.write.overwrite import is_overwrite, plan_overwrite
+from pyhudi.write.clustering_guard import reject_planned_overwrite, reject_planned_updates
+from pyhudi.write.overwrite import INSERT_OVERWRITE_TABLE, is_overwrite, plan_overwrite, static_partitions
 from pyhudi.write.plan import (
     BUCKET_COLUMN,
     PARTITION_COLUMN,
@@ -152,9 +153,10 @@ class WriteTxn:
 
             def token_for(index: int) -> str:
                 return write_token
-        if is_overwrite(self.operation):
-            return plan_overwrite(self, prepared, token_for)  # new file groups only: nothing to look up
         timeline = timeline if timeline is not None else self.timeline()
+        if is_overwrite(self.operation):
+            reject_planned_overwrite(self, _overwritten_partitions(self, prepared), timeline)
+            return plan_overwrite(self, prepared, token_for)  # new file groups only: nothing to look up
         view = FileSystemView(self.storage, timeline, partition_layout(self.config).depth)
         touched = set(prepared.column(PARTITION_COLUMN).unique().to_pylist()) if prepared.num_rows else set()
         existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}
@@ -163,7 +165,9 @@ class WriteTxn:
         # Copy-on-write small files take a new base file version: safe only when one planner sees
         # every row (several executor tasks padding one small file would each write a version).
         small_files = write_token is None or self.config.table_type != "COPY_ON_WRITE"
-        return plan_simple_index(self, prepared, existing, token_for, timeline=timeline if small_files else None)
+        tasks = plan_simple_index(self, prepared, existing, token_for, timeline=timeline if small_files else None)
+        reject_planned_updates(self, tasks, timeline)  # (updates of groups under pending clustering)
+        return tasks
 
     def routes(self, rows: Any) -> pa.Array:
         """Executor side, before a shuffle: the file group each row of ``rows`` goes to, for a
@@ -190,3 +194,11 @@ class WriteTxn:
         token = str(WriteToken(int(task_id), int(stage), int(attempt)))
         prepared = self.prepare(rows)
         return [status for task in self.plan_tasks(prepared, token) for status in task.run()]
+
+
+def _overwritten_partitions(txn: WriteTxn, prepared: pa.Table) -> set[str] | None:
+    """The partitions an overwrite replaces (None: every partition of the table)."""
+    if txn.operation == INSERT_OVERWRITE_TABLE:
+        return None
+    present = set(prepared.column(PARTITION_COLUMN).unique().to_pylist()) if prepared.num_rows else set()
+    return present | set(static_partitions(txn.options, txn.config))

@@ -1,0 +1,341 @@
+"""Executing a clustering plan (Hudi's ``SparkSortAndSizeExecutionStrategy``), completing it as a
+``replacecommit``.
+
+**Execute** (:func:`run_clustering`): requested → inflight with a heartbeat (the instant
+lifecycle of :mod:`pyhudi.write.commit`). One :class:`ClusteringTask` per plan group — the local
+engine's threads or Spark tasks alike — reads the group's slices merged (base + logs, through the
+shared file-slice reader, every record's ``_hoodie_*`` values kept: ``preserveHoodieMetadata``),
+orders the rows by the sort columns with ``hoodie.layout.optimize.strategy`` (linear, z-order,
+hilbert: :func:`pyhudi.layout.curve_order`) — by record key when there are none — and writes them
+into ``numOutputFileGroups`` NEW file groups of equal row counts (so about
+``target.file.max.bytes`` each), named after the clustering instant, ``_hoodie_file_name``
+renamed. Memory: one group is held while it is ordered — at most
+``hoodie.clustering.plan.strategy.max.bytes.per.group`` of input (2 GB by default) in Arrow form.
+
+**Key order.** Files ordered by record key declare it (Parquet ``sorting_columns``), so readers
+sort-merge their log files later; files ordered by sort columns declare those columns (linear)
+or nothing (curves), and readers of a merge-on-read group then merge by hash — both read right.
+
+**Complete**: a ``replacecommit`` (``<t>_<completion>.replacecommit``) whose
+``HoodieReplaceCommitMetadata`` has the new files' write stats, ``partitionToReplaceFileIds`` (every
+input file group), operation type ``CLUSTER``, the writer schema, and under
+:data:`~pyhudi.services.clustering.COLUMN_RANGES_KEY` each written file's min/max per sort column.
+Under the lock, before completing: no other replacecommit replaced an input group, and no
+write committed to one since the plan. Reject mode refuses such writes; in allow mode
+(``SparkAllowUpdateStrategy``) they go ahead, and the clustering then aborts and is rolled back
+(plan dropped, rollback instant written) rather than lose their rows — the next clustering plans
+those groups with what the writes added.
+
+A failed run deletes what it wrote (markers) and goes back to requested; a killed one (inflight,
+heartbeat gone) is rolled back the same way and re-executed from its plan — never re-planned.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pyhudi.config import clustering as cl
+from pyhudi.config import table as tc
+from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
+from pyhudi.config.write import PARQUET_BLOCK_SIZE
+from pyhudi.context import TableContext
+from pyhudi.engine.base import Engine, get_engine
+from pyhudi.errors import ClusteringConflictError, ConcurrentWriteError, CorruptFileError, TimelineError
+from pyhudi.fsview.view import FileGroup, FileSlice, FileSystemView, Visibility
+from pyhudi.keygen import partition_layout
+from pyhudi.layout import curve_order
+from pyhudi.logformat.parquet_options import constant_strings, parquet_options_for
+from pyhudi.read.file_slice import read_file_slices
+from pyhudi.read.task import READ_BATCH_SIZE
+from pyhudi.schema import META_FIELDS, avro_schema_json
+from pyhudi.services.clustering import (
+    CLUSTER_OPERATION,
+    COLUMN_RANGES_KEY,
+    LAYOUT_PARAM,
+    check_clusterable,
+    check_execution_strategy,
+    plan_sort_columns,
+    sort_columns_of,
+)
+from pyhudi.storage.naming import BaseFileName, WriteToken, new_file_id
+from pyhudi.timeline.heartbeat import heartbeat_expired
+from pyhudi.timeline.instant import Action, Instant
+from pyhudi.timeline.metadata import CommitMetadata, ReplaceCommitMetadata
+from pyhudi.timeline.metadata_plans import ClusteringGroup, ClusteringPlan
+from pyhudi.timeline.timeline import Locked, Timeline
+from pyhudi.write.client import write_stat_of
+from pyhudi.write.commit import ActiveInstant
+from pyhudi.write.handle import KIND_CREATE, META_PARQUET_OPTIONS, WriteStatus
+from pyhudi.write.markers import IO_CREATE, create_marker, delete_markers, list_markers
+from pyhudi.write.rollback import rollback_instant
+
+RECORD_KEY = META_FIELDS[2]
+_NAME_INDEX = len(META_FIELDS) - 1
+Ranges = dict[str, tuple[Any, Any]]
+
+
+# ------------------------------------------------------------------------------ one group
+@dataclass
+class ClusteringTask:
+    """Rewrite one plan group into ``len(file_ids)`` new file groups. Picklable: the local and
+    Spark engines run it alike."""
+
+    context: TableContext
+    instant: str
+    partition_path: str
+    slices: list[FileSlice]
+    file_ids: list[str]
+    write_token: str
+    sort_columns: list[str]
+    layout: str
+    curve_method: str
+    sample_size: int
+    visibility: Visibility
+
+    def run(self) -> list[tuple[WriteStatus, Ranges]]:
+        table = self._merged_rows()
+        if self.sort_columns:
+            order = curve_order(table, self.sort_columns, self.layout, method=self.curve_method,
+                                sample_size=self.sample_size)
+        else:
+            order = pc.sort_indices(table, [(RECORD_KEY, "ascending")])
+        table = table.take(order)
+        count = max(1, min(len(self.file_ids), table.num_rows))
+        bounds = [round(i * table.num_rows / count) for i in range(count + 1)]
+        return [self._write(self.file_ids[i], table.slice(bounds[i], bounds[i + 1] - bounds[i]))
+                for i in range(count) if bounds[i + 1] > bounds[i]]
+
+    def _columns(self) -> list[str]:
+        config = self.context.config
+        drop = config.get(tc.DROP_PARTITION_COLUMNS)
+        dropped = set() if not drop else set(config.partition_fields) - set(config.record_key_fields)
+        return [c for c in self.context.schema.names if c not in dropped]
+
+    def _merged_rows(self) -> pa.Table:
+        """Every live record of the group's slices, meta values as stored (each slice merged)."""
+        tables = [read_file_slices(self.context, [s], self.visibility, columns=self._columns(), with_meta=True,
+                                   batch_size=READ_BATCH_SIZE).read_all() for s in self.slices]
+        return pa.concat_tables(tables).combine_chunks()
+
+    def _write(self, file_id: str, rows: pa.Table) -> tuple[WriteStatus, Ranges]:
+        started = time.perf_counter()
+        storage = self.context.storage
+        name = BaseFileName(file_id, self.write_token, self.instant, None).name
+        relpath = f"{self.partition_path}/{name}" if self.partition_path else name
+        names = constant_strings(name, rows.num_rows).dictionary_decode()
+        rows = rows.set_column(_NAME_INDEX, META_FIELDS[_NAME_INDEX], names)
+        keys = rows.column(RECORD_KEY)
+        create_marker(storage, self.instant, self.partition_path, name, IO_CREATE)
+        options = parquet_options_for(rows, fixed=META_PARQUET_OPTIONS,
+                                      delta_columns=self.context.config.record_key_fields)
+        per_row = max(1, rows.nbytes // max(1, rows.num_rows))
+        with storage.open_output(relpath) as sink:
+            pq.write_table(rows, sink, row_group_size=max(1, PARQUET_BLOCK_SIZE.default // per_row),
+                           sorting_columns=self._declared_order(rows), **options)
+        ranges = {c: _min_max(rows.column(c)) for c in self.sort_columns}
+        status = WriteStatus(
+            instant=self.instant, partition_path=self.partition_path, file_id=file_id, family="", file_name=name,
+            kind=KIND_CREATE, num_records=rows.num_rows, num_inserts=rows.num_rows, num_updates=0, num_deletes=0,
+            bytes_written=storage.size(relpath), base_file="", prev_commit="null", is_new_file_group=True,
+            elapsed_ms=int((time.perf_counter() - started) * 1000),
+            min_key=pc.min(keys).as_py(), max_key=pc.max(keys).as_py(),
+        )
+        return status, ranges
+
+    def _declared_order(self, rows: pa.Table) -> list[pq.SortingColumn] | None:
+        """What the file may declare: record key order (strictly increasing keys only), or the
+        sort columns of a linear layout."""
+        if not self.sort_columns:
+            keys = rows.column(RECORD_KEY).combine_chunks()
+            n = len(keys)
+            if n < 2 or pc.all(pc.greater(keys.slice(1), keys.slice(0, n - 1))).as_py():
+                return [pq.SortingColumn(META_FIELDS.index(RECORD_KEY))]
+            return None
+        if self.layout == "linear":
+            return [pq.SortingColumn(rows.column_names.index(c)) for c in self.sort_columns]
+        return None
+
+
+def _min_max(column: pa.ChunkedArray) -> tuple[Any, Any]:
+    found = pc.min_max(column)
+    return found["min"].as_py(), found["max"].as_py()
+
+
+def _json_value(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (date, datetime)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)
+
+
+# ------------------------------------------------------------------------------ the driver
+def _group_slices(groups: Mapping[tuple[str, str], FileGroup], group: ClusteringGroup) -> list[FileSlice]:
+    """The slices a plan group names, from the listing (an error naming a missing file: a plan
+    never silently clusters less)."""
+    out = []
+    for info in group.slices or ():
+        key = (info.partition_path or "", info.file_id or "")
+        found = {}
+        if key in groups:
+            found = {f.name.name: f for f in (*groups[key].base_files, *groups[key].log_files)}
+        base_name = (info.data_file_path or "").rsplit("/", 1)[-1]
+        log_names = [p.rsplit("/", 1)[-1] for p in info.delta_file_paths or ()]
+        missing = [n for n in ([base_name] if base_name else []) + log_names if n not in found]
+        if missing:
+            where = f"{key[0]}/{missing[0]}" if key[0] else missing[0]
+            raise CorruptFileError(f"clustering plan names {where}, which is not a visible data file of the table")
+        logs = sorted((found[n] for n in log_names), key=lambda lf: lf.sort_key())
+        out.append(FileSlice(key[0], key[1], None, found[base_name] if base_name else None, logs))
+    return out
+
+
+def _tasks(context: TableContext, view: FileSystemView, instant: str, plan: ClusteringPlan,
+           sort_columns: list[str], layout: str, options: Mapping[str, str]) -> list[ClusteringTask]:
+    groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
+    tasks = []
+    for index, group in enumerate(plan.input_groups or ()):
+        slices = [s for s in _group_slices(groups, group) if not s.is_empty]
+        if not slices:
+            continue
+        outputs = max(1, group.num_output_file_groups or 1)
+        tasks.append(ClusteringTask(
+            context, instant, slices[0].partition_path, slices, [new_file_id(0) for _ in range(outputs)],
+            str(WriteToken(index, 0, 0)), sort_columns, layout, cl.CURVE_BUILD_METHOD.get(options),
+            cl.CURVE_SAMPLE_SIZE.get(options), view.visibility))
+    return tasks
+
+
+def _replace_metadata(context: TableContext, plan: ClusteringPlan,
+                      results: Sequence[tuple[WriteStatus, Ranges]]) -> ReplaceCommitMetadata:
+    statuses = [s for s, _ in results]
+    ranges = {s.relpath: {c: [_json_value(v) for v in r[c]] for c in r} for s, r in results if r}
+    extra = dict(plan.extra_metadata or {})
+    if ranges:
+        extra[COLUMN_RANGES_KEY] = json.dumps(ranges, sort_keys=True)
+    commit = CommitMetadata.from_write_stats(
+        [write_stat_of(s) for s in statuses], operation_type=CLUSTER_OPERATION,
+        schema=avro_schema_json(context.schema, context.config.name), extra_metadata=extra)
+    replaced: dict[str, list[str]] = {}
+    for partition, file_id in plan.file_groups():
+        replaced.setdefault(partition, []).append(file_id)
+    return ReplaceCommitMetadata(
+        partition_to_write_stats=commit.partition_to_write_stats, compacted=False,
+        extra_metadata=commit.extra_metadata, version=1, operation_type=CLUSTER_OPERATION,
+        partition_to_replace_file_ids={p: sorted(ids) for p, ids in sorted(replaced.items())})
+
+
+def check_inputs_unchanged(instant: str, plan: ClusteringPlan, current: Timeline) -> None:
+    """Under the lock, before a clustering completes: no input group was replaced or written by
+    a commit that completed after the plan was made — its rows would be lost with the group."""
+    inputs = set(plan.file_groups())
+    for other in sorted(current.completed(), key=lambda i: i.sort_time):
+        if other.requested_time == instant or (other.completion_time or other.requested_time) <= instant:
+            continue
+        if str(other.action) not in ("commit", "deltacommit", "replacecommit"):
+            continue
+        metadata = current.read_metadata(other)
+        touched = {(p, f) for p, ids in (getattr(metadata, "partition_file_ids", lambda: {})() or {}).items()
+                   for f in ids}
+        if isinstance(metadata, ReplaceCommitMetadata):
+            touched |= metadata.replaced_file_groups()
+        hit = sorted(inputs & touched)
+        if hit:
+            partition, file_id = hit[0]
+            raise ClusteringConflictError(
+                f"clustering {instant} cannot complete: {other.action} {other.requested_time} changed its input file "
+                f"group {file_id} of partition {partition!r} after the plan was made; the clustering is rolled back "
+                "(its plan is dropped, nothing that write wrote is lost) and the next clustering plans the group anew")
+
+
+def run_clustering(context: TableContext, timeline: Timeline, instant: str, *, engine: str | Engine | None = None,
+                   options: Mapping[str, str] | None = None) -> Instant:
+    """Execute the clustering planned at ``instant``; returns the completed ``replacecommit``.
+
+    An inflight clustering whose executor is gone (heartbeat expired, or naming a dead process
+    of this host) is rolled back to requested first and executed again from the same plan; one
+    whose executor is alive is refused (:class:`ConcurrentWriteError`).
+    """
+    options = {**context.config.props, **(options or {})}
+    check_clusterable(context)
+    storage = context.storage
+    pending = timeline.get(instant)
+    if pending is None or pending.action is not Action.CLUSTERING:
+        done = pending is not None and pending.is_completed and pending.is_clustering
+        raise TimelineError(f"no pending clustering at {instant}" + (": it completed already" if done else ""))
+    interval, misses = HEARTBEAT_INTERVAL_MS.get(options), HEARTBEAT_TOLERABLE_MISSES.get(options)
+    if pending.is_inflight:
+        pending = _recover(storage, timeline, pending, interval, misses)
+    plan = timeline.read_metadata(pending.as_requested()).clustering_plan
+    check_execution_strategy(plan.strategy.strategy_class_name if plan.strategy else None)
+    sort_columns = sort_columns_of(context, plan_sort_columns(plan), options)
+    params = (plan.strategy.strategy_params if plan.strategy else None) or {}
+    layout = params.get(LAYOUT_PARAM) or cl.LAYOUT_OPTIMIZE_STRATEGY.get(options)
+    layout = cl.LAYOUT_OPTIMIZE_STRATEGY.parse(layout)
+    try:
+        active = ActiveInstant.resume(storage, timeline, pending, heartbeat_interval_ms=interval,
+                                      heartbeat_misses=misses)
+    except TimelineError:  # another runner moved it to inflight first: it is that runner's now
+        raise ConcurrentWriteError(f"clustering {instant} was started by another runner meanwhile; it is not "
+                                   "run twice") from None
+    try:
+        view = FileSystemView(storage, timeline, partition_layout(context.config).depth,
+                              family_since=context.family_since)
+        tasks = _tasks(context, view, instant, plan, sort_columns, layout, options)
+        results = [r for batch in get_engine(engine).run_tasks(tasks) for r in batch]
+        metadata = _replace_metadata(context, plan, results)
+        return active.commit(metadata.to_avro_bytes(),
+                             precondition=lambda current: check_inputs_unchanged(instant, plan, current))
+    except ClusteringConflictError:  # its inputs changed: the plan is stale, so it is dropped
+        active.abort(lambda: _roll_back(storage, timeline, instant))
+        raise
+    except BaseException:
+        active.abort(lambda: _undo(storage, timeline, instant))
+        raise
+
+
+def _roll_back(storage: Any, timeline: Timeline, instant: str) -> None:
+    """Roll the clustering back entirely (files by markers, a ``rollback`` instant, the plan
+    gone): the next clustering plans those file groups anew, with what the write added."""
+    current = timeline.reload().get(instant)
+    if current is not None and current.is_pending:
+        rollback_instant(storage, timeline, current)
+
+
+def _recover(storage: Any, timeline: Timeline, inflight: Instant, interval: int, misses: int) -> Instant:
+    """An inflight clustering whose executor is gone goes back to requested (its files deleted),
+    decided under the timeline lock so two recoverers never undo each other's fresh run."""
+    instant = inflight.requested_time
+    with Locked(timeline.lock):
+        current = timeline.reload().get(instant)
+        if current is None or not current.is_pending:
+            raise TimelineError(f"no pending clustering at {instant}: it completed meanwhile")
+        if current.is_inflight:
+            if not heartbeat_expired(storage, instant, interval, misses):
+                raise ConcurrentWriteError(f"clustering {instant} is being executed by another live process (its "
+                                           "heartbeat is fresh); it is not run twice")
+            _undo(storage, timeline, instant)
+    return timeline.get(instant)
+
+
+def _undo(storage: Any, timeline: Timeline, instant: str) -> None:
+    """A failed execution: its files go (by their markers), the instant goes back to requested."""
+    for marker in list_markers(storage, instant):
+        storage.delete(marker.data_relpath)
+    delete_markers(storage, instant)
+    current = timeline.reload().get(instant)
+    if current is not None and current.is_inflight:
+        timeline.revert_to_requested(current)
