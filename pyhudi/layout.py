@@ -1,20 +1,43 @@
 """Layout optimization: the order clustering writes rows in (``hoodie.layout.optimize.strategy``).
 
-``linear`` sorts lexicographically by the sort columns; ``z-order`` and ``hilbert`` order rows along
-a space-filling curve over the sort columns, so every sort column stays selective for min/max data
-skipping (reference: hudi-internals-services.md §2).
+``linear`` sorts lexicographically by the sort columns: after cutting the sorted rows into files,
+only the first column has narrow min/max ranges per file. ``z-order`` and ``hilbert`` order rows
+along a space-filling curve over the sort columns, so that every sort column keeps narrow ranges
+and stays selective for min/max data skipping (reference: hudi-internals-services.md §2).
+
+A curve needs each column as an unsigned integer coordinate whose order is the column's order:
+
+- ``direct`` (``hoodie.layout.optimize.curve.build.method=direct``): the dense rank of each value
+  among the column's distinct values (any sortable type: integers, floats with their negatives,
+  strings, timestamps, dates, booleans, decimals);
+- ``sample``: Hudi's sample-based range partitioning — boundaries are the distinct values of a
+  seeded sample of ``sample_size`` rows, and each value's coordinate is the number of boundaries
+  below it (``searchsorted``), with no full sort of the column. When the sample holds every row
+  the coordinates are the dense ranks, so both methods give the same order.
+
+Nulls take the coordinate after the largest value (nulls last). Coordinates of every column are
+then scaled to one common bit width (at most 64 bits in all), so that no column dominates the
+curve because it has more distinct values. The z-order index interleaves the coordinates' bits
+(the first column's bit highest); the Hilbert index comes from Skilling's transform ("Programming
+the Hilbert curve", 2004), both vectorized over all rows with NumPy. Rows are returned in the
+order of their index (stable: rows of equal index keep their input order).
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.errors import ConfigError
 
 STRATEGIES = ("linear", "z-order", "hilbert")
+METHODS = ("direct", "sample")
+SAMPLE_SEED = 20_240_101
+"""Seed of the sample method: a re-executed clustering plan orders its rows the same way."""
+INDEX_BITS = 64
 
 
 def curve_order(table: pa.Table, columns: Sequence[str], strategy: str = "linear", *,
@@ -23,13 +46,192 @@ def curve_order(table: pa.Table, columns: Sequence[str], strategy: str = "linear
 
     ``method`` (``direct`` / ``sample``) and ``sample_size`` shape how the curves map values;
     ``linear`` ignores them. Nulls sort last in every strategy."""
-    strategy = strategy.strip().lower()
+    strategy = str(strategy).strip().lower()
+    method = str(method).strip().lower()
+    if isinstance(columns, str):
+        raise ConfigError(f"sort columns must be a list of column names, got the string {columns!r}")
+    columns = list(columns)
     missing = [c for c in columns if c not in table.column_names]
     if missing:
         raise ConfigError(f"unknown sort column(s) {', '.join(missing)}: the table has {', '.join(table.column_names)}")
-    if strategy == "linear":
-        return pc.sort_indices(table, [(c, "ascending") for c in columns], null_placement="at_end")
     if strategy not in STRATEGIES:
         raise ConfigError(f"unknown layout strategy {strategy!r} for hoodie.layout.optimize.strategy: "
                           f"expected one of {', '.join(STRATEGIES)}")
-    raise ConfigError(f"layout strategy {strategy!r} is not built yet")
+    if not columns:
+        return pa.array(np.arange(table.num_rows, dtype=np.int64))
+    if strategy == "linear":
+        return pc.sort_indices(table, [(c, "ascending", "at_end") for c in columns])
+    if method not in METHODS:
+        raise ConfigError(f"unknown curve build method {method!r} for hoodie.layout.optimize.curve.build.method: "
+                          f"expected one of {', '.join(METHODS)}")
+    if isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size <= 0:
+        raise ConfigError(f"hoodie.layout.optimize.build.curve.sample.size must be a positive integer, "
+                          f"got {sample_size!r}")
+    if table.num_rows == 0:
+        return pa.array([], pa.int64())
+    codes = [_coordinates(table.column(c), method, sample_size) for c in columns]
+    bits = _common_bits(codes)
+    scaled = [_scale(c, bits) for c in codes]
+    index = z_index(scaled, bits) if strategy == "z-order" else hilbert_index(scaled, bits)
+    return pa.array(np.argsort(index, kind="stable").astype(np.int64))
+
+
+# ---------------------------------------------------------------------------- coordinates
+def _coordinates(column: pa.ChunkedArray | pa.Array, method: str, sample_size: int) -> np.ndarray:
+    """Integer coordinates (uint64) of one column: order-preserving, nulls after every value."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    _check_sortable(array.type)
+    valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if method == "direct":
+        codes = _dense_ranks(array)
+    else:
+        codes = _sample_buckets(_sort_keys(array), valid, sample_size)
+    if not valid.all():
+        top = codes[valid].max() + 1 if valid.any() else np.uint64(0)
+        codes = np.where(valid, codes, np.uint64(top)).astype(np.uint64)
+    return codes
+
+
+def _check_sortable(type_: pa.DataType) -> None:
+    if pa.types.is_nested(type_) or pa.types.is_null(type_):
+        raise ConfigError(f"a {type_} column cannot be a layout sort column: only primitive values have an order")
+
+
+def _dense_ranks(array: pa.Array) -> np.ndarray:
+    """0-based dense rank of each value among the distinct values (nulls: anything, replaced)."""
+    ranks = pc.rank(array, sort_keys="ascending", tiebreaker="dense")
+    return ranks.to_numpy(zero_copy_only=False).astype(np.uint64) - np.uint64(1)
+
+
+def _sample_buckets(keys: np.ndarray, valid: np.ndarray, sample_size: int) -> np.ndarray:
+    """How many distinct sampled values lie below each value (Hudi's range bounds from a sample)."""
+    present = np.flatnonzero(valid)
+    if len(present) > sample_size:
+        rng = np.random.default_rng(SAMPLE_SEED)
+        present = rng.choice(present, size=sample_size, replace=False)
+    bounds = np.unique(keys[present])
+    return np.searchsorted(bounds, keys, side="left").astype(np.uint64)
+
+
+_SIGN = np.uint64(1 << 63)
+
+
+def _sort_keys(array: pa.Array) -> np.ndarray:
+    """An order-preserving uint64 of each value without sorting (nulls: anything).
+
+    Signed integers flip their sign bit; floats flip all bits when negative and the sign bit
+    otherwise (IEEE 754 order); temporal values are their integer counts; strings and binaries
+    are their first 8 bytes, big-endian (longer shared prefixes tie: an order that may only
+    merge neighbours, as Hudi's byte mapping does). Other types fall back to dense ranks.
+    """
+    type_ = array.type
+    if pa.types.is_boolean(type_):
+        return np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.uint64)
+    if pa.types.is_temporal(type_):
+        width = type_.bit_width
+        array = array.view(pa.int64() if width == 64 else pa.int32())
+        type_ = array.type
+    if pa.types.is_integer(type_):
+        values = array.fill_null(0).to_numpy(zero_copy_only=False)
+        if pa.types.is_unsigned_integer(type_):
+            return values.astype(np.uint64)
+        return values.astype(np.int64).view(np.uint64) ^ _SIGN
+    if pa.types.is_floating(type_):
+        values = array.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
+        bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+        return np.where(bits & _SIGN, ~bits, bits | _SIGN)
+    if pa.types.is_string(type_) or pa.types.is_binary(type_) or pa.types.is_large_string(type_) \
+            or pa.types.is_large_binary(type_):
+        return _prefix_keys(array)
+    return _dense_ranks(array)
+
+
+def _prefix_keys(array: pa.Array) -> np.ndarray:
+    """The first 8 bytes of each string or binary value as a big-endian uint64 (zero-padded)."""
+    large = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
+    offsets_buffer, data_buffer = array.buffers()[1:3]
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if large else np.int32)
+    offsets = offsets[array.offset:array.offset + len(array) + 1].astype(np.int64)
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    keys = np.zeros(len(array), dtype=np.uint64)
+    for j in range(8):  # (eight vectorized passes, one per byte)
+        has = lengths > j
+        byte = np.zeros(len(array), dtype=np.uint64)
+        byte[has] = data[starts[has] + j]
+        keys |= byte << np.uint64(8 * (7 - j))
+    return keys
+
+
+def _common_bits(codes: Sequence[np.ndarray]) -> int:
+    """Bits per coordinate: enough for the column with most distinct codes, at most
+    ``64 / columns`` so that the curve index fits in 64 bits."""
+    largest = max(int(c.max()) for c in codes)
+    return max(1, min(INDEX_BITS // len(codes), largest.bit_length()))
+
+
+def _scale(codes: np.ndarray, bits: int) -> np.ndarray:
+    """Stretch (or squeeze) codes ``0..max`` onto ``0..2**bits - 1``, keeping their order."""
+    top = int(codes.max())
+    full = (1 << bits) - 1
+    if top == full or top == 0:
+        return codes
+    if top < full and full % top == 0:
+        return codes * np.uint64(full // top)
+    scaled = np.floor(codes.astype(np.float64) * (full / top))
+    return np.minimum(scaled, full).astype(np.uint64)
+
+
+# ---------------------------------------------------------------------------- curves
+def z_index(coordinates: Sequence[np.ndarray], bits: int) -> np.ndarray:
+    """The z-order (Morton) index: bit ``b`` of column ``i`` of ``n`` lands at position
+    ``b * n + (n - 1 - i)`` (the first column's bit is the highest of each level)."""
+    n = len(coordinates)
+    index = np.zeros(len(coordinates[0]), dtype=np.uint64)
+    one = np.uint64(1)
+    for b in range(bits):
+        for i, x in enumerate(coordinates):
+            index |= ((x >> np.uint64(b)) & one) << np.uint64(b * n + (n - 1 - i))
+    return index
+
+
+def hilbert_index(coordinates: Sequence[np.ndarray], bits: int) -> np.ndarray:
+    """The Hilbert index of ``n``-dimensional points of ``bits``-bit coordinates.
+
+    Skilling's AxesToTranspose (inverse undo, then Gray encoding) turns the coordinates into the
+    "transposed" index, whose bits interleave into the index exactly as a z-order does.
+    """
+    x = [np.array(c, dtype=np.uint64, copy=True) for c in coordinates]
+    n = len(x)
+    one = np.uint64(1)
+    t = np.empty_like(x[0])
+    mask = np.empty_like(x[0])
+    for level in range(bits - 1, 0, -1):  # inverse undo: per level, invert or exchange the low bits
+        p = np.uint64((1 << level) - 1)
+        for i in range(n):
+            np.right_shift(x[i], np.uint64(level), out=mask)
+            mask &= one
+            np.negative(mask, out=mask)  # all ones where the bit is set
+            np.bitwise_and(mask, p, out=t)
+            x[0] ^= t  # set: invert the low bits of x[0]
+            if i:  # clear: exchange the low bits of x[0] and x[i]
+                np.bitwise_xor(x[0], x[i], out=t)
+                t &= p
+                np.invert(mask, out=mask)
+                t &= mask
+                x[0] ^= t
+                x[i] ^= t
+    for i in range(1, n):  # Gray encode
+        x[i] ^= x[i - 1]
+    t[:] = 0
+    for level in range(bits - 1, 0, -1):
+        np.right_shift(x[n - 1], np.uint64(level), out=mask)
+        mask &= one
+        np.negative(mask, out=mask)
+        mask &= np.uint64((1 << level) - 1)
+        t ^= mask
+    for i in range(n):
+        x[i] ^= t
+    return z_index(x, bits)

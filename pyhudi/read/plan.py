@@ -24,7 +24,7 @@ import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +40,7 @@ from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
 from pyhudi.keygen import PartitionLayout, partition_layout
 from pyhudi.read.retention import check_time_travel, pinned_batches
 from pyhudi.read.pruning import partition_columns_from_path, partition_may_match
+from pyhudi.read.skipping import FileSkipper
 from pyhudi.read.split import key_splits, split_rows
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
 from pyhudi.schema import META_FIELDS
@@ -61,6 +62,22 @@ class ScanPlan:
     query_type: str = "snapshot"
     snapshot: str | None = None
     """The pinned snapshot as a completion time (``instant`` may be a write's requested time)."""
+    metrics: dict[str, int] = field(default_factory=dict)
+    """What planning decided: file groups and data files considered and skipped by statistics
+    (:mod:`pyhudi.read.skipping`), footers read, ranges taken from commit metadata."""
+
+    def explain(self) -> str:
+        """One line per planning step: what was considered and what was skipped."""
+        m = self.metrics
+        return "\n".join([
+            f"{self.query_type} scan as of {self.snapshot or self.instant or 'the empty table'}",
+            f"file groups: {m.get('file_groups_considered', 0)} considered, "
+            f"{m.get('file_groups_skipped', 0)} skipped by statistics",
+            f"files: {m.get('files_considered', 0)} considered, {m.get('files_skipped', 0)} skipped",
+            f"statistics: {m.get('footers_read', 0)} footers read, "
+            f"{m.get('ranges_from_commit_metadata', 0)} files ranged by commit metadata",
+            f"tasks: {len(self.tasks)}",
+        ])
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         for task in self.tasks:
@@ -366,16 +383,23 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
         skip_corrupt_blocks=skip_corrupt_blocks(options),
     )
     groups = _pruned_groups(table, view, normalized, schema, timeline, incremental, layout)
+    skipper = FileSkipper(table.storage, timeline, normalized, filter_schema, frozenset(key_columns),
+                          read_optimized=query_type == "read_optimized")
     tasks = []
     has_families = not all(f.is_default for f in families.values())  # (a plain table never gets any)
     rebuilt: dict[str, dict] = {}  # partition path → values of the dropped partition columns
     layout_version = config.layout_version
+    planned = []
     for group in groups:
         if group.missing:  # (pruned partitions and untouched file groups are not read: not checked)
             raise missing_files_error(table.storage, group)
         parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, layout_version), own)
                  for scan, own in scans]
-        if all(p.file_slice.is_empty for p in parts):
+        if not all(p.file_slice.is_empty for p in parts):
+            planned.append((group, parts))
+    skipper.prefetch([parts for _, parts in planned])
+    for group, parts in planned:
+        if not skipper.may_match(parts):
             continue
         values = None
         if dropped and needed & set(dropped):
@@ -390,7 +414,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
                     config.get(tc.URL_ENCODE_PARTITIONING))
         task = ReadTask(table.storage, group.partition_path, group.file_id, parts, settings, partition_values=values)
         tasks.extend(_split(task, max_rows) if max_rows else [task])
-    return ScanPlan(output, pinned, tasks, query_type, view.as_of or pinned)
+    return ScanPlan(output, pinned, tasks, query_type, view.as_of or pinned, skipper.metrics)
 
 
 def _split(task: ReadTask, max_rows: int) -> list[ReadTask]:
