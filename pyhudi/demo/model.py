@@ -34,11 +34,13 @@ class Commit:
     stream: str
     kind: str  # "upsert" or "delete"
     data: pa.Table
+    instant: str = ""
 
 
-def load_commit(completion_time: str, stream: str, path: Path) -> Commit:
+def load_commit(completion_time: str, stream: str, path: Path, instant: str = "") -> Commit:
+    """The commit of one inbox batch, read back from the batch's file."""
     kind = "delete" if path.name.endswith(".zdelete.parquet") else "upsert"
-    return Commit(completion_time, stream, kind, pq.read_table(path))
+    return Commit(completion_time, stream, kind, pq.read_table(path), instant)
 
 
 def _families_of(commit: Commit) -> tuple[str, ...]:
@@ -62,6 +64,9 @@ def expected_rows(commits: list[Commit]) -> pa.Table:
             n = part.num_rows
             parts.append(part.append_column("_seq", pa.array(np.full(n, i, np.int64)))
                          .append_column("_row", pa.array(np.arange(n, dtype=np.int64))))
+        if not parts:  # a family nobody wrote: no key has its values
+            empty = pa.schema([SCHEMA.field(KEY), *(SCHEMA.field(c) for c in columns)]).empty_table()
+            parts = [empty.append_column("_seq", pa.array([], pa.int64())).append_column("_row", pa.array([], pa.int64()))]
         winners.append(_family_winners(pa.concat_tables(parts), FAMILY_ORDERING[family], last_delete))
     keys = pc.unique(pa.concat_arrays([w[KEY].combine_chunks() for w in winners]))
     out = pa.table({KEY: keys})

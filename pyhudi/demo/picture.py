@@ -29,12 +29,12 @@ def snapshot(table: Any) -> Layout:
 
 
 def run_timeline(users: Any, events: Any, writer_of: dict[str, str]) -> list[dict[str, Any]]:
-    """Both tables' instants as timeline rows; lanes: a writer stream per deltacommit of the
-    users table (``writer_of``: instant → stream), else the table and the action."""
+    """Both tables' instants as timeline rows, one lane per table and writer (``writer_of``:
+    instant → who wrote it) or per table and action (services)."""
     rows = []
     for table, name in ((users, "users"), (events, "events")):
-        for row in timeline_rows(table):
-            lane = writer_of.get(row["requested_time"]) or f"{name}: {row['origin_action']}"
+        for row in timeline_rows(table, archived=True):
+            lane = f"{name} · {writer_of.get(row['requested_time']) or row['origin_action']}"
             rows.append({**row, "origin_action": lane})
     return rows
 
@@ -90,7 +90,7 @@ def draw_run(output: str, timeline: list[dict[str, Any]], timezone: str, users: 
         for col, (moment, layout) in enumerate(events):
             groups = [g for _, family_groups in layout for g in family_groups]
             _draw_layout(figure.add_subplot(event_grid[0, col]), f"events · {moment}", groups, scale)
-        figure.subplots_adjust(left=0.07, right=0.99, top=0.95, bottom=0.03)
+        figure.subplots_adjust(left=0.11, right=0.99, top=0.95, bottom=0.03)
         figure.savefig(output, format="png", dpi=DPI)
     finally:
         plt.close(figure)

@@ -46,6 +46,7 @@ def run(workdir: Path, size: data.DemoSize, console: Console, *, spark: bool = T
     report = Report(f"pyhudi demo ({size.label} run): a wide table fed by three streams, and an events table")
     output = output or workdir / "demo.png"
     users, commits, runs = _streams(workdir, size, console, report)
+    writer_of = {c.instant: f"{c.stream} writer" if c.stream != "backfill" else "backfill" for c in commits}
     expected = expected_rows(commits)
     with report.phase("snapshot read checked against the model", console):
         _check_read(report, users, expected, "after the three streams")
@@ -60,7 +61,6 @@ def run(workdir: Path, size: data.DemoSize, console: Console, *, spark: bool = T
                  ["family", "rows with values", "files", "bytes", "log files", "files after", "bytes after",
                   "logs after"], layout_rows(before, family_files(users), live))
     events_table, event_layouts = _events(workdir, size, console, report)
-    writer_of = {c["instant"]: f"{r.stream} writer" for r in runs for c in r.commits if "instant" in c}
     with report.phase("picture", console):
         width, height = picture.draw_run(str(output), picture.run_timeline(users, events_table, writer_of),
                                          users.config.timezone, layouts, event_layouts)
@@ -86,11 +86,12 @@ def _streams(workdir: Path, size: data.DemoSize, console: Console,
                                     num_buckets=NUM_BUCKETS, column_families=data.FAMILIES)
         initial = data.backfill(size)
         users.bulk_insert(initial)
-        commits = [Commit(users.last_write.completion_time, "backfill", "upsert", initial)]
+        commits = [Commit(users.last_write.completion_time, "backfill", "upsert", initial, users.last_write.instant)]
     with report.phase("three writer processes, concurrently", console):
         runs = run_writers(users.path, inbox, list(data.STREAMS), workdir)
     for r in runs:
-        commits += [load_commit(c["completion_time"], r.stream, Path(c["batch"])) for c in r.commits if "error" not in c]
+        commits += [load_commit(c["completion_time"], r.stream, Path(c["batch"]), c["instant"])
+                    for c in r.commits if "error" not in c]
     errors = [f"{r.stream}: {e['type']}: {e['error']}" for r in runs for e in r.errors]
     report.check("every writer commit succeeded (non-blocking concurrency control)",
                  not errors and all(len(r.commits) == generated[r.stream]["batches"] for r in runs),

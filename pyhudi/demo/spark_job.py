@@ -1,69 +1,21 @@
 """The demo's Spark job: complete rows and a pruned read of one family through Spark local mode.
 
-Spark's own logging stays out of the demo's report: the JVM gets a log4j2 configuration that
-logs errors only, and its stderr (and that of the Python workers it starts) goes to
-``spark.log`` in the demo's work folder, which the report names; the UI and the console
-progress bar are off.
+Spark's own logging stays out of the demo's report (:func:`pyhudi.spark.session.local_session`
+with a log folder): it goes to ``spark.log`` in the demo's work folder, which the report names.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
-
-LOG4J2 = """\
-rootLogger.level = error
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-"""
-
-
-@contextmanager
-def _stderr_to(path: Path) -> Iterator[None]:
-    """Point file descriptor 2 at ``path`` while the JVM starts: it inherits that descriptor and
-    keeps it; this process gets its own stderr back afterwards."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with open(path, "ab") as log:
-        os.dup2(log.fileno(), 2)
-    try:
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+from typing import Any
 
 
 def quiet_session(workdir: Path) -> Any:
-    """A local[2] session that logs nothing on the console (see the module docstring)."""
-    from pyspark.sql import SparkSession
+    """A local[2] session whose own logging goes to ``workdir/spark.log``."""
+    from pyhudi.spark.session import local_session
 
-    from pyhudi.spark.conf import configure
-
-    config = workdir / "log4j2.properties"
-    config.write_text(LOG4J2)
-    root = str(Path(__file__).resolve().parents[2])  # Spark's Python workers import this checkout
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    java_options = f"-Dlog4j2.configurationFile={config.as_uri()}"
-    with _stderr_to(workdir / "spark.log"):
-        spark = (configure(SparkSession.builder).master("local[2]").appName("pyhudi-demo")
-                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                 .config("spark.driver.extraJavaOptions", java_options)
-                 .config("spark.executor.extraJavaOptions", java_options)
-                 .config("spark.sql.shuffle.partitions", "2").config("spark.default.parallelism", "2")
-                 .config("spark.sql.session.timeZone", "UTC").config("spark.driver.bindAddress", "127.0.0.1")
-                 .config("spark.driver.host", "127.0.0.1").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return local_session("pyhudi-demo", log_dir=workdir)
 
 
 def spark_reads(spark: Any, path: str) -> dict[str, Any]:
