@@ -127,8 +127,8 @@ def draw_table(table: Any, output: str, size: tuple[int, int] | None = None, arc
     try:
         figure.suptitle(f"{table.name} ({table.config.table_type})", fontsize=12, x=0.01, ha="left")
         draw_timeline(axes[0][0], rows, table.config.timezone)
-        for ax, (family, family_rows) in zip(axes[1:, 0], families):
-            draw_family(ax, family, family_rows)
+        for ax, (family, groups) in zip(axes[1:, 0], families):
+            draw_family(ax, family, groups)
         figure.tight_layout(rect=(0, 0, 1, 0.97))
         try:
             figure.savefig(output, format="png", dpi=DPI)
