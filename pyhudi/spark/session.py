@@ -2,10 +2,12 @@
 
 ``local_session()`` builds a ``local[2]`` session with pyhudi's recommended settings
 (:func:`pyhudi.spark.conf.configure`), the UI and the console progress bar off, and Spark's
-Python workers running this Python with this checkout first on their path. With ``log_dir``,
-Spark's own logging stays out of the console: the JVM gets a log4j2 configuration that logs
-errors only, and its stderr — and that of the Python workers it starts — goes to
-``log_dir/spark.log`` (file descriptor 2 points there while the JVM starts, which keeps it).
+Python workers running this Python with this checkout first on their path. Spark logs errors
+only (``setLogLevel("ERROR")``). With ``log_dir``, Spark's own output stays out of the console
+altogether: the JVM's stderr — what it prints before the log level applies, and what the Python
+workers it starts print — goes to ``log_dir/spark.log`` (file descriptor 2 points there while the
+JVM starts, and the JVM keeps it); a log4j2 configuration at error level is passed as the JVM's
+``spark.driver.extraJavaOptions`` too.
 """
 
 from __future__ import annotations
