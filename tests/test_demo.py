@@ -121,10 +121,11 @@ def test_a_failed_check_is_reported_and_exits_one(tmp_path, monkeypatch, capsys)
         return rows.slice(1)
 
     monkeypatch.setattr("pyhudi.demo.pipeline.expected_rows", one_row_short)
+    monkeypatch.setenv("COLUMNS", "250")  # the report's table rows on one line each
     assert main(["demo", "--small", "--no-spark", "--path", str(tmp_path / "run")]) == 1
     out = capsys.readouterr().out
     assert re.search(r"FAILED\s+│ read after the three streams equals the model\s+│ \d+ rows read, \d+ expected "
-                     r"\(0 missing, 1 extra\)", out)
+                     r"\(0 missing, 1 extra\)", out), out
     assert "checks: 9 passed, 4 failed" in out  # the four reads of users fail; no Spark checks
 
 
@@ -164,3 +165,21 @@ def test_model_resolves_late_events_deletes_and_rows_of_one_family():
     assert model.late_losers(commits) == {"clicks": 4}  # 1@t+3 and 1@t+4 late; 2@t+5 and 2@t+9 deleted
     assert model.differences(rows, rows) == []
     assert model.differences(rows.slice(1), rows) == ["1 rows read, 2 expected (1 missing, 0 extra)"]
+
+
+def test_demo_without_path_runs_in_a_removed_temporary_folder(tmp_path, monkeypatch, capsys):
+    """As ``bash scripts/demo.sh`` runs it (here without Spark): the picture lands in the working
+    directory, the temporary folder is gone afterwards, and the report says so."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYHUDI_DEMO_SIZE", "small")
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["demo", "--no-spark"]) == 0
+    out = capsys.readouterr().out
+    assert "tables and Spark's log: removed after the run (pass --path DIR to keep them)" in out
+    assert f"picture: {tmp_path / 'demo.png'} ({SIZE[0]}x{SIZE[1]} px)" in out
+    assert out.rstrip().endswith("checks: 13 passed, 0 failed")  # every check but Spark's two
+    assert png_size(tmp_path / "demo.png") == SIZE
+    assert list(scratch.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["demo.png", "tmp"]

@@ -41,7 +41,8 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
         workdir.mkdir(parents=True, exist_ok=True)
     output = Path(args.output) if args.output else (Path("demo.png") if owned else workdir / "demo.png")
     try:
-        return pipeline.run(workdir, size, console, spark=args.spark, output=output.resolve())
+        return pipeline.run(workdir, size, console, spark=args.spark, output=output.resolve(),
+                            kept=not owned or args.keep)
     finally:
         if owned and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -66,7 +66,8 @@ def local_session(app_name: str = "pyhudi", log_dir: Path | None = None) -> Any:
         config.write_text(LOG4J2)
         java_options = f"-Dlog4j2.configurationFile={config.as_uri()}"
         builder = builder.config("spark.driver.extraJavaOptions", java_options) \
-            .config("spark.executor.extraJavaOptions", java_options)
+            .config("spark.executor.extraJavaOptions", java_options) \
+            .config("spark.sql.warehouse.dir", str(Path(log_dir) / "spark-warehouse"))  # not in the cwd
         with _stderr_to(Path(log_dir) / "spark.log"):
             spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
