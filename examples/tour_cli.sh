@@ -14,5 +14,6 @@ pyhudi stats "$DIR/t" filesizes
 pyhudi compact "$DIR/t" --families activity --dry-run       # the plan, not written
 pyhudi compact "$DIR/t" --full
 pyhudi clean "$DIR/t" --option hoodie.cleaner.commits.retained=1
-pyhudi show-instant "$DIR/t" "$(pyhudi timeline "$DIR/t" --json | python -c 'import json,sys; print(json.load(sys.stdin)[-1]["requested_time"])')"
+LAST=$(pyhudi timeline "$DIR/t" --json | python -c 'import json,sys; print(json.load(sys.stdin)[-1]["requested_time"])')
+pyhudi show-instant "$DIR/t" "$LAST"                         # the clean's plan and metadata, decoded
 pyhudi draw "$DIR/t" -o "$DIR/t.png"

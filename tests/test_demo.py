@@ -64,7 +64,8 @@ def test_demo_exits_zero_and_reports_every_check(demo_run):
     assert out.rstrip().endswith(f"checks: {len(CHECKS)} passed, 0 failed")
     assert f"picture: {workdir / 'demo.png'} ({SIZE[0]}x{SIZE[1]} px)" in out
     for line in ("writers (one process per stream", "Spark (local[2]) on the users table", "table services on users",
-                 "users: 200 columns in 4 families, 8 buckets", "events: 12 small inserts, then clustering by device_id",
+                 "users: 200 columns in 4 families, 8 buckets",
+                 "events: 12 small inserts, then clustering by device_id",
                  "timings"):
         assert line in out, line
 
@@ -149,7 +150,8 @@ def test_model_resolves_late_events_deletes_and_rows_of_one_family():
     def batch(users, times, clicks):
         rows = data.family_batch(("clicks",), pa.array(users).to_numpy(), pa.array(times).to_numpy(),
                                  np.random.default_rng(0))
-        return rows.set_column(rows.schema.get_field_index("clicks_total"), "clicks_total", pa.array(clicks, pa.int64()))
+        index = rows.schema.get_field_index("clicks_total")
+        return rows.set_column(index, "clicks_total", pa.array(clicks, pa.int64()))
 
     t = data.T0
     commits = [

@@ -66,7 +66,8 @@ def expected_rows(commits: list[Commit]) -> pa.Table:
                          .append_column("_row", pa.array(np.arange(n, dtype=np.int64))))
         if not parts:  # a family nobody wrote: no key has its values
             empty = pa.schema([SCHEMA.field(KEY), *(SCHEMA.field(c) for c in columns)]).empty_table()
-            parts = [empty.append_column("_seq", pa.array([], pa.int64())).append_column("_row", pa.array([], pa.int64()))]
+            none = pa.array([], pa.int64())
+            parts = [empty.append_column("_seq", none).append_column("_row", none)]
         winners.append(_family_winners(pa.concat_tables(parts), FAMILY_ORDERING[family], last_delete))
     keys = pc.unique(pa.concat_arrays([w[KEY].combine_chunks() for w in winners]))
     out = pa.table({KEY: keys})

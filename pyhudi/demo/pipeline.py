@@ -145,7 +145,8 @@ def _spark(workdir: Path, users: Any, expected: Any, console: Console, report: R
     with_orders = int(pc.sum(pc.is_valid(expected["orders_total"])).as_py() or 0)
     report.check("Spark pruned read of the orders family equals the model",
                  pruned["rows"] == expected.num_rows and pruned["with_orders"] == with_orders
-                 and pruned["orders_total"] == model_sum["orders_total"] and _close(pruned["spend"], model_sum["spend"]),
+                 and pruned["orders_total"] == model_sum["orders_total"]
+                 and _close(pruned["spend"], model_sum["spend"]),
                  f"{pruned['rows']:,} rows x {pruned['columns']} columns")
     top = ", ".join(f"{r['country']} {r['users']:,}" for r in out["sql"]["top_countries"])
     report.table("Spark (local[2]) on the users table",

@@ -99,7 +99,8 @@ def run_writers(table_path: str, inbox: Path, streams: list[str], workdir: Path)
         for stream, proc in zip(streams, procs):
             out, err = proc.communicate(timeout=RUN_TIMEOUT_S)
             if proc.returncode != 0:
-                raise DemoWriterError(f"writer {stream!r} exited with {proc.returncode}: {err.decode().strip()[-2000:]}")
+                raise DemoWriterError(
+                    f"writer {stream!r} exited with {proc.returncode}: {err.decode().strip()[-2000:]}")
             lines = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
             seconds = next((x["finished_s"] for x in lines if "finished_s" in x), time.perf_counter() - started)
             runs.append(WriterRun(stream, [x for x in lines if "batch" in x], seconds))
