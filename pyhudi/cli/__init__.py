@@ -7,7 +7,7 @@
   ``show-instant``, ``files``/``fsview``, ``stats``;
 - services (:mod:`~pyhudi.cli.services`): ``compact``, ``clean``, ``archive``, ``rollback``;
 - ``draw`` (:mod:`~pyhudi.cli.draw`): a PNG of the timeline and the file-group layout;
-- ``docs config``: the configuration reference; ``demo``: a short tour.
+- ``docs config``: the configuration reference; ``demo``: the demo pipeline (:mod:`pyhudi.demo`).
 
 Results go to stdout (``--json``: one JSON document); an error is one line on stderr and exit
 status 2 (1 for an unexpected failure), ``--debug`` adds the traceback.

@@ -55,7 +55,7 @@ def parse_size(text: str) -> tuple[int, int]:
     return int(width), int(height)
 
 
-def _family_rows(table: Any) -> list[tuple[str, list[tuple[str, list[tuple[int, bool]]]]]]:
+def family_rows(table: Any) -> list[tuple[str, list[tuple[str, list[tuple[int, bool]]]]]]:
     """Per family: ``(file id, [(bytes, is_base), ...] in instant order)`` of every file group."""
     groups, families, family_table = file_view(table)
     labels = list(families) + ([None] if family_table else [])  # full-row base files of a full compaction
@@ -76,7 +76,7 @@ def _moment(value: str | None, timezone: str) -> datetime | None:
     return parse_instant_time(value[:17], timezone) if value else None
 
 
-def _draw_timeline(ax: Any, rows: list[dict[str, Any]], timezone: str) -> None:
+def draw_timeline(ax: Any, rows: list[dict[str, Any]], timezone: str) -> None:
     lanes = sorted({r["origin_action"] for r in rows})
     for row in rows:
         y = lanes.index(row["origin_action"])
@@ -94,7 +94,7 @@ def _draw_timeline(ax: Any, rows: list[dict[str, Any]], timezone: str) -> None:
         label.set_fontsize(8)
 
 
-def _draw_family(ax: Any, family: str, rows: list[tuple[str, list[tuple[int, bool]]]]) -> None:
+def draw_family(ax: Any, family: str, rows: list[tuple[str, list[tuple[int, bool]]]]) -> None:
     shown = rows[:MAX_ROWS]
     for y, (_, files) in enumerate(shown):
         left = 0
@@ -117,7 +117,7 @@ def draw_table(table: Any, output: str, size: tuple[int, int] | None = None, arc
     if not output.lower().endswith(".png"):
         raise CliInputError(f"--output {output!r}: the picture is a PNG; name the file *.png")
     rows = timeline_rows(table, archived=archived)
-    families = _family_rows(table)
+    families = family_rows(table)
     plt = _pyplot()
     lanes = max(len({r["origin_action"] for r in rows}), 1)
     heights = [1.2 + 0.35 * lanes] + [0.9 + 0.22 * min(len(r), MAX_ROWS) for _, r in families]
@@ -126,9 +126,9 @@ def draw_table(table: Any, output: str, size: tuple[int, int] | None = None, arc
                                 gridspec_kw={"height_ratios": heights}, squeeze=False)
     try:
         figure.suptitle(f"{table.name} ({table.config.table_type})", fontsize=12, x=0.01, ha="left")
-        _draw_timeline(axes[0][0], rows, table.config.timezone)
-        for ax, (family, family_rows) in zip(axes[1:, 0], families):
-            _draw_family(ax, family, family_rows)
+        draw_timeline(axes[0][0], rows, table.config.timezone)
+        for ax, (family, groups) in zip(axes[1:, 0], families):
+            draw_family(ax, family, groups)
         figure.tight_layout(rect=(0, 0, 1, 0.97))
         try:
             figure.savefig(output, format="png", dpi=DPI)

@@ -56,9 +56,9 @@ def engine_for(name: str) -> Iterator[Any]:
 
     owned = SparkSession.getActiveSession() is None
     if owned:
-        from pyhudi.spark.demo import _local_spark
+        from pyhudi.spark.session import local_session
 
-        spark = _local_spark()
+        spark = local_session("pyhudi-cli")
     else:
         spark = SparkSession.getActiveSession()
     try:
