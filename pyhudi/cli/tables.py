@@ -50,17 +50,10 @@ def engine_for(name: str) -> Iterator[Any]:
     if name != "spark":
         yield None
         return
-    from pyspark.sql import SparkSession  # only --engine spark pays for pyspark
-
     from pyhudi.engine.spark import SparkEngine
+    from pyhudi.spark.session import active_or_local_session  # only --engine spark pays for pyspark
 
-    owned = SparkSession.getActiveSession() is None
-    if owned:
-        from pyhudi.spark.session import local_session
-
-        spark = local_session("pyhudi-cli")
-    else:
-        spark = SparkSession.getActiveSession()
+    spark, owned = active_or_local_session("pyhudi-cli")
     try:
         yield SparkEngine(spark)
     finally:

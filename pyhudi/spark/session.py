@@ -72,3 +72,13 @@ def local_session(app_name: str = "pyhudi", log_dir: Path | None = None) -> Any:
             spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def active_or_local_session(app_name: str = "pyhudi") -> tuple[Any, bool]:
+    """The running Spark session, else a new local one; and whether the caller owns (stops) it."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    return local_session(app_name), True
