@@ -31,6 +31,9 @@ EXPECTED = {
     "spark": ["Spark write: pyhudi / Spark's df.write.parquet",
               "Spark read: pyhudi / Spark's own Parquet scan (noop sink)"],
     "peers": ["one-family table, full read: pyhudi / hudi-rs"],
+    "clustering": ["clustering rewrite: pyhudi (linear) / pyarrow read + sort + write",
+                   "point filters on a, b after clustering: z-order / hilbert / linear",
+                   "full scan: after clustering (z-order) / before"],
 }
 
 
@@ -69,7 +72,7 @@ def test_unknown_scenario_is_refused_with_the_choices():
     done = subprocess.run([sys.executable, "-m", "bench", "nosuch"], capture_output=True, text=True, cwd=ROOT,
                           env=ENV)
     assert done.returncode == 2
-    choices = "'w', 'rfc80', 'scaling', 'spark', 'peers', 'cold', 'all'"
+    choices = "'w', 'rfc80', 'scaling', 'spark', 'peers', 'clustering', 'cold', 'all'"
     assert f"invalid choice: 'nosuch' (choose from {choices})" in done.stderr
 
 

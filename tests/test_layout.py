@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from pyhudi.errors import ConfigError
-from pyhudi.layout import curve_order
+from pyhudi.layout import curve_layout, curve_order
 
 GRID = [(a, b) for a in range(4) for b in range(4)]
 
@@ -211,3 +211,47 @@ def test_strategy_names_are_case_insensitive():
     assert curve_order(table, ["a", "b"], " Z-ORDER ").equals(curve_order(table, ["a", "b"], "z-order"))
     assert curve_order(table, ["a", "b"], "HILBERT", method="Sample").equals(
         curve_order(table, ["a", "b"], "hilbert", method="sample"))
+
+
+def _shuffled_grid(side: int) -> pa.Table:
+    """Every point of a ``side`` x ``side`` grid once, shuffled (each curve cell equally full)."""
+    a, b = np.meshgrid(np.arange(side), np.arange(side), indexing="ij")
+    order = np.random.default_rng(3).permutation(side * side)
+    return pa.table({"a": a.ravel()[order], "b": b.ravel()[order]})
+
+
+@pytest.mark.parametrize("strategy", ["z-order", "hilbert"])
+def test_file_bounds_of_a_power_of_two_cut_at_curve_cells(strategy):
+    table = _shuffled_grid(16)  # 256 rows, 4 bits per column: 4 files = the 4 quadrants
+    layout = curve_layout(table, ["a", "b"], strategy)
+    assert layout.index_bits == 8
+    assert layout.file_bounds(4) == [0, 64, 128, 192, 256]
+    ordered = table.take(layout.order)
+    boxes = sorted((min(f["a"]), max(f["a"]), min(f["b"]), max(f["b"]))
+                   for f in (ordered.slice(i * 64, 64).to_pydict() for i in range(4)))
+    assert boxes == [(0, 7, 0, 7), (0, 7, 8, 15), (8, 15, 0, 7), (8, 15, 8, 15)]
+
+
+def test_file_bounds_snap_equal_row_cuts_to_the_nearest_cell_boundary():
+    # 100 grid rows: the cells of the 2-bit prefix (quadrants) hold 25 rows each; 10 more rows
+    # in the first make the equal-row cuts 28, 55, 82 of 110, moved to the cells' starts
+    grid = _shuffled_grid(10)
+    extra = pa.table({"a": np.zeros(10, dtype=np.int64), "b": np.zeros(10, dtype=np.int64)})
+    table = pa.concat_tables([grid, extra])
+    layout = curve_layout(table, ["a", "b"], "z-order")
+    cells = layout.keys >> np.uint64(layout.index_bits - 2)
+    starts = [int(np.searchsorted(cells, c)) for c in range(1, 4)]
+    assert starts == [35, 60, 85]
+    assert layout.file_bounds(4) == [0, 35, 60, 85, 110]
+
+
+def test_file_bounds_of_linear_and_other_counts_are_near_equal_rows():
+    table = _shuffled_grid(10)
+    assert curve_layout(table, ["a", "b"], "linear").file_bounds(3) == [0, 33, 67, 100]
+    assert curve_layout(table, ["a"], "z-order").file_bounds(1) == [0, 100]
+    assert curve_layout(table, ["a", "b"], "z-order").file_bounds(500) == list(range(101))
+    bounds = curve_layout(table, ["a", "b"], "hilbert").file_bounds(3)  # cells of 1/8 file at most
+    sizes = np.diff(bounds)
+    assert len(bounds) == 4 and bounds[0] == 0 and bounds[-1] == 100 and sizes.min() >= 29 and sizes.max() <= 38
+    empty = pa.table({"a": pa.array([], pa.int64())})
+    assert curve_layout(empty, ["a"], "z-order").file_bounds(4) == [0]
