@@ -377,16 +377,51 @@ def test_a_clustering_scheduled_while_a_write_runs_fails_that_writes_commit(tmp_
     assert rows(t) == expected
 
 
-def test_allow_mode_accepts_the_update_and_the_clustering_rolls_back_instead_of_losing_it(tmp_path):
+ALLOW = {"hoodie.clustering.updates.strategy":
+         "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"}
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_allow_mode_carries_updates_and_deletes_over_into_the_clustered_file_groups(tmp_path, table_type):
+    t = seeded(tmp_path, table_type)
+    before = group_ids(t)
+    instant = t.schedule_clustering(sort_columns="x")
+    t.upsert(pa.table({"id": [1, 152], "p": ["a", "b"], "x": [3, 99], "s": ["kept", "kept too"]}), options=ALLOW)
+    t.delete(pa.table({"id": [2, 250], "p": ["a", "b"]}), options=ALLOW)
+    t.upsert(pa.table({"id": [1], "p": ["a"], "x": [5], "s": ["latest"]}), options=ALLOW)
+    expected = rows(t)
+    assert [r["s"] for r in expected if r["id"] in (1, 152)] == ["latest", "kept too"]
+    assert not [r for r in expected if r["id"] in (2, 250)]
+    with pytest.raises(ClusteringConflictError, match=f"insert_overwrite .* conflicts with pending clustering "
+                                                      f"{instant}"):
+        t.insert_overwrite(batch(700, 2, "b"), options=ALLOW)  # overwrites conflict whatever the strategy
+    assert t.run_clustering(instant) == instant
+    [done] = [i for i in t.timeline if i.requested_time == instant]
+    assert (str(done.action), done.is_completed) == ("replacecommit", True)
+    assert rows(t) == expected  # every update and delete carried over, meta values as the writes stored them
+    after = group_ids(t)
+    assert not set(after) & set(before) and len(after) == 2
+    for path in data_files(t):
+        if instant in path:  # one version per new file group, sorted by x, with its own name in every row
+            [table] = [pq.read_table(p) for p in Path(t.path).rglob(path)]
+            assert table.column("x").to_pylist() == sorted(table.column("x").to_pylist())
+            assert set(table.column("_hoodie_file_name").to_pylist()) == {path}
+    assert len([n for n in data_files(t) if instant in n]) == 2
+    t.upsert(pa.table({"id": [1], "p": ["a"], "x": [6], "s": ["after"]}))
+    assert [r["s"] for r in rows(t) if r["id"] == 1] == ["after"]
+
+
+def test_allow_mode_rolls_the_clustering_back_when_asked_to_instead_of_carrying_over(tmp_path):
     t = seeded(tmp_path, "MERGE_ON_READ")
-    allow = {"hoodie.clustering.updates.strategy":
-             "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"}
     instant = t.schedule_clustering()
-    t.upsert(pa.table({"id": [1], "p": ["a"], "x": [3], "s": ["kept"]}), options=allow)
+    t.upsert(pa.table({"id": [1], "p": ["a"], "x": [3], "s": ["kept"]}), options=ALLOW)
     expected = rows(t)
     with pytest.raises(ClusteringConflictError, match=rf"clustering {instant} cannot complete: deltacommit \d+ "
-                                                      r"changed its input file group .*nothing that write wrote is lost"):
-        t.run_clustering(instant)
+                                                      r"changed its input file group .* after the plan was made "
+                                                      r"\(hoodie.clustering.rollback.pending.replacecommit.on."
+                                                      r"conflict=true\); the clustering is rolled back .*nothing "
+                                                      r"that write wrote is lost"):
+        t.run_clustering(instant, options={"hoodie.clustering.rollback.pending.replacecommit.on.conflict": "true"})
     assert [i for i in t.timeline if i.requested_time == instant] == []  # rolled back, plan dropped
     assert any(str(i.action) == "rollback" for i in t.timeline)
     assert not [n for n in data_files(t) if instant in n]

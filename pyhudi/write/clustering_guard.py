@@ -11,10 +11,13 @@ them: whatever a write adds to an input group after the plan was made would vani
   other or new file groups (small-file assignment skips groups under clustering).
 - **Insert overwrite** of a partition holding a file group under pending clustering is refused
   the same way, whatever the strategy: the clustering would bring the overwritten rows back.
-- **Allow** (``SparkAllowUpdateStrategy``): updates pass; the clustering then refuses to
-  complete while its inputs changed after its plan
-  (:func:`pyhudi.services.clustering_run.check_inputs_unchanged`) — the clustering goes back to
-  requested and nothing the writer wrote is lost.
+- **Allow** (``SparkAllowUpdateStrategy``): updates and deletes pass; when the clustering
+  completes it carries what they wrote over into its new file groups by key, in the same
+  replacecommit (:mod:`pyhudi.services.clustering_carry`), or — where that is not safe, or
+  ``hoodie.clustering.rollback.pending.replacecommit.on.conflict=true`` — it is rolled back.
+  Nothing the writer wrote is lost either way. A write still in flight when the clustering
+  completes finds its file groups replaced; the write client then plans it again on the new
+  file groups (:meth:`pyhudi.write.client.WriteClient.write`).
 """
 
 from __future__ import annotations
