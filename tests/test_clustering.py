@@ -7,6 +7,7 @@ fields (as Hudi spells them) and error messages.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -428,6 +429,67 @@ def test_allow_mode_rolls_the_clustering_back_when_asked_to_instead_of_carrying_
     assert rows(t) == expected
     t.cluster(options={"hoodie.pyhudi.clustering.plan.include.log.files": "true"})
     assert rows(t) == expected and len(t.file_groups()) == 2
+
+
+class ClusteringMidWrite:
+    """An engine that completes a clustering after the write's first tasks ran, before its commit."""
+
+    name = "local"
+
+    def __init__(self, clustering):
+        self.clustering, self.planned = clustering, []
+
+    def run_tasks(self, tasks):
+        self.planned.append(sorted(t.file_id for t in tasks))
+        out = [task.run() for task in tasks]
+        if len(self.planned) == 1:
+            self.clustering()
+        return out
+
+
+def written_instants(t) -> set[str]:
+    """The instant times named by the table's data files (base and log files)."""
+    root = Path(t.path)
+    names = [p.name for p in root.rglob("*") if p.is_file() and ".hoodie" not in p.relative_to(root).parts
+             and not p.name.startswith(".hoodie_partition")]
+    return {m for n in names for m in re.findall(r"\d{17}", n)}
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_allow_mode_a_write_in_flight_when_the_clustering_completes_is_planned_again_on_its_groups(tmp_path,
+                                                                                                   table_type):
+    from pyhudi.write.client import WriteClient
+
+    t = seeded(tmp_path, table_type)
+    instant = t.schedule_clustering()
+    engine = ClusteringMidWrite(lambda: t.run_clustering(instant))
+    result = WriteClient(t, engine=engine, options=ALLOW).write(
+        pa.table({"id": [1, 151], "p": ["a", "b"], "x": [7, 8], "s": ["in flight", "in flight too"]}), "upsert")
+    clustered = sorted(g.file_id for g in t.file_groups())
+    assert len(engine.planned) == 2 and engine.planned[1] == clustered  # the second plan: the new groups
+    assert not set(engine.planned[0]) & set(clustered)
+    actions = [(str(i.action), i.state.value) for i in t.timeline if i.requested_time > instant]
+    assert ("rollback", "COMPLETED") in actions  # the first attempt, rolled back
+    assert result.instant > instant and all(s.file_id in clustered for s in result.statuses)
+    got = {r["id"]: r["s"] for r in rows(t)}
+    assert (got[1], got[151], len(got)) == ("in flight", "in flight too", 30)
+    committed = {i.requested_time for i in t.timeline if i.is_completed}
+    assert written_instants(t) <= committed  # the first attempt's files are gone
+
+
+def test_reject_mode_a_write_in_flight_when_the_clustering_completes_fails_as_in_hudi(tmp_path):
+    from pyhudi.errors import ClusteredMeanwhileError
+    from pyhudi.write.client import WriteClient
+
+    t = seeded(tmp_path, "MERGE_ON_READ")
+    expected = rows(t)
+    engine = ClusteringMidWrite(t.cluster)  # scheduled and completed after the write was planned
+    with pytest.raises(ClusteredMeanwhileError, match=r"write \d+ conflicts with replacecommit \d+ \(CLUSTER\), "
+                                                      r"which replaced file group .* while this write ran; the write "
+                                                      r"is rolled back, retry it"):
+        WriteClient(t, engine=engine).write(pa.table({"id": [1], "p": ["a"], "x": [7], "s": ["lost?"]}), "upsert")
+    assert len(engine.planned) == 1 and rows(t) == expected
+    assert written_instants(t) <= {i.requested_time for i in t.timeline if i.is_completed}
 
 
 # ------------------------------------------------------------------------------ triggers and faces

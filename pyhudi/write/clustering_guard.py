@@ -22,7 +22,7 @@ them: whatever a write adds to an input group after the plan was made would vani
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pyhudi.config.clustering import ALLOW_UPDATE_STRATEGY, REJECT_UPDATE_STRATEGY, UPDATES_STRATEGY
@@ -52,12 +52,22 @@ def pending_clustering_file_groups(timeline: Timeline) -> dict[tuple[str, str], 
     return out
 
 
+def replans_after_clustering(options: Mapping[str, str]) -> bool:
+    """Allow mode: a write whose file groups a clustering replaced while it ran is planned again
+    on the new file groups (reject mode keeps Hudi's behaviour: that write fails)."""
+    return _strategy(options) == ALLOW_UPDATE_STRATEGY
+
+
 def _rejects_updates(txn: WriteTxn) -> bool:
-    name = UPDATES_STRATEGY.get(txn.options)
+    return _strategy(txn.options) == REJECT_UPDATE_STRATEGY
+
+
+def _strategy(options: Mapping[str, str]) -> str:
+    name = UPDATES_STRATEGY.get(options)
     if name not in _STRATEGIES:
         raise ConfigError(f"unknown {UPDATES_STRATEGY.key} {name!r}: pyhudi knows {', '.join(_STRATEGIES)} "
                           "(class names are looked up, never loaded)")
-    return name == REJECT_UPDATE_STRATEGY
+    return name
 
 
 def _refuse(txn: WriteTxn, groups: Iterable[tuple[str, str]], pending: dict[tuple[str, str], str],
