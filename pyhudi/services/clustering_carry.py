@@ -107,6 +107,14 @@ def conflict(instant: str, write: LaterWrite, why: str = "") -> ClusteringConfli
         "(its plan is dropped, nothing that write wrote is lost) and the next clustering plans the group anew")
 
 
+def refuse_replaced_inputs(instant: str, plan: ClusteringPlan, current: Timeline) -> None:
+    """Before executing: a plan whose input groups another replacecommit replaced (two schedulers
+    racing, or another engine's writer) cannot run at all — it is rolled back."""
+    for write in later_writes(instant, plan, current):
+        if write.replaced:
+            raise conflict(instant, write)
+
+
 @dataclass
 class CarryOver:
     """A clustering's output as carried over so far: ``results`` hold the current version of

@@ -60,7 +60,7 @@ from pyhudi.read.skipping import COLUMN_RANGES_KEY, encode_column_ranges
 from pyhudi.read.skipping import column_ranges as skipping_ranges
 from pyhudi.read.task import READ_BATCH_SIZE
 from pyhudi.schema import META_FIELDS, avro_schema_json
-from pyhudi.services.clustering_carry import CarryOver, complete_carrying
+from pyhudi.services.clustering_carry import CarryOver, complete_carrying, refuse_replaced_inputs
 from pyhudi.services.clustering import (
     CLUSTER_OPERATION,
     LAYOUT_PARAM,
@@ -256,6 +256,7 @@ def run_clustering(context: TableContext, timeline: Timeline, instant: str, *, e
         raise ConcurrentWriteError(f"clustering {instant} was started by another runner meanwhile; it is not "
                                    "run twice") from None
     try:
+        refuse_replaced_inputs(instant, plan, timeline)
         view = FileSystemView(storage, timeline, partition_layout(context.config).depth,
                               family_since=context.family_since)
         tasks = _tasks(context, view, instant, plan, sort_columns, layout, options)
