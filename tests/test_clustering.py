@@ -431,6 +431,20 @@ def test_allow_mode_rolls_the_clustering_back_when_asked_to_instead_of_carrying_
     assert rows(t) == expected and len(t.file_groups()) == 2
 
 
+def test_allow_mode_writer_asked_to_rolls_the_pending_clustering_back_as_hudi_does(tmp_path):
+    t = seeded(tmp_path, "MERGE_ON_READ")
+    instant = t.schedule_clustering()
+    t.upsert(pa.table({"id": [1], "p": ["a"], "x": [4], "s": ["won"]}),
+             options={**ALLOW, "hoodie.clustering.rollback.pending.replacecommit.on.conflict": "true"})
+    assert [i for i in t.timeline if i.requested_time == instant] == []
+    assert sorted(str(i.action) for i in t.timeline if i.requested_time > instant) == ["deltacommit", "rollback"]
+    assert [r for r in rows(t) if r["id"] == 1] == [{"id": 1, "p": "a", "x": 4, "s": "won"}]
+    second = t.schedule_clustering(options={"hoodie.pyhudi.clustering.plan.include.log.files": "true"})
+    t.insert(batch(800, 1, "b"), options={**ALLOW, "hoodie.clustering.rollback.pending.replacecommit.on."
+                                          "conflict": "true"})  # inserts roll nothing back
+    assert t.active_timeline().get(second).is_pending
+
+
 class ClusteringMidWrite:
     """An engine that completes a clustering after the write's first tasks ran, before its commit."""
 
