@@ -134,7 +134,8 @@ class CarryOver:
     def check(self, current: Timeline) -> None:
         """Precondition of the commit (under the lock): every later write is carried; one that
         cannot be is a :class:`ClusteringConflictError` (the clustering is rolled back)."""
-        fresh = [w for w in later_writes(self.instant, self.plan, current) if w.instant.requested_time not in self.carried]
+        fresh = [w for w in later_writes(self.instant, self.plan, current)
+                 if w.instant.requested_time not in self.carried]
         if not fresh:
             return
         self._refuse_uncarriable(fresh)

@@ -32,7 +32,13 @@ from pyhudi.config.concurrency import SINGLE_WRITER, WRITE_CONCURRENCY_MODE, Con
 from pyhudi.config.keys import lookup
 from pyhudi.context import TableHandle
 from pyhudi.engine.base import Engine, get_engine
-from pyhudi.errors import ClusteredMeanwhileError, CommitConflictError, ConcurrentWriteError, SplitFileGroupError, TimelineError
+from pyhudi.errors import (
+    ClusteredMeanwhileError,
+    CommitConflictError,
+    ConcurrentWriteError,
+    SplitFileGroupError,
+    TimelineError,
+)
 from pyhudi.evolution import check_schema_unchanged, commit_extra_metadata
 from pyhudi.schema import avro_schema_json
 from pyhudi.storage.naming import PARTITION_METAFILE
