@@ -112,6 +112,11 @@ class ClusteringConflictError(CommitConflictError):
     overwrite of its partitions — or a clustering whose inputs a write changed after its plan."""
 
 
+class ClusteredMeanwhileError(CommitConflictError):
+    """A write's file groups were replaced by a clustering that completed while the write ran
+    (its files would never be read). In allow mode the write client plans the write again."""
+
+
 __all__ = [
     "HudiError",
     "ConfigError",
@@ -137,4 +142,5 @@ __all__ = [
     "ConcurrentWriteError",
     "SplitFileGroupError",
     "ClusteringConflictError",
+    "ClusteredMeanwhileError",
 ]

@@ -3,7 +3,7 @@
 Run as ``python tests/concurrency_writer.py '<json args>'``. Args: ``path``, ``go_file`` (wait for
 it, after touching ``<go_file>.ready.<pid>``), ``commits`` (each ``{"ids": [...], "columns": [...],
 "tag": n, "delay_ms": d}`` — sleep ``d`` ms, then upsert those columns for those ids, values from
-:func:`write_helpers.value_of`), ``options`` (write options; none by default).
+:func:`write_helpers.value_of`; with ``"delete": true`` delete those ids instead), ``options`` (write options; none by default).
 
 Prints one JSON line per commit: ``{"tag", "instant", "completion_time"}`` on success, or
 ``{"tag", "error", "type"}`` when the write raised a pyhudi error (the writer goes on).
@@ -38,7 +38,10 @@ def main(args: dict) -> int:
         time.sleep(commit.get("delay_ms", 0) / 1000)
         rows = make_rows(table.schema, commit["columns"], commit["ids"], commit["tag"])
         try:
-            table.upsert(rows, options=args.get("options"))
+            if commit.get("delete"):
+                table.delete(rows.select(["id"]), options=args.get("options"))
+            else:
+                table.upsert(rows, options=args.get("options"))
         except HudiError as exc:
             import traceback
 

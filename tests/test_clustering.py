@@ -7,6 +7,7 @@ fields (as Hudi spells them) and error messages.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -377,22 +378,132 @@ def test_a_clustering_scheduled_while_a_write_runs_fails_that_writes_commit(tmp_
     assert rows(t) == expected
 
 
-def test_allow_mode_accepts_the_update_and_the_clustering_rolls_back_instead_of_losing_it(tmp_path):
+ALLOW = {"hoodie.clustering.updates.strategy":
+         "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"}
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_allow_mode_carries_updates_and_deletes_over_into_the_clustered_file_groups(tmp_path, table_type):
+    t = seeded(tmp_path, table_type)
+    before = group_ids(t)
+    instant = t.schedule_clustering(sort_columns="x")
+    t.upsert(pa.table({"id": [1, 152], "p": ["a", "b"], "x": [3, 99], "s": ["kept", "kept too"]}), options=ALLOW)
+    t.delete(pa.table({"id": [2, 250], "p": ["a", "b"]}), options=ALLOW)
+    t.upsert(pa.table({"id": [1], "p": ["a"], "x": [5], "s": ["latest"]}), options=ALLOW)
+    expected = rows(t)
+    assert [r["s"] for r in expected if r["id"] in (1, 152)] == ["latest", "kept too"]
+    assert not [r for r in expected if r["id"] in (2, 250)]
+    with pytest.raises(ClusteringConflictError, match=f"insert_overwrite .* conflicts with pending clustering "
+                                                      f"{instant}"):
+        t.insert_overwrite(batch(700, 2, "b"), options=ALLOW)  # overwrites conflict whatever the strategy
+    assert t.run_clustering(instant) == instant
+    [done] = [i for i in t.timeline if i.requested_time == instant]
+    assert (str(done.action), done.is_completed) == ("replacecommit", True)
+    assert rows(t) == expected  # every update and delete carried over, meta values as the writes stored them
+    after = group_ids(t)
+    assert not set(after) & set(before) and len(after) == 2
+    for path in data_files(t):
+        if instant in path:  # one version per new file group, sorted by x, with its own name in every row
+            [table] = [pq.read_table(p) for p in Path(t.path).rglob(path)]
+            assert table.column("x").to_pylist() == sorted(table.column("x").to_pylist())
+            assert set(table.column("_hoodie_file_name").to_pylist()) == {path}
+    assert len([n for n in data_files(t) if instant in n]) == 2
+    t.upsert(pa.table({"id": [1], "p": ["a"], "x": [6], "s": ["after"]}))
+    assert [r["s"] for r in rows(t) if r["id"] == 1] == ["after"]
+
+
+def test_allow_mode_rolls_the_clustering_back_when_asked_to_instead_of_carrying_over(tmp_path):
     t = seeded(tmp_path, "MERGE_ON_READ")
-    allow = {"hoodie.clustering.updates.strategy":
-             "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"}
     instant = t.schedule_clustering()
-    t.upsert(pa.table({"id": [1], "p": ["a"], "x": [3], "s": ["kept"]}), options=allow)
+    t.upsert(pa.table({"id": [1], "p": ["a"], "x": [3], "s": ["kept"]}), options=ALLOW)
     expected = rows(t)
     with pytest.raises(ClusteringConflictError, match=rf"clustering {instant} cannot complete: deltacommit \d+ "
-                                                      r"changed its input file group .*nothing that write wrote is lost"):
-        t.run_clustering(instant)
+                                                      r"changed its input file group .* after the plan was made "
+                                                      r"\(hoodie.clustering.rollback.pending.replacecommit.on."
+                                                      r"conflict=true\); the clustering is rolled back .*nothing "
+                                                      r"that write wrote is lost"):
+        t.run_clustering(instant, options={"hoodie.clustering.rollback.pending.replacecommit.on.conflict": "true"})
     assert [i for i in t.timeline if i.requested_time == instant] == []  # rolled back, plan dropped
     assert any(str(i.action) == "rollback" for i in t.timeline)
     assert not [n for n in data_files(t) if instant in n]
     assert rows(t) == expected
     t.cluster(options={"hoodie.pyhudi.clustering.plan.include.log.files": "true"})
     assert rows(t) == expected and len(t.file_groups()) == 2
+
+
+def test_allow_mode_writer_asked_to_rolls_the_pending_clustering_back_as_hudi_does(tmp_path):
+    t = seeded(tmp_path, "MERGE_ON_READ")
+    instant = t.schedule_clustering()
+    t.upsert(pa.table({"id": [1], "p": ["a"], "x": [4], "s": ["won"]}),
+             options={**ALLOW, "hoodie.clustering.rollback.pending.replacecommit.on.conflict": "true"})
+    assert [i for i in t.timeline if i.requested_time == instant] == []
+    assert sorted(str(i.action) for i in t.timeline if i.requested_time > instant) == ["deltacommit", "rollback"]
+    assert [r for r in rows(t) if r["id"] == 1] == [{"id": 1, "p": "a", "x": 4, "s": "won"}]
+    second = t.schedule_clustering(options={"hoodie.pyhudi.clustering.plan.include.log.files": "true"})
+    t.insert(batch(800, 1, "b"), options={**ALLOW, "hoodie.clustering.rollback.pending.replacecommit.on."
+                                          "conflict": "true"})  # inserts roll nothing back
+    assert t.active_timeline().get(second).is_pending
+
+
+class ClusteringMidWrite:
+    """An engine that completes a clustering after the write's first tasks ran, before its commit."""
+
+    name = "local"
+
+    def __init__(self, clustering):
+        self.clustering, self.planned = clustering, []
+
+    def run_tasks(self, tasks):
+        self.planned.append(sorted(t.file_id for t in tasks))
+        out = [task.run() for task in tasks]
+        if len(self.planned) == 1:
+            self.clustering()
+        return out
+
+
+def written_instants(t) -> set[str]:
+    """The instant times named by the table's data files (base and log files)."""
+    root = Path(t.path)
+    names = [p.name for p in root.rglob("*") if p.is_file() and ".hoodie" not in p.relative_to(root).parts
+             and not p.name.startswith(".hoodie_partition")]
+    return {m for n in names for m in re.findall(r"\d{17}", n)}
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_allow_mode_a_write_in_flight_when_the_clustering_completes_is_planned_again_on_its_groups(tmp_path,
+                                                                                                   table_type):
+    from pyhudi.write.client import WriteClient
+
+    t = seeded(tmp_path, table_type)
+    instant = t.schedule_clustering()
+    engine = ClusteringMidWrite(lambda: t.run_clustering(instant))
+    result = WriteClient(t, engine=engine, options=ALLOW).write(
+        pa.table({"id": [1, 151], "p": ["a", "b"], "x": [7, 8], "s": ["in flight", "in flight too"]}), "upsert")
+    clustered = sorted(g.file_id for g in t.file_groups())
+    assert len(engine.planned) == 2 and engine.planned[1] == clustered  # the second plan: the new groups
+    assert not set(engine.planned[0]) & set(clustered)
+    actions = [(str(i.action), i.state.value) for i in t.timeline if i.requested_time > instant]
+    assert ("rollback", "COMPLETED") in actions  # the first attempt, rolled back
+    assert result.instant > instant and all(s.file_id in clustered for s in result.statuses)
+    got = {r["id"]: r["s"] for r in rows(t)}
+    assert (got[1], got[151], len(got)) == ("in flight", "in flight too", 30)
+    committed = {i.requested_time for i in t.timeline if i.is_completed}
+    assert written_instants(t) <= committed  # the first attempt's files are gone
+
+
+def test_reject_mode_a_write_in_flight_when_the_clustering_completes_fails_as_in_hudi(tmp_path):
+    from pyhudi.errors import ClusteredMeanwhileError
+    from pyhudi.write.client import WriteClient
+
+    t = seeded(tmp_path, "MERGE_ON_READ")
+    expected = rows(t)
+    engine = ClusteringMidWrite(t.cluster)  # scheduled and completed after the write was planned
+    with pytest.raises(ClusteredMeanwhileError, match=r"write \d+ conflicts with replacecommit \d+ \(CLUSTER\), "
+                                                      r"which replaced file group .* while this write ran; the write "
+                                                      r"is rolled back, retry it"):
+        WriteClient(t, engine=engine).write(pa.table({"id": [1], "p": ["a"], "x": [7], "s": ["lost?"]}), "upsert")
+    assert len(engine.planned) == 1 and rows(t) == expected
+    assert written_instants(t) <= {i.requested_time for i in t.timeline if i.is_completed}
 
 
 # ------------------------------------------------------------------------------ triggers and faces

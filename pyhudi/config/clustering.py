@@ -132,8 +132,9 @@ UPDATES_STRATEGY = ConfigKey(
 )
 ROLLBACK_PENDING_ON_CONFLICT = ConfigKey(
     "hoodie.clustering.rollback.pending.replacecommit.on.conflict", bool, False,
-    "Allow mode: roll the pending clustering back when an update conflicts with it, instead of carrying "
-    "the update over.",
+    "Allow mode: roll the pending clustering back when an update conflicts with it (the writer rolls back "
+    "the plans it updates; a clustering completing over later updates rolls itself back), instead of "
+    "carrying the update over.",
 )
 LAYOUT_OPTIMIZE_STRATEGY = ConfigKey(
     "hoodie.layout.optimize.strategy", str, "linear",

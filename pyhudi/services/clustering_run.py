@@ -21,11 +21,12 @@ or nothing (curves), and readers of a merge-on-read group then merge by hash —
 input file group), operation type ``CLUSTER``, the writer schema, and under
 :data:`~pyhudi.read.skipping.COLUMN_RANGES_KEY` each written file's rows and min/max/nulls per sort column
 (what data skipping reads instead of the file's footer).
-Under the lock, before completing: no other replacecommit replaced an input group, and no
-write committed to one since the plan. Reject mode refuses such writes; in allow mode
-(``SparkAllowUpdateStrategy``) they go ahead, and the clustering then aborts and is rolled back
-(plan dropped, rollback instant written) rather than lose their rows — the next clustering plans
-those groups with what the writes added.
+Writes committed to an input group after the plan (allow mode, ``SparkAllowUpdateStrategy``;
+reject mode refuses them) are carried over by key into the new file groups in the same
+replacecommit (:mod:`pyhudi.services.clustering_carry`); where that is not safe (another
+replacecommit replaced an input group, a schema change, or
+``hoodie.clustering.rollback.pending.replacecommit.on.conflict=true``) the clustering aborts and is
+rolled back (plan dropped, rollback instant written) rather than lose their rows.
 
 A failed run deletes what it wrote (markers) and goes back to requested; a killed one (inflight,
 heartbeat gone) is rolled back the same way and re-executed from its plan — never re-planned.
@@ -59,6 +60,7 @@ from pyhudi.read.skipping import COLUMN_RANGES_KEY, encode_column_ranges
 from pyhudi.read.skipping import column_ranges as skipping_ranges
 from pyhudi.read.task import READ_BATCH_SIZE
 from pyhudi.schema import META_FIELDS, avro_schema_json
+from pyhudi.services.clustering_carry import CarryOver, complete_carrying, refuse_replaced_inputs
 from pyhudi.services.clustering import (
     CLUSTER_OPERATION,
     LAYOUT_PARAM,
@@ -223,29 +225,6 @@ def _replace_metadata(context: TableContext, plan: ClusteringPlan,
         partition_to_replace_file_ids={p: sorted(ids) for p, ids in sorted(replaced.items())})
 
 
-def check_inputs_unchanged(instant: str, plan: ClusteringPlan, current: Timeline) -> None:
-    """Under the lock, before a clustering completes: no input group was replaced or written by
-    a commit that completed after the plan was made — its rows would be lost with the group."""
-    inputs = set(plan.file_groups())
-    for other in sorted(current.completed(), key=lambda i: i.sort_time):
-        if other.requested_time == instant or (other.completion_time or other.requested_time) <= instant:
-            continue
-        if str(other.action) not in ("commit", "deltacommit", "replacecommit"):
-            continue
-        metadata = current.read_metadata(other)
-        touched = {(p, f) for p, ids in (getattr(metadata, "partition_file_ids", lambda: {})() or {}).items()
-                   for f in ids}
-        if isinstance(metadata, ReplaceCommitMetadata):
-            touched |= metadata.replaced_file_groups()
-        hit = sorted(inputs & touched)
-        if hit:
-            partition, file_id = hit[0]
-            raise ClusteringConflictError(
-                f"clustering {instant} cannot complete: {other.action} {other.requested_time} changed its input file "
-                f"group {file_id} of partition {partition!r} after the plan was made; the clustering is rolled back "
-                "(its plan is dropped, nothing that write wrote is lost) and the next clustering plans the group anew")
-
-
 def run_clustering(context: TableContext, timeline: Timeline, instant: str, *, engine: str | Engine | None = None,
                    options: Mapping[str, str] | None = None) -> Instant:
     """Execute the clustering planned at ``instant``; returns the completed ``replacecommit``.
@@ -277,13 +256,14 @@ def run_clustering(context: TableContext, timeline: Timeline, instant: str, *, e
         raise ConcurrentWriteError(f"clustering {instant} was started by another runner meanwhile; it is not "
                                    "run twice") from None
     try:
+        refuse_replaced_inputs(instant, plan, timeline)
         view = FileSystemView(storage, timeline, partition_layout(context.config).depth,
                               family_since=context.family_since)
         tasks = _tasks(context, view, instant, plan, sort_columns, layout, options)
         results = [r for batch in get_engine(engine).run_tasks(tasks) for r in batch]
-        metadata = _replace_metadata(context, plan, results)
-        return active.commit(metadata.to_avro_bytes(),
-                             precondition=lambda current: check_inputs_unchanged(instant, plan, current))
+        carry = CarryOver(context, instant, plan, tasks, results, options)
+        return complete_carrying(active, timeline, carry,
+                                 lambda done: _replace_metadata(context, plan, done).to_avro_bytes())
     except ClusteringConflictError:  # its inputs changed: the plan is stale, so it is dropped
         active.abort(lambda: _roll_back(storage, timeline, instant))
         raise

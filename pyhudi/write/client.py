@@ -32,14 +32,20 @@ from pyhudi.config.concurrency import SINGLE_WRITER, WRITE_CONCURRENCY_MODE, Con
 from pyhudi.config.keys import lookup
 from pyhudi.context import TableHandle
 from pyhudi.engine.base import Engine, get_engine
-from pyhudi.errors import CommitConflictError, ConcurrentWriteError, SplitFileGroupError, TimelineError
+from pyhudi.errors import (
+    ClusteredMeanwhileError,
+    CommitConflictError,
+    ConcurrentWriteError,
+    SplitFileGroupError,
+    TimelineError,
+)
 from pyhudi.evolution import check_schema_unchanged, commit_extra_metadata
 from pyhudi.schema import avro_schema_json
 from pyhudi.storage.naming import PARTITION_METAFILE
 from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
 from pyhudi.timeline.instant import Instant, State
 from pyhudi.timeline.timeline import Timeline
-from pyhudi.write.clustering_guard import check_clustering_conflicts
+from pyhudi.write.clustering_guard import check_clustering_conflicts, replans_after_clustering
 from pyhudi.write.commit import ActiveInstant
 from pyhudi.write.conflicts import check_no_concurrent_base_version, check_write_conflicts
 from pyhudi.write.handle import KIND_MERGE, WriteStatus
@@ -49,6 +55,9 @@ from pyhudi.write.rollback import live_pending_writes, rollback_failed_writes, r
 from pyhudi.write.txn import OPERATIONS, WriteTxn, check_operation
 
 __all__ = ["OPERATIONS", "WriteClient", "WriteResult", "WriteTxn"]
+
+MAX_REPLANS = 3
+"""Allow mode: how often one write is planned again after clusterings replaced its file groups."""
 
 
 @dataclass
@@ -106,7 +115,15 @@ class WriteClient:
 
     # ------------------------------------------------------------------ one call
     def write(self, data: Any, operation: str) -> WriteResult:
-        """Validate, begin, write one task per file group on the engine, commit."""
+        """Validate, begin, write one task per file group on the engine, commit.
+
+        In allow mode (``hoodie.clustering.updates.strategy=SparkAllowUpdateStrategy``) a write
+        whose file groups a clustering replaced while it ran (:class:`ClusteredMeanwhileError`)
+        is not lost: its instant is rolled back and the same prepared rows are written again
+        under a new instant, planned on the clustering's new file groups — at most
+        :data:`MAX_REPLANS` times. Phased writes (``begin``/``commit``) get the error instead:
+        their rows live on the executors.
+        """
         check_operation(operation)
         started = time.perf_counter()
         table = self.table
@@ -117,15 +134,22 @@ class WriteClient:
         families = table.history.declared_families_at(timeline, table.config)
         # every input check happens before the timeline changes
         prepared = self._txn(operation, schema, instant="", families=families).prepare(data)
-        txn = self.begin(operation, schema=schema, timeline=timeline, families=families)
-        self._open[txn.instant].started = started
-        try:
-            tasks = txn.plan_tasks(prepared, timeline=self._open[txn.instant].timeline)
-            statuses = [s for batch in self.engine.run_tasks(tasks) for s in batch]
-        except BaseException:
-            self.abort(txn)
-            raise
-        return self.commit(txn, statuses)
+        for attempt in range(MAX_REPLANS + 1):
+            txn = self.begin(operation, schema=schema, timeline=timeline, families=families)
+            self._open[txn.instant].started = started
+            try:
+                tasks = txn.plan_tasks(prepared, timeline=self._open[txn.instant].timeline)
+                statuses = [s for batch in self.engine.run_tasks(tasks) for s in batch]
+            except BaseException:
+                self.abort(txn)
+                raise
+            try:
+                return self.commit(txn, statuses)
+            except ClusteredMeanwhileError:  # (the commit rolled its instant back)
+                if attempt == MAX_REPLANS or is_overwrite(operation) or not replans_after_clustering(self.options):
+                    raise
+            timeline = table.active_timeline(self.options)  # plan again, on the clustering's file groups
+        raise AssertionError("unreachable")
 
     def unbegun(self, operation: str) -> WriteTxn:
         """A transaction for ``operation`` on the table as it is now, without an instant: what

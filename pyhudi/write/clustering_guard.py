@@ -11,19 +11,30 @@ them: whatever a write adds to an input group after the plan was made would vani
   other or new file groups (small-file assignment skips groups under clustering).
 - **Insert overwrite** of a partition holding a file group under pending clustering is refused
   the same way, whatever the strategy: the clustering would bring the overwritten rows back.
-- **Allow** (``SparkAllowUpdateStrategy``): updates pass; the clustering then refuses to
-  complete while its inputs changed after its plan
-  (:func:`pyhudi.services.clustering_run.check_inputs_unchanged`) — the clustering goes back to
-  requested and nothing the writer wrote is lost.
+- **Allow** (``SparkAllowUpdateStrategy``): updates and deletes pass; when the clustering
+  completes it carries what they wrote over into its new file groups by key, in the same
+  replacecommit (:mod:`pyhudi.services.clustering_carry`), or — where that is not safe, or
+  ``hoodie.clustering.rollback.pending.replacecommit.on.conflict=true`` — it is rolled back (a
+  writer given that option rolls back, as Hudi's does, the pending clusterings it updates).
+  Nothing the writer wrote is lost either way. A write still in flight when the clustering
+  completes finds its file groups replaced; the write client then plans it again on the new
+  file groups (:meth:`pyhudi.write.client.WriteClient.write`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from pyhudi.config.clustering import ALLOW_UPDATE_STRATEGY, REJECT_UPDATE_STRATEGY, UPDATES_STRATEGY
+from pyhudi.config.clustering import (
+    ALLOW_UPDATE_STRATEGY,
+    REJECT_UPDATE_STRATEGY,
+    ROLLBACK_PENDING_ON_CONFLICT,
+    UPDATES_STRATEGY,
+)
+from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
 from pyhudi.errors import ClusteringConflictError, ConfigError, HudiError
+from pyhudi.timeline.heartbeat import heartbeat_expired
 from pyhudi.timeline.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -49,12 +60,22 @@ def pending_clustering_file_groups(timeline: Timeline) -> dict[tuple[str, str], 
     return out
 
 
+def replans_after_clustering(options: Mapping[str, str]) -> bool:
+    """Allow mode: a write whose file groups a clustering replaced while it ran is planned again
+    on the new file groups (reject mode keeps Hudi's behaviour: that write fails)."""
+    return _strategy(options) == ALLOW_UPDATE_STRATEGY
+
+
 def _rejects_updates(txn: WriteTxn) -> bool:
-    name = UPDATES_STRATEGY.get(txn.options)
+    return _strategy(txn.options) == REJECT_UPDATE_STRATEGY
+
+
+def _strategy(options: Mapping[str, str]) -> str:
+    name = UPDATES_STRATEGY.get(options)
     if name not in _STRATEGIES:
         raise ConfigError(f"unknown {UPDATES_STRATEGY.key} {name!r}: pyhudi knows {', '.join(_STRATEGIES)} "
                           "(class names are looked up, never loaded)")
-    return name == REJECT_UPDATE_STRATEGY
+    return name
 
 
 def _refuse(txn: WriteTxn, groups: Iterable[tuple[str, str]], pending: dict[tuple[str, str], str],
@@ -85,12 +106,30 @@ def reject_planned_overwrite(txn: WriteTxn, partitions: Iterable[str] | None, ti
 
 
 def reject_planned_updates(txn: WriteTxn, tasks: Sequence[FileGroupWriteTask], timeline: Timeline) -> None:
-    """At planning, before any file is written: refuse updates of groups under pending clustering."""
-    if not _rejects_updates(txn):
-        return
+    """At planning, before any file is written: refuse updates of groups under pending clustering
+    (reject mode), or — allow mode with ``rollback.pending.replacecommit.on.conflict=true``, as
+    Hudi does — roll back the pending clusterings they update that no live process executes."""
     touched = [(t.partition_path, t.file_id) for t in tasks if not t.is_new_file_group]
-    if touched:
+    if not touched:
+        return
+    if _rejects_updates(txn):
         _refuse(txn, touched, pending_clustering_file_groups(timeline))
+    elif ROLLBACK_PENDING_ON_CONFLICT.get(txn.options):
+        _roll_back_clusterings(txn, touched, timeline)
+
+
+def _roll_back_clusterings(txn: WriteTxn, touched: Sequence[tuple[str, str]], timeline: Timeline) -> None:
+    """Roll back the pending clusterings of ``touched`` groups; one being executed (fresh
+    heartbeat) is left to its executor, which rolls it back or carries the update over."""
+    from pyhudi.write.rollback import rollback_instant  # (the rollback sits above this guard)
+
+    pending = pending_clustering_file_groups(timeline)
+    interval, misses = HEARTBEAT_INTERVAL_MS.get(txn.options), HEARTBEAT_TOLERABLE_MISSES.get(txn.options)
+    for instant in sorted({pending[g] for g in touched if g in pending}):
+        current = timeline.get(instant)
+        if current is None or (current.is_inflight and not heartbeat_expired(txn.storage, instant, interval, misses)):
+            continue
+        rollback_instant(txn.storage, timeline, current)
 
 
 def check_clustering_conflicts(txn: WriteTxn, statuses: Sequence[WriteStatus], replaced: Iterable[tuple[str, str]],

@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pyhudi.errors import CommitConflictError, ConfigError, FileNameError
+from pyhudi.errors import ClusteredMeanwhileError, CommitConflictError, ConfigError, FileNameError
 from pyhudi.fsview.view import FileSystemView
 from pyhudi.keygen import partition_layout
 from pyhudi.storage.naming import bucket_id_from_file_id
@@ -212,7 +212,8 @@ def check_not_replaced(txn: WriteTxn, statuses: Sequence[WriteStatus], current: 
         hit = sorted(written & metadata.replaced_file_groups())
         if hit:
             partition, file_id = hit[0]
-            raise CommitConflictError(
+            error = ClusteredMeanwhileError if metadata.operation_type == "CLUSTER" else CommitConflictError
+            raise error(
                 f"write {txn.instant} conflicts with replacecommit {instant.requested_time} ({metadata.operation_type}), "
                 f"which replaced file group {file_id} of partition {partition!r} while this write ran; "
                 "the write is rolled back, retry it"
