@@ -50,3 +50,17 @@ TABLE_TYPE = ConfigKey(
     "hoodie.datasource.write.table.type", str, "MERGE_ON_READ",
     "Table type of a table created by the first write.", choices=("MERGE_ON_READ", "COPY_ON_WRITE"),
     )
+
+# --------------------------------------------------------------------------- SQL (Spark session confs)
+SQL_INSERT_INTO_OPERATION = ConfigKey(
+    "hoodie.spark.sql.insert.into.operation", str, "insert",
+    "The write operation of an SQL INSERT INTO (a Spark session conf): insert (Hudi's default), upsert or bulk_insert.",
+    choices=("insert", "upsert", "bulk_insert"),
+)
+SQL_OVERWRITE_MODE = ConfigKey(
+    "hoodie.datasource.overwrite.mode", str, None,
+    "INSERT OVERWRITE of a partitioned table (a Spark session conf): static (replace the partitions the "
+    "PARTITION spec names, or the whole table without one) or dynamic (replace the partitions the rows go "
+    "to); unset, Spark's spark.sql.sources.partitionOverwriteMode decides (default static).",
+    choices=("static", "dynamic"),
+)

@@ -28,7 +28,7 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("pyhudi.config.clean", "Cleaning"),
     ("pyhudi.config.archive", "Timeline archival"),
     ("pyhudi.config.storage", "Object storage"),
-    ("pyhudi.spark.options", "Spark data source options"),
+    ("pyhudi.config.datasource", "Spark data source and SQL options"),
 )
 """(module, section title) in the order the reference lists them."""
 

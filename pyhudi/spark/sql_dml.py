@@ -42,15 +42,16 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 import pyhudi
+from pyhudi.config.datasource import SQL_INSERT_INTO_OPERATION, SQL_OVERWRITE_MODE
 from pyhudi.errors import SchemaError
 from pyhudi.spark.sql import DIALECT, SqlError, SqlSession, TableRef, check_conf_operation, quote
 from pyhudi.spark.sql_types import spark_type_sql
 from pyhudi.storage.naming import partition_path
 from pyhudi.write.overwrite import OVERWRITE_PARTITIONS, partitions_option
 
-INSERT_OPERATION_KEY = "hoodie.spark.sql.insert.into.operation"
+INSERT_OPERATION_KEY = SQL_INSERT_INTO_OPERATION.key
 OVERWRITE_MODE_KEY = "spark.sql.sources.partitionOverwriteMode"
-HUDI_OVERWRITE_MODE_KEY = "hoodie.datasource.overwrite.mode"
+HUDI_OVERWRITE_MODE_KEY = SQL_OVERWRITE_MODE.key
 _MATCHED = "__pyhudi_matched"
 _ACTION = "__pyhudi_action"
 
