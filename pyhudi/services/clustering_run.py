@@ -59,6 +59,8 @@ from pyhudi.read.skipping import COLUMN_RANGES_KEY, encode_column_ranges
 from pyhudi.read.skipping import column_ranges as skipping_ranges
 from pyhudi.read.task import READ_BATCH_SIZE
 from pyhudi.schema import META_FIELDS, avro_schema_json
+from pyhudi.services.clustering_output import SizedFiles
+from pyhudi.services.clustering_sort import CurveMapping, ExternalSort, SortKey
 from pyhudi.services.clustering import (
     CLUSTER_OPERATION,
     LAYOUT_PARAM,
@@ -67,7 +69,7 @@ from pyhudi.services.clustering import (
     plan_sort_columns,
     sort_columns_of,
 )
-from pyhudi.storage.naming import BaseFileName, WriteToken, new_file_id
+from pyhudi.storage.naming import BaseFileName, WriteToken, marker_dir, new_file_id
 from pyhudi.timeline.heartbeat import heartbeat_expired
 from pyhudi.timeline.instant import Action, Instant
 from pyhudi.timeline.metadata import CommitMetadata, ReplaceCommitMetadata
@@ -81,6 +83,8 @@ from pyhudi.write.rollback import rollback_instant
 
 RECORD_KEY = META_FIELDS[2]
 _NAME_INDEX = len(META_FIELDS) - 1
+SPILL_FOLDER = ".spill"
+"""Under the instant's ``.hoodie/.temp/<instant>/``: the sorted runs of groups over the budget."""
 Ranges = dict[str, Any]
 """One written file's :func:`~pyhudi.read.skipping.column_ranges` of the sort columns."""
 
@@ -103,9 +107,14 @@ class ClusteringTask:
     sample_size: int
     visibility: Visibility
 
+    buffer_bytes: int = cl.EXECUTION_BUFFER_BYTES.default
+    target_file_bytes: int = cl.TARGET_FILE_MAX_BYTES.default
+
     def run(self) -> list[tuple[WriteStatus, Ranges]]:
-        table = self._merged_rows()
-        sort = [c for c in self.sort_columns if c in table.column_names]  # (not dropped partition columns)
+        sort = [c for c in self.sort_columns if c in self._columns()]  # (not dropped partition columns)
+        table, row_bytes = self._rows_within(self.buffer_bytes)
+        if table is None:
+            return self._run_spilled(sort, row_bytes)
         if sort:
             order = curve_order(table, sort, self.layout, method=self.curve_method, sample_size=self.sample_size)
         else:
@@ -122,11 +131,64 @@ class ClusteringTask:
         dropped = set() if not drop else set(config.partition_fields) - set(config.record_key_fields)
         return [c for c in self.context.schema.names if c not in dropped]
 
-    def _merged_rows(self) -> pa.Table:
-        """Every live record of the group's slices, meta values as stored (each slice merged)."""
-        tables = [read_file_slices(self.context, [s], self.visibility, columns=self._columns(), with_meta=True,
-                                   batch_size=READ_BATCH_SIZE).read_all() for s in self.slices]
-        return pa.concat_tables(tables).combine_chunks()
+    def _batches(self, columns: Sequence[str] | None = None, batch_size: int = READ_BATCH_SIZE):
+        """The group's live records in read order, slice after slice (each slice merged): every
+        column with the meta values as stored, or only ``columns`` (a curve's first passes)."""
+        wanted = self._columns() if columns is None else list(columns)
+        for file_slice in self.slices:
+            yield from read_file_slices(self.context, [file_slice], self.visibility, columns=wanted,
+                                        with_meta=columns is None, batch_size=batch_size)
+
+    def _rows_within(self, budget: int) -> tuple[pa.Table | None, float]:
+        """The whole group as one table if it fits the budget; else None and its bytes per row."""
+        batches, held, rows = [], 0, 0
+        for batch in self._batches():
+            batches.append(batch)
+            held, rows = held + batch.nbytes, rows + batch.num_rows
+            if held > budget:
+                return None, held / max(1, rows)
+        if not batches:
+            schema = read_file_slices(self.context, [self.slices[0]], self.visibility, columns=self._columns(),
+                                      with_meta=True).schema
+            return schema.empty_table(), 0.0
+        return pa.Table.from_batches(batches).combine_chunks(), held / max(1, rows)
+
+    def _run_spilled(self, sort: list[str], row_bytes: float) -> list[tuple[WriteStatus, Ranges]]:
+        """A group over the budget: sorted runs spilled under the instant's temporary folder and
+        merged into files of about ``target_file_bytes`` (:mod:`~pyhudi.services.clustering_sort`)."""
+        run_rows = max(1, int(self.buffer_bytes // (row_bytes + 16)))  # (+ the sort's helper columns)
+        batch_rows = max(1, min(READ_BATCH_SIZE, run_rows // 4))
+        curve = None
+        if sort and self.layout != "linear":
+            curve = CurveMapping(self.layout, sort, self.curve_method, self.sample_size,
+                                 lambda: self._batches(sort, batch_rows))
+        key = SortKey(sort, self.layout, curve)
+        spill = ExternalSort(self.context.storage, f"{marker_dir(self.instant)}/{SPILL_FOLDER}/{self.write_token}",
+                             key, run_rows)
+        try:
+            seen = 0
+            for batch in self._batches(None, batch_rows):
+                spill.add(key.decorate(batch, seen))
+                seen += batch.num_rows
+            strict = not sort and _keys_strictly_increase(spill.merged([RECORD_KEY]))
+            files = SizedFiles(self.context, self.instant, self.partition_path, self.write_token, self.file_ids,
+                               sort, lambda first: self._stream_order(first, strict), self.target_file_bytes,
+                               min(PARQUET_BLOCK_SIZE.default, self.buffer_bytes, self.target_file_bytes))
+            try:
+                for window in spill.merged():
+                    files.add(key.strip(window))
+                return files.close()
+            except BaseException:
+                files.abort()
+                raise
+        finally:
+            spill.cleanup()
+
+    def _stream_order(self, rows: pa.Table, strict: bool) -> list[pq.SortingColumn] | None:
+        """:meth:`_declared_order` for streamed files: key order only if no key repeats in the group."""
+        if not self.sort_columns:
+            return [pq.SortingColumn(META_FIELDS.index(RECORD_KEY))] if strict else None
+        return self._declared_order(rows)
 
     def _write(self, file_id: str, rows: pa.Table) -> tuple[WriteStatus, Ranges]:
         started = time.perf_counter()
@@ -168,6 +230,20 @@ class ClusteringTask:
         return None
 
 
+def _keys_strictly_increase(windows) -> bool:
+    """Whether the record keys of the ordered windows never repeat (a vectorized check per window)."""
+    last = None
+    for window in windows:
+        keys = window.column(RECORD_KEY).combine_chunks()
+        n = len(keys)
+        if last is not None and n and not pc.greater(keys[0], last).as_py():
+            return False
+        if n > 1 and not pc.all(pc.greater(keys.slice(1), keys.slice(0, n - 1))).as_py():
+            return False
+        last = keys[n - 1] if n else last
+    return True
+
+
 def _group_slices(groups: Mapping[tuple[str, str], FileGroup], group: ClusteringGroup) -> list[FileSlice]:
     """The slices a plan group names, from the listing (an error naming a missing file: a plan
     never silently clusters less)."""
@@ -200,7 +276,8 @@ def _tasks(context: TableContext, view: FileSystemView, instant: str, plan: Clus
         tasks.append(ClusteringTask(
             context, instant, slices[0].partition_path, slices, [new_file_id(0) for _ in range(outputs)],
             str(WriteToken(index, 0, 0)), sort_columns, layout, cl.CURVE_BUILD_METHOD.get(options),
-            cl.CURVE_SAMPLE_SIZE.get(options), view.visibility))
+            cl.CURVE_SAMPLE_SIZE.get(options), view.visibility, cl.EXECUTION_BUFFER_BYTES.get(options),
+            cl.TARGET_FILE_MAX_BYTES.get(options)))
     return tasks
 
 
