@@ -7,6 +7,7 @@ path, holding at most the budget's rows.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -114,3 +115,127 @@ def test_spilled_execution_writes_the_in_memory_rows_in_the_same_order(tmp_path,
     assert expected.num_rows == len(t.read())
     got = data_rows(spilled)
     assert records(got) == records(expected)
+
+
+def test_a_spilled_group_never_holds_more_than_the_budgets_rows(tmp_path, monkeypatch):
+    t = seeded(tmp_path, inserts=12)
+    instant = t.schedule_clustering(sort_columns=["x", "s"], options={"hoodie.layout.optimize.strategy": "z-order"})
+    held = []
+    original_add = clustering_sort.ExternalSort.add
+
+    def counting_add(self, table):  # the rows the run buffer holds after each read batch
+        held.append(self._held + table.num_rows)
+        original_add(self, table)
+
+    monkeypatch.setattr(clustering_sort.ExternalSort, "add", counting_add)
+    ((memory, spilled, spill, _, _),) = both_paths(monkeypatch, t, instant)
+    total = sum(m.num_rows for m in memory)
+    assert total == 720
+    run_rows = spill.run_rows
+    batch_rows = max(1, run_rows // 4)  # the spill path reads batches of a quarter run
+    assert run_rows < total // clustering_sort.FAN_IN  # more runs than one merge takes: merged in two levels
+    assert spill.run_sizes == [run_rows] * (total // run_rows) + ([total % run_rows] if total % run_rows else [])
+    assert max(held) <= run_rows + batch_rows
+    assert spill.peak_rows <= run_rows + batch_rows
+    assert 0 < spill.peak_merge_rows <= 2 * run_rows  # one batch per run, and the window cut from them
+    assert records(data_rows(spilled)) == records(data_rows(memory))
+
+
+def ranges_of(t, instant) -> dict:
+    timeline = t.active_timeline()
+    return json.loads(timeline.read_metadata(timeline.get(instant)).extra_metadata[COLUMN_RANGES_KEY])
+
+
+def test_a_group_over_the_budget_clusters_into_files_of_about_the_target_size(tmp_path):
+    t = seeded(tmp_path, inserts=12)
+    expected = t.read().sort_by("id").to_pylist()
+    target = 6_000
+    instant = t.cluster(sort_columns=["x", "s"], options={BUFFER: str(TINY),
+                                                         "hoodie.clustering.plan.strategy.target.file.max.bytes":
+                                                             str(target)})
+    assert [str(i.action) for i in t.timeline if i.requested_time == instant] == ["replacecommit"]
+    assert records(t.read().sort_by("id")) == records(pa.Table.from_pylist(expected, t.read().schema))
+    groups = t.file_groups()
+    files = [Path(t.path) / g.base_files[0].relpath for g in groups]
+    sizes = sorted(f.stat().st_size for f in files)
+    assert len(files) >= 3 and all(s <= 2 * target for s in sizes)  # rolled by bytes written
+    ranges = ranges_of(t, instant)
+    for f in files:
+        written = pq.read_table(f)
+        order = pc.sort_indices(written, [("x", "ascending", "at_end"), ("s", "ascending", "at_end")])
+        assert order.to_pylist() == list(range(written.num_rows))  # each file in (x, s) order
+        assert ranges[f.name] == column_ranges(written, ["x", "s"])
+        assert pq.read_table(f).column("_hoodie_file_name").unique().to_pylist() == [f.name]
+    assert not (Path(t.path) / ".hoodie" / ".temp" / instant).exists()  # runs and markers gone
+
+
+def spill_folder(t, instant) -> Path:
+    return Path(t.path) / ".hoodie" / ".temp" / instant / clustering_run.SPILL_FOLDER
+
+
+def test_a_failed_spilled_run_leaves_no_runs_and_no_files_then_runs_again(tmp_path, monkeypatch):
+    from pyhudi.services import clustering_output
+
+    t = seeded(tmp_path, inserts=8)
+    expected = records(t.read(with_meta=True).sort_by("id"))
+    instant = t.schedule_clustering(sort_columns=["x"], options={"hoodie.layout.optimize.strategy": "hilbert"})
+    seen = []
+    original = clustering_output.SizedFiles._append
+
+    def failing(self, rows):
+        seen.append(sorted(p.name for p in spill_folder(t, instant).rglob("*.parquet")))
+        if len(seen) == 2:
+            raise OSError("disk full")
+        original(self, rows)
+
+    monkeypatch.setattr(clustering_output.SizedFiles, "_append", failing)
+    with pytest.raises(OSError, match="disk full"):
+        t.run_clustering(instant, options={BUFFER: str(TINY)})
+    assert seen[0][:2] == ["run-00001.parquet", "run-00002.parquet"]  # the runs existed while merging
+    assert not spill_folder(t, instant).exists()
+    assert [str(i.state) for i in t.timeline if i.requested_time == instant] == ["REQUESTED"]
+    assert not [p for p in Path(t.path, "a").glob(f"*{instant}.parquet")]
+    monkeypatch.setattr(clustering_output.SizedFiles, "_append", original)
+    t.run_clustering(instant, options={BUFFER: str(TINY)})
+    got = records(t.read(with_meta=True).sort_by("id"))
+    assert [{k: v for k, v in r.items() if k != "_hoodie_file_name"} for r in got] == \
+        [{k: v for k, v in r.items() if k != "_hoodie_file_name"} for r in expected]
+    assert not (Path(t.path) / ".hoodie" / ".temp" / instant).exists()
+
+
+KILL_DURING_SPILL = """
+import os, sys, pyhudi
+from pyhudi.services import clustering_sort
+original = clustering_sort.ExternalSort._spill
+count = []
+
+def dying(self, rows):
+    original(self, rows)
+    count.append(1)
+    if len(count) == 3:
+        os._exit(9)
+
+clustering_sort.ExternalSort._spill = dying
+pyhudi.open_table(sys.argv[1]).run_clustering(sys.argv[2], options={sys.argv[3]: sys.argv[4]})
+"""
+
+
+def test_a_clustering_killed_while_spilling_is_rolled_back_with_its_runs_and_re_executed(tmp_path):
+    import subprocess
+    import sys
+
+    t = seeded(tmp_path, inserts=8)
+    expected = [{k: v for k, v in r.items() if k != "_hoodie_file_name"}
+                for r in records(t.read(with_meta=True).sort_by("id"))]
+    instant = t.schedule_clustering(sort_columns=["s", "x"], options={"hoodie.layout.optimize.strategy": "z-order"})
+    proc = subprocess.run([sys.executable, "-c", KILL_DURING_SPILL, t.path, instant, BUFFER, str(TINY)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 9, proc.stderr
+    runs = sorted(p.name for p in spill_folder(t, instant).rglob("*.parquet"))
+    assert runs == ["run-00001.parquet", "run-00002.parquet", "run-00003.parquet"]
+    t.cluster(options={BUFFER: str(TINY), "hoodie.clustering.plan.strategy.small.file.limit": "1"})
+    assert [(str(i.action), str(i.state)) for i in t.timeline if i.is_clustering] == [("replacecommit", "COMPLETED")]
+    assert not (Path(t.path) / ".hoodie" / ".temp" / instant).exists()
+    got = [{k: v for k, v in r.items() if k != "_hoodie_file_name"}
+           for r in records(t.read(with_meta=True).sort_by("id"))]
+    assert got == expected
