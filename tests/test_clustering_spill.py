@@ -191,7 +191,7 @@ def test_a_failed_spilled_run_leaves_no_runs_and_no_files_then_runs_again(tmp_pa
     monkeypatch.setattr(clustering_output.SizedFiles, "_append", failing)
     with pytest.raises(OSError, match="disk full"):
         t.run_clustering(instant, options={BUFFER: str(TINY)})
-    assert seen[0][:2] == ["run-00001.parquet", "run-00002.parquet"]  # the runs existed while merging
+    assert seen[0] and all(n.startswith("run-") for n in seen[0])  # the runs existed while merging
     assert not spill_folder(t, instant).exists()
     assert [str(i.state) for i in t.timeline if i.requested_time == instant] == ["REQUESTED"]
     assert not [p for p in Path(t.path, "a").glob(f"*{instant}.parquet")]

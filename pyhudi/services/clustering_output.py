@@ -91,7 +91,7 @@ class SizedFiles:
     def _flush(self) -> None:
         if not self._pending:
             return
-        rows = pa.concat_tables(self._pending).combine_chunks()
+        rows = pa.concat_tables(self._pending)  # (chunks as they came: no copy)
         self._pending, self._pending_bytes = [], 0
         open_ = self._file
         if open_ is not None and open_.rows:

@@ -9,8 +9,11 @@ orders the rows by the sort columns with ``hoodie.layout.optimize.strategy`` (li
 hilbert: :func:`pyhudi.layout.curve_order`) — by record key when there are none — and writes them
 into ``numOutputFileGroups`` NEW file groups of equal row counts (so about
 ``target.file.max.bytes`` each), named after the clustering instant, ``_hoodie_file_name``
-renamed. Memory: one group is held while it is ordered — at most
-``hoodie.clustering.plan.strategy.max.bytes.per.group`` of input (2 GB by default) in Arrow form.
+renamed. Memory: a group that fits ``hoodie.pyhudi.clustering.execution.buffer.bytes`` (Arrow
+bytes) is ordered in memory as above; a larger one is ordered in sorted runs spilled to
+``.hoodie/.temp/<instant>/.spill/`` and merged back streaming, in exactly the same order, into
+files rolled at ``target.file.max.bytes`` (:mod:`~pyhudi.services.clustering_sort` states the
+bound: about twice the budget + one output row group, whatever the group's size).
 
 **Key order.** Files ordered by record key declare it (Parquet ``sorting_columns``), so readers
 sort-merge their log files later; files ordered by sort columns declare those columns (linear)
@@ -156,7 +159,7 @@ class ClusteringTask:
     def _run_spilled(self, sort: list[str], row_bytes: float) -> list[tuple[WriteStatus, Ranges]]:
         """A group over the budget: sorted runs spilled under the instant's temporary folder and
         merged into files of about ``target_file_bytes`` (:mod:`~pyhudi.services.clustering_sort`)."""
-        run_rows = max(1, int(self.buffer_bytes // (row_bytes + 16)))  # (+ the sort's helper columns)
+        run_rows = max(1, int(self.buffer_bytes // 2 // (row_bytes + 16)))  # a run and its sorted copy
         batch_rows = max(1, min(READ_BATCH_SIZE, run_rows // 4))
         curve = None
         if sort and self.layout != "linear":
@@ -173,7 +176,7 @@ class ClusteringTask:
             strict = not sort and _keys_strictly_increase(spill.merged([RECORD_KEY]))
             files = SizedFiles(self.context, self.instant, self.partition_path, self.write_token, self.file_ids,
                                sort, lambda first: self._stream_order(first, strict), self.target_file_bytes,
-                               min(PARQUET_BLOCK_SIZE.default, self.buffer_bytes, self.target_file_bytes))
+                               min(PARQUET_BLOCK_SIZE.default, self.buffer_bytes // 4, self.target_file_bytes))
             try:
                 for window in spill.merged():
                     files.add(key.strip(window))
