@@ -237,9 +237,10 @@ def _common_bits(codes: Sequence[np.ndarray]) -> int:
     return max(1, min(INDEX_BITS // len(codes), largest.bit_length()))
 
 
-def _scale(codes: np.ndarray, bits: int) -> np.ndarray:
-    """Stretch (or squeeze) codes ``0..max`` onto ``0..2**bits - 1``, keeping their order."""
-    top = int(codes.max())
+def _scale(codes: np.ndarray, bits: int, top: int | None = None) -> np.ndarray:
+    """Stretch (or squeeze) codes ``0..top`` onto ``0..2**bits - 1``, keeping their order
+    (``top``: the column's largest code, given when ``codes`` are a part of the column)."""
+    top = int(codes.max()) if top is None else int(top)
     full = (1 << bits) - 1
     if top == full or top == 0:
         return codes

@@ -161,3 +161,9 @@ INCLUDE_LOG_FILES = ConfigKey(
     "pyhudi: also cluster file groups whose latest slice has log files (merge-on-read; the slice is read "
     "merged). Off by default, as RFC-19 first specified: such groups are left out of plans.",
 )
+EXECUTION_BUFFER_BYTES = ConfigKey(
+    "hoodie.pyhudi.clustering.execution.buffer.bytes", int, 536_870_912,
+    "pyhudi: memory (Arrow bytes) one clustering group may hold while it is ordered. A group that fits is "
+    "sorted in memory; a larger one is sorted in runs of this size spilled to .hoodie/.temp/<instant>/ and "
+    "merged back streaming, so executing a group holds about this much, whatever the group's size.",
+)

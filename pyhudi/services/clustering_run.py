@@ -9,8 +9,11 @@ orders the rows by the sort columns with ``hoodie.layout.optimize.strategy`` (li
 hilbert: :func:`pyhudi.layout.curve_order`) — by record key when there are none — and writes them
 into ``numOutputFileGroups`` NEW file groups of equal row counts (so about
 ``target.file.max.bytes`` each), named after the clustering instant, ``_hoodie_file_name``
-renamed. Memory: one group is held while it is ordered — at most
-``hoodie.clustering.plan.strategy.max.bytes.per.group`` of input (2 GB by default) in Arrow form.
+renamed. Memory: a group that fits ``hoodie.pyhudi.clustering.execution.buffer.bytes`` (Arrow
+bytes) is ordered in memory as above; a larger one is ordered in sorted runs spilled to
+``.hoodie/.temp/<instant>/.spill/`` and merged back streaming, in exactly the same order, into
+files rolled at ``target.file.max.bytes`` (:mod:`~pyhudi.services.clustering_sort` states the
+bound: about twice the budget + one output row group, whatever the group's size).
 
 **Key order.** Files ordered by record key declare it (Parquet ``sorting_columns``), so readers
 sort-merge their log files later; files ordered by sort columns declare those columns (linear)
@@ -53,7 +56,7 @@ from pyhudi.engine.base import Engine, get_engine
 from pyhudi.errors import ClusteringConflictError, ConcurrentWriteError, CorruptFileError, TimelineError
 from pyhudi.fsview.view import FileGroup, FileSlice, FileSystemView, Visibility
 from pyhudi.keygen import partition_layout
-from pyhudi.layout import curve_order
+from pyhudi.layout import curve_layout
 from pyhudi.logformat.parquet_options import constant_strings, parquet_options_for
 from pyhudi.read.file_slice import read_file_slices
 from pyhudi.read.skipping import COLUMN_RANGES_KEY, encode_column_ranges
@@ -61,6 +64,8 @@ from pyhudi.read.skipping import column_ranges as skipping_ranges
 from pyhudi.read.task import READ_BATCH_SIZE
 from pyhudi.schema import META_FIELDS, avro_schema_json
 from pyhudi.services.clustering_carry import CarryOver, complete_carrying, refuse_replaced_inputs
+from pyhudi.services.clustering_output import SizedFiles
+from pyhudi.services.clustering_sort import CurveMapping, ExternalSort, SortKey
 from pyhudi.services.clustering import (
     CLUSTER_OPERATION,
     LAYOUT_PARAM,
@@ -69,7 +74,7 @@ from pyhudi.services.clustering import (
     plan_sort_columns,
     sort_columns_of,
 )
-from pyhudi.storage.naming import BaseFileName, WriteToken, new_file_id
+from pyhudi.storage.naming import BaseFileName, WriteToken, marker_dir, new_file_id
 from pyhudi.timeline.heartbeat import heartbeat_expired
 from pyhudi.timeline.instant import Action, Instant
 from pyhudi.timeline.metadata import CommitMetadata, ReplaceCommitMetadata
@@ -83,6 +88,8 @@ from pyhudi.write.rollback import rollback_instant
 
 RECORD_KEY = META_FIELDS[2]
 _NAME_INDEX = len(META_FIELDS) - 1
+SPILL_FOLDER = ".spill"
+"""Under the instant's ``.hoodie/.temp/<instant>/``: the sorted runs of groups over the budget."""
 Ranges = dict[str, Any]
 """One written file's :func:`~pyhudi.read.skipping.column_ranges` of the sort columns."""
 
@@ -105,18 +112,23 @@ class ClusteringTask:
     sample_size: int
     visibility: Visibility
 
+    buffer_bytes: int = cl.EXECUTION_BUFFER_BYTES.default
+    target_file_bytes: int = cl.TARGET_FILE_MAX_BYTES.default
+
     def run(self) -> list[tuple[WriteStatus, Ranges]]:
-        table = self._merged_rows()
-        sort = [c for c in self.sort_columns if c in table.column_names]  # (not dropped partition columns)
-        if sort:
-            order = curve_order(table, sort, self.layout, method=self.curve_method, sample_size=self.sample_size)
-        else:
-            order = pc.sort_indices(table, [(RECORD_KEY, "ascending")])
-        table = table.take(order)
+        sort = [c for c in self.sort_columns if c in self._columns()]  # (not dropped partition columns)
+        table, row_bytes = self._rows_within(self.buffer_bytes)
+        if table is None:
+            return self._run_spilled(sort, row_bytes)
         count = max(1, min(len(self.file_ids), table.num_rows))
-        bounds = [round(i * table.num_rows / count) for i in range(count + 1)]
-        return [self._write(self.file_ids[i], table.slice(bounds[i], bounds[i + 1] - bounds[i]))
-                for i in range(count) if bounds[i + 1] > bounds[i]]
+        if sort:  # files cut at the curve's cell boundaries, so each file's min/max stays tight
+            layout = curve_layout(table, sort, self.layout, method=self.curve_method, sample_size=self.sample_size)
+            table, bounds = table.take(layout.order), layout.file_bounds(count)
+        else:
+            table = table.take(pc.sort_indices(table, [(RECORD_KEY, "ascending")]))
+            bounds = [round(i * table.num_rows / count) for i in range(count + 1)]
+        return [self._write(self.file_ids[i], table.slice(low, high - low))
+                for i, (low, high) in enumerate(zip(bounds, bounds[1:])) if high > low]
 
     def _columns(self) -> list[str]:
         config = self.context.config
@@ -124,11 +136,64 @@ class ClusteringTask:
         dropped = set() if not drop else set(config.partition_fields) - set(config.record_key_fields)
         return [c for c in self.context.schema.names if c not in dropped]
 
-    def _merged_rows(self) -> pa.Table:
-        """Every live record of the group's slices, meta values as stored (each slice merged)."""
-        tables = [read_file_slices(self.context, [s], self.visibility, columns=self._columns(), with_meta=True,
-                                   batch_size=READ_BATCH_SIZE).read_all() for s in self.slices]
-        return pa.concat_tables(tables).combine_chunks()
+    def _batches(self, columns: Sequence[str] | None = None, batch_size: int = READ_BATCH_SIZE):
+        """The group's live records in read order, slice after slice (each slice merged): every
+        column with the meta values as stored, or only ``columns`` (a curve's first passes)."""
+        wanted = self._columns() if columns is None else list(columns)
+        for file_slice in self.slices:
+            yield from read_file_slices(self.context, [file_slice], self.visibility, columns=wanted,
+                                        with_meta=columns is None, batch_size=batch_size)
+
+    def _rows_within(self, budget: int) -> tuple[pa.Table | None, float]:
+        """The whole group as one table if it fits the budget; else None and its bytes per row."""
+        batches, held, rows = [], 0, 0
+        for batch in self._batches():
+            batches.append(batch)
+            held, rows = held + batch.nbytes, rows + batch.num_rows
+            if held > budget:
+                return None, held / max(1, rows)
+        if not batches:
+            schema = read_file_slices(self.context, [self.slices[0]], self.visibility, columns=self._columns(),
+                                      with_meta=True).schema
+            return schema.empty_table(), 0.0
+        return pa.Table.from_batches(batches).combine_chunks(), held / max(1, rows)
+
+    def _run_spilled(self, sort: list[str], row_bytes: float) -> list[tuple[WriteStatus, Ranges]]:
+        """A group over the budget: sorted runs spilled under the instant's temporary folder and
+        merged into files of about ``target_file_bytes`` (:mod:`~pyhudi.services.clustering_sort`)."""
+        run_rows = max(1, int(self.buffer_bytes // 2 // (row_bytes + 16)))  # a run and its sorted copy
+        batch_rows = max(1, min(READ_BATCH_SIZE, run_rows // 4))
+        curve = None
+        if sort and self.layout != "linear":
+            curve = CurveMapping(self.layout, sort, self.curve_method, self.sample_size,
+                                 lambda: self._batches(sort, batch_rows))
+        key = SortKey(sort, self.layout, curve)
+        spill = ExternalSort(self.context.storage, f"{marker_dir(self.instant)}/{SPILL_FOLDER}/{self.write_token}",
+                             key, run_rows)
+        try:
+            seen = 0
+            for batch in self._batches(None, batch_rows):
+                spill.add(key.decorate(batch, seen))
+                seen += batch.num_rows
+            strict = not sort and _keys_strictly_increase(spill.merged([RECORD_KEY]))
+            files = SizedFiles(self.context, self.instant, self.partition_path, self.write_token, self.file_ids,
+                               sort, lambda first: self._stream_order(first, strict), self.target_file_bytes,
+                               min(PARQUET_BLOCK_SIZE.default, self.buffer_bytes // 4, self.target_file_bytes))
+            try:
+                for window in spill.merged():
+                    files.add(key.strip(window))
+                return files.close()
+            except BaseException:
+                files.abort()
+                raise
+        finally:
+            spill.cleanup()
+
+    def _stream_order(self, rows: pa.Table, strict: bool) -> list[pq.SortingColumn] | None:
+        """:meth:`_declared_order` for streamed files: key order only if no key repeats in the group."""
+        if not self.sort_columns:
+            return [pq.SortingColumn(META_FIELDS.index(RECORD_KEY))] if strict else None
+        return self._declared_order(rows)
 
     def _write(self, file_id: str, rows: pa.Table) -> tuple[WriteStatus, Ranges]:
         started = time.perf_counter()
@@ -170,6 +235,20 @@ class ClusteringTask:
         return None
 
 
+def _keys_strictly_increase(windows) -> bool:
+    """Whether the record keys of the ordered windows never repeat (a vectorized check per window)."""
+    last = None
+    for window in windows:
+        keys = window.column(RECORD_KEY).combine_chunks()
+        n = len(keys)
+        if last is not None and n and not pc.greater(keys[0], last).as_py():
+            return False
+        if n > 1 and not pc.all(pc.greater(keys.slice(1), keys.slice(0, n - 1))).as_py():
+            return False
+        last = keys[n - 1] if n else last
+    return True
+
+
 def _group_slices(groups: Mapping[tuple[str, str], FileGroup], group: ClusteringGroup) -> list[FileSlice]:
     """The slices a plan group names, from the listing (an error naming a missing file: a plan
     never silently clusters less)."""
@@ -202,7 +281,8 @@ def _tasks(context: TableContext, view: FileSystemView, instant: str, plan: Clus
         tasks.append(ClusteringTask(
             context, instant, slices[0].partition_path, slices, [new_file_id(0) for _ in range(outputs)],
             str(WriteToken(index, 0, 0)), sort_columns, layout, cl.CURVE_BUILD_METHOD.get(options),
-            cl.CURVE_SAMPLE_SIZE.get(options), view.visibility))
+            cl.CURVE_SAMPLE_SIZE.get(options), view.visibility, cl.EXECUTION_BUFFER_BYTES.get(options),
+            cl.TARGET_FILE_MAX_BYTES.get(options)))
     return tasks
 
 
