@@ -75,15 +75,15 @@ from pyhudi.services.clustering import (
     sort_columns_of,
 )
 from pyhudi.storage.naming import BaseFileName, WriteToken, marker_dir, new_file_id
-from pyhudi.timeline.heartbeat import heartbeat_expired
+from pyhudi.services.execution import recover_inflight, undo_execution
 from pyhudi.timeline.instant import Action, Instant
 from pyhudi.timeline.metadata import CommitMetadata, ReplaceCommitMetadata
 from pyhudi.timeline.metadata_plans import ClusteringGroup, ClusteringPlan
-from pyhudi.timeline.timeline import Locked, Timeline
+from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.client import write_stat_of
 from pyhudi.write.commit import ActiveInstant
 from pyhudi.write.handle import KIND_CREATE, META_PARQUET_OPTIONS, WriteStatus
-from pyhudi.write.markers import IO_CREATE, create_marker, delete_markers, list_markers
+from pyhudi.write.markers import IO_CREATE, create_marker
 from pyhudi.write.rollback import rollback_instant
 
 RECORD_KEY = META_FIELDS[2]
@@ -322,7 +322,7 @@ def run_clustering(context: TableContext, timeline: Timeline, instant: str, *, e
         raise TimelineError(f"no pending clustering at {instant}" + (": it completed already" if done else ""))
     interval, misses = HEARTBEAT_INTERVAL_MS.get(options), HEARTBEAT_TOLERABLE_MISSES.get(options)
     if pending.is_inflight:
-        pending = _recover(storage, timeline, pending, interval, misses)
+        pending = recover_inflight(storage, timeline, pending, interval, misses, "clustering")
     plan = timeline.read_metadata(pending.as_requested()).clustering_plan
     check_execution_strategy(plan.strategy.strategy_class_name if plan.strategy else None)
     sort_columns = sort_columns_of(context, plan_sort_columns(plan), options)
@@ -348,7 +348,7 @@ def run_clustering(context: TableContext, timeline: Timeline, instant: str, *, e
         active.abort(lambda: _roll_back(storage, timeline, instant))
         raise
     except BaseException:
-        active.abort(lambda: _undo(storage, timeline, instant))
+        active.abort(lambda: undo_execution(storage, timeline, instant))
         raise
 
 
@@ -360,27 +360,3 @@ def _roll_back(storage: Any, timeline: Timeline, instant: str) -> None:
         rollback_instant(storage, timeline, current)
 
 
-def _recover(storage: Any, timeline: Timeline, inflight: Instant, interval: int, misses: int) -> Instant:
-    """An inflight clustering whose executor is gone goes back to requested (its files deleted),
-    decided under the timeline lock so two recoverers never undo each other's fresh run."""
-    instant = inflight.requested_time
-    with Locked(timeline.lock):
-        current = timeline.reload().get(instant)
-        if current is None or not current.is_pending:
-            raise TimelineError(f"no pending clustering at {instant}: it completed meanwhile")
-        if current.is_inflight:
-            if not heartbeat_expired(storage, instant, interval, misses):
-                raise ConcurrentWriteError(f"clustering {instant} is being executed by another live process (its "
-                                           "heartbeat is fresh); it is not run twice")
-            _undo(storage, timeline, instant)
-    return timeline.get(instant)
-
-
-def _undo(storage: Any, timeline: Timeline, instant: str) -> None:
-    """A failed execution: its files go (by their markers), the instant goes back to requested."""
-    for marker in list_markers(storage, instant):
-        storage.delete(marker.data_relpath)
-    delete_markers(storage, instant)
-    current = timeline.reload().get(instant)
-    if current is not None and current.is_inflight:
-        timeline.revert_to_requested(current)

@@ -43,7 +43,7 @@ from pyhudi.keygen import partition_layout
 from pyhudi.read.file_slice import read_file_slices
 from pyhudi.schema import META_FIELDS, avro_schema_json
 from pyhudi.storage.naming import BaseFileName, WriteToken, parse_data_file_name
-from pyhudi.timeline.heartbeat import heartbeat_expired
+from pyhudi.services.execution import recover_inflight, undo_execution
 from pyhudi.timeline.instant import Action, Instant, parse_instant_time
 from pyhudi.timeline.metadata import CommitMetadata
 from pyhudi.timeline.metadata_plans import CompactionOperation, CompactionPlan
@@ -52,7 +52,7 @@ from pyhudi.write.client import write_stat_of
 from pyhudi.write.commit import ActiveInstant
 from pyhudi.write.base_file import row_group_buffer_bytes, write_base_file
 from pyhudi.write.handle import KIND_CREATE, WriteStatus
-from pyhudi.write.markers import IO_CREATE, create_marker, delete_markers, list_markers
+from pyhudi.write.markers import IO_CREATE, create_marker
 from pyhudi.read.task import DEFAULT_BATCH_SIZE  # (bounded memory: a compaction streams)
 from pyhudi.write.plan import family_file_columns
 
@@ -319,7 +319,8 @@ def run_compaction(context: TableContext, timeline: Timeline, instant: str, *, e
         raise TimelineError(f"no pending compaction at {instant}" + (": it completed already" if done else ""))
     interval = HEARTBEAT_INTERVAL_MS.get(options)
     if pending.is_inflight:
-        pending = _recover(storage, timeline, pending, interval, HEARTBEAT_TOLERABLE_MISSES.get(options))
+        pending = recover_inflight(storage, timeline, pending, interval, HEARTBEAT_TOLERABLE_MISSES.get(options),
+                                   "compaction")
     plan = timeline.read_metadata(pending)
     full = (plan.extra_metadata or {}).get(FULL_KEY) == "true"
     try:
@@ -352,32 +353,8 @@ def run_compaction(context: TableContext, timeline: Timeline, instant: str, *, e
         )
         return active.commit(metadata.to_avro_bytes())
     except BaseException:
-        active.abort(lambda: _undo(storage, timeline, instant))
+        active.abort(lambda: undo_execution(storage, timeline, instant))
         raise
-
-
-def _recover(storage: Any, timeline: Timeline, inflight: Instant, interval: int, misses: int) -> Instant:
-    """An inflight compaction whose executor is gone goes back to requested (its files deleted),
-    decided under the timeline lock so that two recoverers never undo each other's fresh run."""
-    instant = inflight.requested_time
-    with Locked(timeline.lock):
-        current = timeline.reload().get(instant)
-        if current is None or not current.is_pending:
-            raise TimelineError(f"no pending compaction at {instant}: it completed meanwhile")
-        if current.is_inflight:
-            if not heartbeat_expired(storage, instant, interval, misses):
-                raise ConcurrentWriteError(f"compaction {instant} is being executed by another live process (its "
-                                           "heartbeat is fresh); it is not run twice")
-            _undo(storage, timeline, instant)
-    return timeline.get(instant)
-
-
-def _undo(storage: Any, timeline: Timeline, instant: str) -> None:
-    """A failed execution: its files go, the instant goes back to requested (to run again)."""
-    _discard_files(storage, instant)
-    current = timeline.reload().get(instant)
-    if current is not None and current.is_inflight:
-        timeline.revert_to_requested(current)
 
 
 def _operation_families(plan: CompactionPlan) -> list[str | None]:
@@ -388,13 +365,6 @@ def _operation_families(plan: CompactionPlan) -> list[str | None]:
     if recorded is not None and len(recorded.split(",")) == len(operations):
         return [name or None for name in recorded.split(",")]
     return [parse_data_file_name((op.delta_file_paths or [op.data_file_path])[0]).family for op in operations]
-
-
-def _discard_files(storage: Any, instant: str) -> None:
-    """Delete the data files an (interrupted) execution of ``instant`` wrote, by their markers."""
-    for marker in list_markers(storage, instant):
-        storage.delete(marker.data_relpath)
-    delete_markers(storage, instant)
 
 
 def compaction_due(timeline: Timeline, options: Mapping[str, str], now: str) -> bool:
