@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -41,7 +41,7 @@ from pyhudi.errors import ConcurrentWriteError, ConfigError, CorruptFileError, T
 from pyhudi.fsview.view import FileGroup, FileSlice, FileSystemView, Visibility
 from pyhudi.keygen import partition_layout
 from pyhudi.read.file_slice import read_file_slices
-from pyhudi.schema import META_FIELDS, avro_schema_json
+from pyhudi.schema import avro_schema_json
 from pyhudi.storage.naming import BaseFileName, WriteToken, parse_data_file_name
 from pyhudi.services.execution import recover_inflight, undo_execution
 from pyhudi.timeline.instant import Action, Instant, parse_instant_time
