@@ -7,7 +7,7 @@ works through the table's public handle (storage, config, a fresh timeline, its 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from pyhudi.config.keys import format_value
 from pyhudi.context import TableContext
@@ -78,19 +78,25 @@ class TableServices:
 
     def _run_pending_compactions(self, engine: Any, options: Mapping[str, Any] | None) -> list[str]:
         """Execute every pending compaction no live process is executing; returns their instants."""
+        return self._run_pending(lambda i: i.is_compaction, self.run_compaction, engine, options)
+
+    def _run_pending(self, selected: Callable[[Instant], bool], run: Callable[..., str], engine: Any,
+                     options: Mapping[str, Any] | None) -> list[str]:
+        """Run every pending plan ``selected`` picks that no live process is executing (another
+        process may run or complete one meanwhile: it is left to it); returns the instants run."""
         from pyhudi.errors import ConcurrentWriteError, TimelineError
 
         ran = []
         for instant in self.active_timeline(_string_options(options)).pending():
-            if not instant.is_compaction:
+            if not selected(instant):
                 continue
             try:
-                ran.append(self.run_compaction(instant.requested_time, engine=engine, options=options))
+                ran.append(run(instant.requested_time, engine=engine, options=options))
             except ConcurrentWriteError:
                 continue  # another process runs it
             except TimelineError:
-                if self.active_timeline().get(instant.requested_time) is None or not \
-                        self.active_timeline().get(instant.requested_time).is_pending:
+                now = self.active_timeline().get(instant.requested_time)
+                if now is None or not now.is_pending:
                     continue  # another process completed (or rolled back) it meanwhile
                 raise
         return ran
@@ -164,23 +170,9 @@ class TableServices:
 
     def _run_pending_clusterings(self, engine: Any, options: Mapping[str, Any] | None) -> list[str]:
         """Execute every pending clustering no live process is executing; returns their instants."""
-        from pyhudi.errors import ConcurrentWriteError, TimelineError
         from pyhudi.timeline.instant import Action
 
-        ran = []
-        for instant in self.active_timeline(_string_options(options)).pending():
-            if instant.action is not Action.CLUSTERING:
-                continue
-            try:
-                ran.append(self.run_clustering(instant.requested_time, engine=engine, options=options))
-            except ConcurrentWriteError:
-                continue  # another process runs it
-            except TimelineError:
-                now = self.active_timeline().get(instant.requested_time)
-                if now is None or not now.is_pending:
-                    continue  # another process completed it meanwhile
-                raise
-        return ran
+        return self._run_pending(lambda i: i.action is Action.CLUSTERING, self.run_clustering, engine, options)
 
     def _check_cluster_inline(self, options: Mapping[str, str]) -> tuple[bool, bool]:
         """(inline, schedule inline), refused together (checked before a write starts)."""
