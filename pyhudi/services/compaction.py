@@ -51,6 +51,7 @@ from pyhudi.timeline.timeline import Locked, Timeline
 from pyhudi.write.client import write_stat_of
 from pyhudi.write.commit import ActiveInstant
 from pyhudi.write.base_file import row_group_buffer_bytes, write_base_file
+from pyhudi.write.chunk_copy import copy_full_compaction
 from pyhudi.write.handle import KIND_CREATE, WriteStatus
 from pyhudi.write.markers import IO_CREATE, create_marker, delete_markers, list_markers
 from pyhudi.read.task import DEFAULT_BATCH_SIZE  # (bounded memory: a compaction streams)
@@ -270,9 +271,12 @@ class CompactionTask:
                                     with_meta=True, batch_size=DEFAULT_BATCH_SIZE)
 
         create_marker(storage, self.instant, self.partition_path, name, IO_CREATE)
-        rows, first_key, last_key = write_base_file(storage, relpath, merged, name,
-                                                     self.context.config.record_key_fields,
-                                                     buffer_bytes=row_group_buffer_bytes(self.context.config.props))
+        copied = None
+        if self.full:  # the families whose data is final are copied chunk for chunk when they align
+            copied = copy_full_compaction(self.context, slices, self.visibility, relpath, name, self._columns(None))
+        rows, first_key, last_key = copied or write_base_file(
+            storage, relpath, merged, name, self.context.config.record_key_fields,
+            buffer_bytes=row_group_buffer_bytes(self.context.config.props))
         base = next((s.base_file for s in slices if s.base_file is not None), None)
         return WriteStatus(
             instant=self.instant, partition_path=self.partition_path, file_id=self.file_id, family=family or "",

@@ -1,0 +1,248 @@
+"""Full compaction by copying column chunks: the families whose data is final are not re-encoded.
+
+A full compaction joins every family of a file group into one full-row base file. Decoding all
+of them and encoding the rows again costs more than writing the rows in the first place; yet a
+family whose slice is a base file with no log file after it has final values, already encoded.
+When every such family's base file holds the same keys in the same row groups (families written
+together), the full-row file takes their column chunks byte for byte
+(:mod:`pyhudi.logformat.parquet_copy`) and encodes only the rest, row group by row group with
+the same boundaries: the meta columns whose values change (commit time and sequence number —
+each row's newest family version —, partition path, and the file name, which names the new
+file) and the columns of families that have log files, merged as the decode path merges them.
+The record key and the key and partition columns are the copied families' own chunks.
+
+It is proven, not assumed, that the copied rows are the merged rows: the copied base files have
+byte-equal record-key chunks in equal row-group layouts, and each row group's merged record keys
+are compared with the copied base's keys before the row group is written. Anything else — logs
+in every family, keys that differ (inserts or deletes in the logs), another column type than the
+table's (schema evolution), soft deletes, a full-row base file taking part, files written by
+another Parquet writer — takes the decode path (:func:`~pyhudi.write.base_file.write_base_file`),
+as does a mismatch found while writing: the partial file is deleted and never kept.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pyhudi.context import TableContext
+from pyhudi.fsview.view import FileSlice, Visibility
+from pyhudi.logformat.parquet_copy import Footer, Part, SplicedFileWriter, read_footer, read_range
+from pyhudi.logformat.parquet_options import constant_strings, parquet_options_for, stored_schema_metadata
+from pyhudi.read.file_slice import read_file_slices
+from pyhudi.read.plan import _output_schema
+from pyhudi.read.task import DEFAULT_BATCH_SIZE
+from pyhudi.schema import META_FIELDS
+from pyhudi.write.handle import META_PARQUET_OPTIONS
+
+COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_FIELDS
+SOFT_DELETE = "_hoodie_is_deleted"
+_FRESH_META = (COMMIT_TIME, SEQNO, PARTITION_PATH, FILE_NAME)
+"""Meta columns encoded anew; the record key is copied (its values are proven equal)."""
+
+
+class NotAligned(Exception):
+    """The copy path does not apply (internal: the caller takes the decode path)."""
+
+
+@dataclass
+class _Source:
+    """A copied family's base file, open, with its footer and Arrow schema."""
+
+    slice: FileSlice
+    file: pa.NativeFile
+    footer: Footer
+    schema: pa.Schema
+
+
+def copy_full_compaction(context: TableContext, slices: Sequence[FileSlice], visibility: Visibility,
+                         relpath: str, file_name: str, columns: Sequence[str]) -> tuple[int, str | None, str | None] | None:
+    """Write the full-row base file ``relpath`` of ``slices`` (one per family of a file group)
+    with the final families' chunks copied; returns (rows, first key, last key), or None when
+    the copy path does not apply (nothing is left at ``relpath`` then)."""
+    if len(slices) < 2 or any(s.family is None for s in slices):
+        return None
+    storage = context.storage
+    with ExitStack() as files:
+        try:
+            sources = _open_sources(storage, slices, files)
+            plan = _ColumnPlan.of(context, slices, sources, columns)
+        except NotAligned:
+            return None
+        try:
+            with storage.open_output(relpath) as sink:
+                return _write(context, slices, visibility, plan, sink, file_name)
+        except NotAligned:
+            storage.delete(relpath)
+            return None
+        except BaseException:
+            storage.delete(relpath)
+            raise
+
+
+def _open_sources(storage: Any, slices: Sequence[FileSlice], files: ExitStack) -> list[_Source]:
+    """The final families' base files, checked to share one row-group layout and one set of keys."""
+    sources = []
+    for s in slices:
+        if s.base_file is None or s.log_files:
+            continue
+        handle = files.enter_context(storage.open_input(s.base_file.relpath))
+        try:
+            footer = read_footer(handle, s.base_file.relpath)
+        except Exception:
+            raise NotAligned from None  # (the decode path reports a damaged file as it does)
+        schema = pq.ParquetFile(handle).schema_arrow
+        if not footer.copyable or SOFT_DELETE in footer.names or RECORD_KEY not in footer.names:
+            raise NotAligned
+        sources.append(_Source(s, handle, footer, schema))
+    if not sources or not sources[0].footer.row_groups:
+        raise NotAligned
+    first = sources[0]
+    for other in sources[1:]:
+        if other.footer.row_counts() != first.footer.row_counts() or other.footer.created_by != first.footer.created_by:
+            raise NotAligned
+        if not _same_chunks(first, other, RECORD_KEY):
+            raise NotAligned
+    return sources
+
+
+def _same_chunks(a: _Source, b: _Source, name: str) -> bool:
+    """Whether column ``name`` is stored byte for byte alike in both files (every row group)."""
+    if a.footer is b.footer or a.slice.base_file.relpath == b.slice.base_file.relpath:
+        return True
+    if name not in a.footer.names or name not in b.footer.names:
+        return False
+    for row_group in range(len(a.footer.row_groups)):
+        (start_a, size_a), (start_b, size_b) = (a.footer.chunk_extent(row_group, name),
+                                                b.footer.chunk_extent(row_group, name))
+        if size_a != size_b or not read_range(a.file, start_a, size_a).equals(read_range(b.file, start_b, size_b)):
+            return False
+    return True
+
+
+@dataclass
+class _ColumnPlan:
+    """Where each output column comes from: a copied source, or the merged (fresh) rows."""
+
+    output: pa.Schema  # the full-row file's Arrow schema (meta columns first)
+    copied: dict[str, _Source]
+    fresh: list[str]  # output columns encoded from the merged rows, in output order
+    read: list[FileSlice]  # the slices the merged rows are read from
+    read_columns: list[str]  # the data columns asked of them
+    anchor: _Source  # the copied base whose record keys every row group is checked against
+
+    @classmethod
+    def of(cls, context: TableContext, slices: Sequence[FileSlice], sources: list[_Source],
+           columns: Sequence[str]) -> "_ColumnPlan":
+        output = _output_schema(context.schema, columns, True)
+        by_family = {src.slice.family: src for src in sources}
+        owner = {c: name for name, f in context.families.items() for c in f.columns}
+        implicit = {*context.record_key_fields, *context.partition_fields}
+        anchor = sources[0]
+        copied: dict[str, _Source] = {RECORD_KEY: anchor}
+        fresh = list(_FRESH_META)
+        present = {s.family for s in slices}
+        for name in columns:
+            if name in implicit:
+                copied[name] = anchor
+            elif owner.get(name) in by_family:
+                copied[name] = by_family[owner[name]]
+            elif owner.get(name) in present:
+                fresh.append(name)
+            else:
+                raise NotAligned  # a family without files in this group: its columns are all null
+        for name, src in copied.items():
+            if name not in src.schema.names or not _same_field(src.schema.field(name), output.field(name)):
+                raise NotAligned
+        # the final families' meta values are needed too (a row's newest version wins), but one
+        # base file stands for all whose commit time and sequence number chunks are identical
+        read = [s for s in slices if s.family not in by_family]
+        read += [src.slice for src in sources
+                 if src is anchor or not (_same_chunks(anchor, src, COMMIT_TIME) and _same_chunks(anchor, src, SEQNO))]
+        read_columns = [c for c in columns if c in implicit or c in fresh]
+        return cls(output, copied, [c for c in output.names if c in fresh], read, read_columns, anchor)
+
+
+def _same_field(stored: pa.Field, wanted: pa.Field) -> bool:
+    return stored.type == wanted.type and stored.nullable == wanted.nullable
+
+
+def _write(context: TableContext, slices: Sequence[FileSlice], visibility: Visibility, plan: _ColumnPlan,
+           sink: pa.NativeFile, file_name: str) -> tuple[int, str | None, str | None]:
+    merged = read_file_slices(context, plan.read, visibility, columns=plan.read_columns, with_meta=True,
+                              batch_size=DEFAULT_BATCH_SIZE)
+    batches = _Rows(iter(merged))
+    anchor = plan.anchor
+    anchor_file = pq.ParquetFile(anchor.file)
+    writer = SplicedFileWriter(sink)
+    options = None
+    first = last = fresh_footer = None
+    total = 0
+    for index, rows in enumerate(anchor.footer.row_counts()):
+        table = batches.take(rows)
+        keys = table.column(RECORD_KEY)
+        if table.num_rows != rows or not keys.equals(anchor_file.read_row_group(index, [RECORD_KEY]).column(0)):
+            raise NotAligned
+        if rows:
+            first = keys[0].as_py() if first is None else first
+            last = keys[-1].as_py()
+        fresh = pa.table({name: (constant_strings(file_name, rows) if name == FILE_NAME else table.column(name))
+                          for name in plan.fresh})
+        if options is None:
+            options = parquet_options_for(fresh, fixed=META_PARQUET_OPTIONS, delta_columns=context.record_key_fields)
+        buffer = _encode(fresh, options)
+        fresh_footer = read_footer(pa.BufferReader(buffer), "(the encoded row group)")
+        if fresh_footer.created_by != anchor.footer.created_by:
+            raise NotAligned  # another writer's statistics rules: do not mix them in one file
+        fresh_source = pa.BufferReader(buffer)
+        parts = [Part(name, fresh_footer, fresh_source, 0) if name not in plan.copied
+                 else Part(name, plan.copied[name].footer, plan.copied[name].file, index)
+                 for name in plan.output.names]
+        writer.add_row_group(parts, rows, _sorting(plan.output.names))
+        total += rows
+    if batches.take(1).num_rows:
+        raise NotAligned  # the merge has rows the copied files do not
+    writer.close(fresh_footer, stored_schema_metadata(plan.output), total)
+    return total, first, last
+
+
+def _sorting(names: list[str]) -> list[dict]:
+    """Parquet ``SortingColumn``: rows ascending by record key, as the decode path declares."""
+    return [{1: names.index(RECORD_KEY), 2: False, 3: False, "i32": 1}]
+
+
+def _encode(table: pa.Table, options: dict[str, Any]) -> pa.Buffer:
+    """One row group of ``table`` as a Parquet file in memory (its chunks are then copied)."""
+    out = pa.BufferOutputStream()
+    with pq.ParquetWriter(out, table.schema, store_schema=False, **options) as writer:
+        writer.write_table(table, row_group_size=max(1, table.num_rows))
+    return out.getvalue()
+
+
+class _Rows:
+    """Exactly ``n`` rows at a time from a stream of record batches."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch]) -> None:
+        self._batches = batches
+        self._rest: list[pa.RecordBatch] = []
+        self._schema: pa.Schema | None = None
+
+    def take(self, n: int) -> pa.Table:
+        held = list(self._rest)
+        count = sum(b.num_rows for b in held)
+        while count < n:
+            batch = next(self._batches, None)
+            if batch is None:
+                break
+            self._schema = batch.schema
+            held.append(batch)
+            count += batch.num_rows
+        if not held:
+            return pa.table({RECORD_KEY: pa.array([], pa.string())})
+        table = pa.Table.from_batches(held)
+        self._rest = table.slice(n).to_batches() if count > n else []
+        return table.slice(0, n)
