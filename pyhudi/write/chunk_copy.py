@@ -22,7 +22,8 @@ as does a mismatch found while writing: the partial file is deleted and never ke
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+import os
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
@@ -31,7 +32,7 @@ import pyarrow.parquet as pq
 
 from pyhudi.context import TableContext
 from pyhudi.fsview.view import FileSlice, Visibility
-from pyhudi.logformat.parquet_copy import Footer, Part, SplicedFileWriter, read_footer, read_range
+from pyhudi.logformat.parquet_copy import Footer, Part, Source, SplicedFileWriter, read_footer, read_range
 from pyhudi.logformat.parquet_options import constant_strings, parquet_options_for, stored_schema_metadata
 from pyhudi.read.file_slice import read_file_slices
 from pyhudi.read.plan import _output_schema
@@ -54,9 +55,13 @@ class _Source:
     """A copied family's base file, open, with its footer and Arrow schema."""
 
     slice: FileSlice
-    file: pa.NativeFile
+    source: Source
     footer: Footer
     schema: pa.Schema
+
+    @property
+    def file(self) -> pa.NativeFile:
+        return self.source.file
 
 
 def copy_full_compaction(context: TableContext, slices: Sequence[FileSlice], visibility: Visibility,
@@ -69,12 +74,12 @@ def copy_full_compaction(context: TableContext, slices: Sequence[FileSlice], vis
     storage = context.storage
     with ExitStack() as files:
         try:
-            sources = _open_sources(storage, slices, files)
-            plan = _ColumnPlan.of(context, slices, sources, columns)
+            sources, merged = _open_sources(storage, slices, files)
+            plan = _ColumnPlan.of(context, slices, sources, merged, columns)
         except NotAligned:
             return None
         try:
-            with storage.open_output(relpath) as sink:
+            with _output(storage, relpath) as sink:
                 return _write(context, slices, visibility, plan, sink, file_name)
         except NotAligned:
             storage.delete(relpath)
@@ -84,21 +89,22 @@ def copy_full_compaction(context: TableContext, slices: Sequence[FileSlice], vis
             raise
 
 
-def _open_sources(storage: Any, slices: Sequence[FileSlice], files: ExitStack) -> list[_Source]:
-    """The final families' base files, checked to share one row-group layout and one set of keys."""
-    sources = []
+def _open_sources(storage: Any, slices: Sequence[FileSlice],
+                  files: ExitStack) -> tuple[list[_Source], list[_Source | None]]:
+    """The final families' base files (checked to share one row-group layout and one set of
+    keys), and the base file (or None) of each family that has log files."""
+    sources, merged = [], []
     for s in slices:
-        if s.base_file is None or s.log_files:
+        if s.base_file is None:
+            merged.append(None)
             continue
-        handle = files.enter_context(storage.open_input(s.base_file.relpath))
-        try:
-            footer = read_footer(handle, s.base_file.relpath)
-        except Exception:
-            raise NotAligned from None  # (the decode path reports a damaged file as it does)
-        schema = pq.ParquetFile(handle).schema_arrow
-        if not footer.copyable or SOFT_DELETE in footer.names or RECORD_KEY not in footer.names:
+        opened = _open(storage, s, files)
+        if s.log_files:
+            merged.append(opened)
+            continue
+        if not opened.footer.copyable or SOFT_DELETE in opened.footer.names or RECORD_KEY not in opened.footer.names:
             raise NotAligned
-        sources.append(_Source(s, handle, footer, schema))
+        sources.append(opened)
     if not sources or not sources[0].footer.row_groups:
         raise NotAligned
     first = sources[0]
@@ -107,14 +113,29 @@ def _open_sources(storage: Any, slices: Sequence[FileSlice], files: ExitStack) -
             raise NotAligned
         if not _same_chunks(first, other, RECORD_KEY):
             raise NotAligned
-    return sources
+    return sources, merged
+
+
+def _open(storage: Any, file_slice: FileSlice, files: ExitStack) -> _Source:
+    relpath = file_slice.base_file.relpath
+    handle = files.enter_context(storage.open_input(relpath))
+    fd = None
+    if storage.is_local:
+        fd = os.open(storage.full_path(relpath), os.O_RDONLY)
+        files.callback(os.close, fd)
+    try:
+        footer = read_footer(handle, relpath)
+        schema = pq.ParquetFile(handle).schema_arrow
+    except Exception:
+        raise NotAligned from None  # (the decode path reports a damaged file as it does)
+    return _Source(file_slice, Source(handle, fd), footer, schema)
 
 
 def _same_chunks(a: _Source, b: _Source, name: str) -> bool:
     """Whether column ``name`` is stored byte for byte alike in both files (every row group)."""
     if a.footer is b.footer or a.slice.base_file.relpath == b.slice.base_file.relpath:
         return True
-    if name not in a.footer.names or name not in b.footer.names:
+    if name not in a.footer.names or name not in b.footer.names or a.footer.row_counts() != b.footer.row_counts():
         return False
     for row_group in range(len(a.footer.row_groups)):
         (start_a, size_a), (start_b, size_b) = (a.footer.chunk_extent(row_group, name),
@@ -137,7 +158,7 @@ class _ColumnPlan:
 
     @classmethod
     def of(cls, context: TableContext, slices: Sequence[FileSlice], sources: list[_Source],
-           columns: Sequence[str]) -> "_ColumnPlan":
+           merged: list[_Source | None], columns: Sequence[str]) -> "_ColumnPlan":
         output = _output_schema(context.schema, columns, True)
         by_family = {src.slice.family: src for src in sources}
         owner = {c: name for name, f in context.families.items() for c in f.columns}
@@ -158,13 +179,47 @@ class _ColumnPlan:
         for name, src in copied.items():
             if name not in src.schema.names or not _same_field(src.schema.field(name), output.field(name)):
                 raise NotAligned
-        # the final families' meta values are needed too (a row's newest version wins), but one
-        # base file stands for all whose commit time and sequence number chunks are identical
-        read = [s for s in slices if s.family not in by_family]
-        read += [src.slice for src in sources
-                 if src is anchor or not (_same_chunks(anchor, src, COMMIT_TIME) and _same_chunks(anchor, src, SEQNO))]
+        read = [s for s in slices if s.family not in by_family] + _meta_sources(anchor, sources, merged, slices)
         read_columns = [c for c in columns if c in implicit or c in fresh]
         return cls(output, copied, [c for c in output.names if c in fresh], read, read_columns, anchor)
+
+
+def _meta_sources(anchor: _Source, sources: list[_Source], merged: list[_Source | None],
+                  slices: Sequence[FileSlice]) -> list[FileSlice]:
+    """The final families whose meta values the merge must still read (a row's meta values are
+    its newest family version's). One base file stands for all whose commit time and sequence
+    number chunks are identical. None is needed when the merged families' base files (``merged``)
+    carry those very meta values too and every log file after them is newer than that base: each
+    merged row then has the same meta values or newer ones."""
+    same = [src for src in sources if _same_meta(anchor, src)]
+    needed = [src.slice for src in sources if src is anchor or not any(src is x for x in same)]
+    if len(same) < len(sources) or not merged:
+        return needed
+    newest = _max_commit_time(anchor.footer)
+    if newest is None or any(base is None or not _same_meta(anchor, base) for base in merged):
+        return needed
+    logs = [lf for s in slices if s.log_files for lf in s.log_files]
+    return needed if any(lf.name.instant <= newest for lf in logs) else []
+
+
+def _same_meta(a: _Source, b: _Source) -> bool:
+    return all(_same_chunks(a, b, name) for name in (RECORD_KEY, COMMIT_TIME, SEQNO))
+
+
+def _max_commit_time(footer: Footer) -> str | None:
+    """The largest ``_hoodie_commit_time`` of a file, from its chunks' statistics (None: unknown)."""
+    if COMMIT_TIME not in footer.names:
+        return None
+    leaf = footer.leaves[COMMIT_TIME][0]
+    best = None
+    for rg in footer.row_groups:
+        stats = rg[1][leaf][3].get(12) or {}  # ColumnChunk.meta_data.statistics
+        value = stats.get(5)  # max_value
+        if value is None:
+            return None
+        text = value.decode() if isinstance(value, bytes) else str(value)
+        best = text if best is None or text > best else best
+    return best
 
 
 def _same_field(stored: pa.Field, wanted: pa.Field) -> bool:
@@ -198,9 +253,9 @@ def _write(context: TableContext, slices: Sequence[FileSlice], visibility: Visib
         fresh_footer = read_footer(pa.BufferReader(buffer), "(the encoded row group)")
         if fresh_footer.created_by != anchor.footer.created_by:
             raise NotAligned  # another writer's statistics rules: do not mix them in one file
-        fresh_source = pa.BufferReader(buffer)
+        fresh_source = Source(pa.BufferReader(buffer))
         parts = [Part(name, fresh_footer, fresh_source, 0) if name not in plan.copied
-                 else Part(name, plan.copied[name].footer, plan.copied[name].file, index)
+                 else Part(name, plan.copied[name].footer, plan.copied[name].source, index)
                  for name in plan.output.names]
         writer.add_row_group(parts, rows, _sorting(plan.output.names))
         total += rows
@@ -208,6 +263,23 @@ def _write(context: TableContext, slices: Sequence[FileSlice], visibility: Visib
         raise NotAligned  # the merge has rows the copied files do not
     writer.close(fresh_footer, stored_schema_metadata(plan.output), total)
     return total, first, last
+
+
+@contextmanager
+def _output(storage: Any, relpath: str) -> Iterator[pa.NativeFile | int]:
+    """The new file: a descriptor for a local file (chunks are then copied in the kernel),
+    else the storage's output stream."""
+    if not storage.is_local:
+        with storage.open_output(relpath) as sink:
+            yield sink
+        return
+    path = storage.full_path(relpath)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _sorting(names: list[str]) -> list[dict]:
