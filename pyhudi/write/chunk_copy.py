@@ -33,7 +33,12 @@ import pyarrow.parquet as pq
 from pyhudi.context import TableContext
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.logformat.parquet_copy import Footer, Part, Source, SplicedFileWriter, read_footer, read_range
-from pyhudi.logformat.parquet_options import constant_strings, parquet_options_for, stored_schema_metadata
+from pyhudi.logformat.parquet_options import (
+    constant_strings,
+    encode_parquet,
+    parquet_options_for,
+    stored_schema_metadata,
+)
 from pyhudi.read.file_slice import read_file_slices
 from pyhudi.read.plan import _output_schema
 from pyhudi.read.task import DEFAULT_BATCH_SIZE
@@ -118,11 +123,14 @@ def _open_sources(storage: Any, slices: Sequence[FileSlice],
 
 def _open(storage: Any, file_slice: FileSlice, files: ExitStack) -> _Source:
     relpath = file_slice.base_file.relpath
-    handle = files.enter_context(storage.open_input(relpath))
     fd = None
-    if storage.is_local:
-        fd = os.open(storage.full_path(relpath), os.O_RDONLY)
+    if storage.is_local:  # mapped: the chunks compared are read without a copy
+        path = storage.full_path(relpath)
+        handle = files.enter_context(pa.memory_map(path))
+        fd = os.open(path, os.O_RDONLY)
         files.callback(os.close, fd)
+    else:
+        handle = files.enter_context(storage.open_input(relpath))
     try:
         footer = read_footer(handle, relpath)
         schema = pq.ParquetFile(handle).schema_arrow
@@ -228,8 +236,9 @@ def _same_field(stored: pa.Field, wanted: pa.Field) -> bool:
 
 def _write(context: TableContext, slices: Sequence[FileSlice], visibility: Visibility, plan: _ColumnPlan,
            sink: pa.NativeFile, file_name: str) -> tuple[int, str | None, str | None]:
+    # batches of a row group: the row group is held whole anyway, and few large batches merge faster
     merged = read_file_slices(context, plan.read, visibility, columns=plan.read_columns, with_meta=True,
-                              batch_size=DEFAULT_BATCH_SIZE)
+                              batch_size=max(DEFAULT_BATCH_SIZE, *plan.anchor.footer.row_counts()))
     batches = _Rows(iter(merged))
     anchor = plan.anchor
     anchor_file = pq.ParquetFile(anchor.file)
@@ -288,11 +297,9 @@ def _sorting(names: list[str]) -> list[dict]:
 
 
 def _encode(table: pa.Table, options: dict[str, Any]) -> pa.Buffer:
-    """One row group of ``table`` as a Parquet file in memory (its chunks are then copied)."""
-    out = pa.BufferOutputStream()
-    with pq.ParquetWriter(out, table.schema, store_schema=False, **options) as writer:
-        writer.write_table(table, row_group_size=max(1, table.num_rows))
-    return out.getvalue()
+    """One row group of ``table`` as a Parquet file in memory (its chunks are then copied),
+    written into a buffer sized once (:func:`~pyhudi.logformat.parquet_options.encode_parquet`)."""
+    return encode_parquet(table, {**options, "row_group_size": max(1, table.num_rows), "store_schema": False})
 
 
 class _Rows:
