@@ -47,8 +47,9 @@ from pyhudi.write.handle import META_PARQUET_OPTIONS
 
 COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_FIELDS
 SOFT_DELETE = "_hoodie_is_deleted"
-_FRESH_META = (COMMIT_TIME, SEQNO, PARTITION_PATH, FILE_NAME)
-"""Meta columns encoded anew; the record key is copied (its values are proven equal)."""
+_FRESH_META = (COMMIT_TIME, SEQNO, FILE_NAME)
+"""Meta columns encoded anew. The record key and partition path are copied: the keys are proven
+equal, and a file group's rows all have its partition's path."""
 
 
 class NotAligned(Exception):
@@ -161,7 +162,7 @@ class _ColumnPlan:
     copied: dict[str, _Source]
     fresh: list[str]  # output columns encoded from the merged rows, in output order
     read: list[FileSlice]  # the slices the merged rows are read from
-    read_columns: list[str]  # the data columns asked of them
+    read_columns: list[str]  # the columns asked of them (meta columns among them)
     anchor: _Source  # the copied base whose record keys every row group is checked against
 
     @classmethod
@@ -172,7 +173,7 @@ class _ColumnPlan:
         owner = {c: name for name, f in context.families.items() for c in f.columns}
         implicit = {*context.record_key_fields, *context.partition_fields}
         anchor = sources[0]
-        copied: dict[str, _Source] = {RECORD_KEY: anchor}
+        copied: dict[str, _Source] = {RECORD_KEY: anchor, PARTITION_PATH: anchor}
         fresh = list(_FRESH_META)
         present = {s.family for s in slices}
         for name in columns:
@@ -188,7 +189,7 @@ class _ColumnPlan:
             if name not in src.schema.names or not _same_field(src.schema.field(name), output.field(name)):
                 raise NotAligned
         read = [s for s in slices if s.family not in by_family] + _meta_sources(anchor, sources, merged, slices)
-        read_columns = [c for c in columns if c in implicit or c in fresh]
+        read_columns = [COMMIT_TIME, SEQNO, *(c for c in columns if c in implicit or c in fresh)]
         return cls(output, copied, [c for c in output.names if c in fresh], read, read_columns, anchor)
 
 
@@ -237,23 +238,21 @@ def _same_field(stored: pa.Field, wanted: pa.Field) -> bool:
 def _write(context: TableContext, slices: Sequence[FileSlice], visibility: Visibility, plan: _ColumnPlan,
            sink: pa.NativeFile, file_name: str) -> tuple[int, str | None, str | None]:
     # batches of a row group: the row group is held whole anyway, and few large batches merge faster
-    merged = read_file_slices(context, plan.read, visibility, columns=plan.read_columns, with_meta=True,
+    merged = read_file_slices(context, plan.read, visibility, columns=plan.read_columns,
                               batch_size=max(DEFAULT_BATCH_SIZE, *plan.anchor.footer.row_counts()))
     batches = _Rows(iter(merged))
     anchor = plan.anchor
     anchor_file = pq.ParquetFile(anchor.file)
+    key_fields = list(context.record_key_fields)
     writer = SplicedFileWriter(sink)
     options = None
-    first = last = fresh_footer = None
+    fresh_footer = None
     total = 0
     for index, rows in enumerate(anchor.footer.row_counts()):
         table = batches.take(rows)
-        keys = table.column(RECORD_KEY)
-        if table.num_rows != rows or not keys.equals(anchor_file.read_row_group(index, [RECORD_KEY]).column(0)):
-            raise NotAligned
-        if rows:
-            first = keys[0].as_py() if first is None else first
-            last = keys[-1].as_py()
+        if table.num_rows != rows or not table.select(key_fields).equals(
+                anchor_file.read_row_group(index, key_fields), check_metadata=False):
+            raise NotAligned  # (equal key fields: equal record keys, the keygen is the table's)
         fresh = pa.table({name: (constant_strings(file_name, rows) if name == FILE_NAME else table.column(name))
                           for name in plan.fresh})
         if options is None:
@@ -271,7 +270,17 @@ def _write(context: TableContext, slices: Sequence[FileSlice], visibility: Visib
     if batches.take(1).num_rows:
         raise NotAligned  # the merge has rows the copied files do not
     writer.close(fresh_footer, stored_schema_metadata(plan.output), total)
-    return total, first, last
+    return total, *_first_last_keys(anchor_file)
+
+
+def _first_last_keys(parquet: pq.ParquetFile) -> tuple[str | None, str | None]:
+    """The record keys of a file's first and last rows (files are written in key order)."""
+    groups = [i for i in range(parquet.metadata.num_row_groups) if parquet.metadata.row_group(i).num_rows]
+    if not groups:
+        return None, None
+    first = next(parquet.iter_batches(batch_size=1, row_groups=groups[:1], columns=[RECORD_KEY])).column(0)[0]
+    last = parquet.read_row_group(groups[-1], [RECORD_KEY]).column(0)
+    return first.as_py(), last[len(last) - 1].as_py()
 
 
 @contextmanager
