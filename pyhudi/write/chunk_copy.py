@@ -124,14 +124,11 @@ def _open_sources(storage: Any, slices: Sequence[FileSlice],
 
 def _open(storage: Any, file_slice: FileSlice, files: ExitStack) -> _Source:
     relpath = file_slice.base_file.relpath
-    fd = None
-    if storage.is_local:  # mapped: the chunks compared are read without a copy
-        path = storage.full_path(relpath)
-        handle = files.enter_context(pa.memory_map(path))
-        fd = os.open(path, os.O_RDONLY)
+    handle = files.enter_context(storage.open_input(relpath))  # (not mapped: mapped pages a scan
+    fd = None                                                   # touches would stay resident)
+    if storage.is_local:
+        fd = os.open(storage.full_path(relpath), os.O_RDONLY)
         files.callback(os.close, fd)
-    else:
-        handle = files.enter_context(storage.open_input(relpath))
     try:
         footer = read_footer(handle, relpath)
         schema = pq.ParquetFile(handle).schema_arrow
@@ -236,41 +233,57 @@ def _same_field(stored: pa.Field, wanted: pa.Field) -> bool:
 
 
 def _write(context: TableContext, slices: Sequence[FileSlice], visibility: Visibility, plan: _ColumnPlan,
-           sink: pa.NativeFile, file_name: str) -> tuple[int, str | None, str | None]:
-    # batches of a row group: the row group is held whole anyway, and few large batches merge faster
+           sink: pa.NativeFile | int, file_name: str) -> tuple[int, str | None, str | None]:
     merged = read_file_slices(context, plan.read, visibility, columns=plan.read_columns,
-                              batch_size=max(DEFAULT_BATCH_SIZE, *plan.anchor.footer.row_counts()))
+                              batch_size=DEFAULT_BATCH_SIZE)
     batches = _Rows(iter(merged))
-    anchor = plan.anchor
-    anchor_file = pq.ParquetFile(anchor.file)
-    key_fields = list(context.record_key_fields)
+    anchor_file = pq.ParquetFile(plan.anchor.file)
     writer = SplicedFileWriter(sink)
-    options = None
-    fresh_footer = None
-    total = 0
-    for index, rows in enumerate(anchor.footer.row_counts()):
-        table = batches.take(rows)
-        if table.num_rows != rows or not table.select(key_fields).equals(
-                anchor_file.read_row_group(index, key_fields), check_metadata=False):
-            raise NotAligned  # (equal key fields: equal record keys, the keygen is the table's)
-        fresh = pa.table({name: (constant_strings(file_name, rows) if name == FILE_NAME else table.column(name))
-                          for name in plan.fresh})
-        if options is None:
-            options = parquet_options_for(fresh, fixed=META_PARQUET_OPTIONS, delta_columns=context.record_key_fields)
-        buffer = _encode(fresh, options)
-        fresh_footer = read_footer(pa.BufferReader(buffer), "(the encoded row group)")
-        if fresh_footer.created_by != anchor.footer.created_by:
-            raise NotAligned  # another writer's statistics rules: do not mix them in one file
-        fresh_source = Source(pa.BufferReader(buffer))
-        parts = [Part(name, fresh_footer, fresh_source, 0) if name not in plan.copied
-                 else Part(name, plan.copied[name].footer, plan.copied[name].source, index)
-                 for name in plan.output.names]
-        writer.add_row_group(parts, rows, _sorting(plan.output.names))
-        total += rows
+    state = _Encoding(file_name, list(context.record_key_fields))
+    counts = plan.anchor.footer.row_counts()
+    for index, rows in enumerate(counts):
+        _row_group(plan, batches, anchor_file, writer, state, index, rows)
     if batches.take(1).num_rows:
         raise NotAligned  # the merge has rows the copied files do not
-    writer.close(fresh_footer, stored_schema_metadata(plan.output), total)
-    return total, *_first_last_keys(anchor_file)
+    writer.close(state.footer, stored_schema_metadata(plan.output), sum(counts))
+    return sum(counts), *_first_last_keys(anchor_file)
+
+
+@dataclass
+class _Encoding:
+    """What the row groups of one file share: the new file's name, the key fields, the Parquet
+    options chosen on the first row group, the last encoded row group's footer."""
+
+    file_name: str
+    key_fields: list[str]
+    options: dict[str, Any] | None = None
+    footer: Footer | None = None
+
+
+def _row_group(plan: _ColumnPlan, batches: "_Rows", anchor_file: pq.ParquetFile, writer: SplicedFileWriter,
+               state: _Encoding, index: int, rows: int) -> None:
+    """Write row group ``index``: its merged rows checked against the anchor's keys, the fresh
+    columns encoded, every chunk copied. (A function of its own: nothing of one row group is
+    still held while the next one is merged — memory stays one row group whatever the file.)"""
+    table = batches.take(rows)
+    if table.num_rows != rows or not table.select(state.key_fields).equals(
+            anchor_file.read_row_group(index, state.key_fields), check_metadata=False):
+        raise NotAligned  # (equal key fields: equal record keys, the keygen is the table's)
+    fresh = pa.table({name: (constant_strings(state.file_name, rows) if name == FILE_NAME else table.column(name))
+                      for name in plan.fresh})
+    del table
+    if state.options is None:
+        state.options = parquet_options_for(fresh, fixed=META_PARQUET_OPTIONS, delta_columns=state.key_fields)
+    buffer = _encode(fresh, state.options)
+    del fresh
+    state.footer = read_footer(pa.BufferReader(buffer), "(the encoded row group)")
+    if state.footer.created_by != plan.anchor.footer.created_by:
+        raise NotAligned  # another writer's statistics rules: do not mix them in one file
+    fresh_source = Source(pa.BufferReader(buffer))
+    parts = [Part(name, state.footer, fresh_source, 0) if name not in plan.copied
+             else Part(name, plan.copied[name].footer, plan.copied[name].source, index)
+             for name in plan.output.names]
+    writer.add_row_group(parts, rows, _sorting(plan.output.names))
 
 
 def _first_last_keys(parquet: pq.ParquetFile) -> tuple[str | None, str | None]:
