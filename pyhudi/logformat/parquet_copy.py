@@ -71,6 +71,15 @@ def thrift_codec() -> Any:
     return _CODEC
 
 
+def copy_supported() -> bool:
+    """Whether the Thrift codec is installed (without it, files are written by encoding)."""
+    try:
+        thrift_codec()
+    except ImportError:
+        return False
+    return True
+
+
 @dataclass
 class Footer:
     """A Parquet file's footer as Thrift field dicts, with its top-level columns located:
@@ -79,6 +88,7 @@ class Footer:
     meta: dict
     elements: dict[str, list[dict]] = field(default_factory=dict)
     leaves: dict[str, range] = field(default_factory=dict)
+    _extents: dict[tuple[int, str], tuple[int, int]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def parse(cls, data: bytes | pa.Buffer, where: str) -> "Footer":
@@ -129,10 +139,14 @@ class Footer:
 
     def chunk_extent(self, row_group: int, name: str) -> tuple[int, int]:
         """(start, length) of the bytes of column ``name``'s chunks in ``row_group``."""
-        chunks = [self.row_groups[row_group][RG_COLUMNS][i] for i in self.leaves[name]]
-        start = _chunk_start(chunks[0][CC_META])
-        end = max(_chunk_start(c[CC_META]) + c[CC_META][CMD_COMPRESSED] for c in chunks)
-        return start, end - start
+        key = (row_group, name)
+        found = self._extents.get(key)
+        if found is None:
+            chunks = [self.row_groups[row_group][RG_COLUMNS][i] for i in self.leaves[name]]
+            start = min(_chunk_start(c[CC_META]) for c in chunks)
+            end = max(_chunk_start(c[CC_META]) + c[CC_META][CMD_COMPRESSED] for c in chunks)
+            found = self._extents[key] = (start, end - start)
+        return found
 
     def column_orders(self, name: str) -> list[dict] | None:
         orders = self.meta.get(FMD_COLUMN_ORDERS)

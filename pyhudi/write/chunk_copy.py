@@ -32,7 +32,15 @@ import pyarrow.parquet as pq
 
 from pyhudi.context import TableContext
 from pyhudi.fsview.view import FileSlice, Visibility
-from pyhudi.logformat.parquet_copy import Footer, Part, Source, SplicedFileWriter, read_footer, read_range
+from pyhudi.logformat.parquet_copy import (
+    Footer,
+    Part,
+    Source,
+    SplicedFileWriter,
+    copy_supported,
+    read_footer,
+    read_range,
+)
 from pyhudi.logformat.parquet_options import (
     constant_strings,
     encode_parquet,
@@ -75,7 +83,7 @@ def copy_full_compaction(context: TableContext, slices: Sequence[FileSlice], vis
     """Write the full-row base file ``relpath`` of ``slices`` (one per family of a file group)
     with the final families' chunks copied; returns (rows, first key, last key), or None when
     the copy path does not apply (nothing is left at ``relpath`` then)."""
-    if len(slices) < 2 or any(s.family is None for s in slices):
+    if len(slices) < 2 or any(s.family is None for s in slices) or not copy_supported():
         return None
     storage = context.storage
     with ExitStack() as files:
