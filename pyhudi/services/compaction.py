@@ -19,7 +19,9 @@ group streams each family's slice (base + logs, sort-merge, bounded memory) thro
 file-slice reader into a new base file ``<fileId>_<token>_<instant>_<cf>.parquet`` keeping each
 record's ``_hoodie_commit_time`` / ``_hoodie_commit_seqno``; a family compaction never opens
 another family's files. A **full** compaction joins every family of the group into one
-complete-row base file without suffix (DESIGN §4). The instant completes as a ``commit`` with
+complete-row base file without suffix (DESIGN §4); the column chunks of the families whose data
+is final (a base file, no log file) are copied byte for byte when their base files align
+(:mod:`pyhudi.write.chunk_copy`), else every column is merged and encoded. The instant completes as a ``commit`` with
 operation ``COMPACT``. A failed run deletes what it wrote and goes back to requested; a killed
 one (inflight, heartbeat gone) is re-executed from its plan — never re-planned.
 """
