@@ -41,11 +41,10 @@ RG_COLUMNS, RG_TOTAL_BYTES, RG_NUM_ROWS, RG_SORTING, RG_FILE_OFFSET, RG_COMPRESS
 CC_FILE_PATH, CC_FILE_OFFSET, CC_META = 1, 2, 3
 CC_PAGE_INDEX = (4, 5, 6, 7)  # offset index offset/length, column index offset/length
 CC_CRYPTO = (8, 9)
-CMD_CODEC, CMD_UNCOMPRESSED, CMD_COMPRESSED = 4, 6, 7
+CMD_UNCOMPRESSED, CMD_COMPRESSED = 6, 7
 CMD_DATA_PAGE, CMD_INDEX_PAGE, CMD_DICTIONARY_PAGE = 9, 10, 11
 CMD_DROPPED = (14, 15, 16, 17)  # bloom filter offset/length, size statistics, geospatial statistics
 SE_NAME, SE_NUM_CHILDREN = 4, 5
-SC_COLUMN = 1
 
 
 _CODEC: Any = None

@@ -138,8 +138,8 @@ def _open(storage: Any, file_slice: FileSlice, files: ExitStack) -> _Source:
         fd = os.open(storage.full_path(relpath), os.O_RDONLY)
         files.callback(os.close, fd)
     try:
+        schema = pq.ParquetFile(handle).schema_arrow  # (pyarrow vets the footer before it is parsed again)
         footer = read_footer(handle, relpath)
-        schema = pq.ParquetFile(handle).schema_arrow
     except Exception:
         raise NotAligned from None  # (the decode path reports a damaged file as it does)
     return _Source(file_slice, Source(handle, fd), footer, schema)
