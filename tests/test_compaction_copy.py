@@ -277,3 +277,28 @@ def test_a_file_without_a_parquet_footer_is_reported(tmp_path):
     (tmp_path / "garbled.parquet").write_bytes(b"PAR1" + b"\xff" * 40 + (40).to_bytes(4, "little") + b"PAR1")
     with pytest.raises(CorruptFileError, match="garbled.parquet: unreadable Parquet footer"):
         read_footer(pa.OSFile(str(tmp_path / "garbled.parquet")), "garbled.parquet")
+
+
+def test_families_with_other_meta_values_are_read_for_them_and_rows_keep_their_newest_meta(
+        tmp_path, monkeypatch, copy_results):
+    """fa compacted on its own after an update: its base file's commit times differ from fb's, so
+    the merge reads fa's meta values too (each row's newest family version wins), as the decode path."""
+    t = pyhudi.create_table(str(tmp_path / "m"), SCHEMA, "id", num_buckets=1, column_families=FAMILIES)
+    t.bulk_insert(make_rows())
+    updated = t.upsert(pa.table({"id": [10, 11], "s": ["S10", "S11"]}))
+    assert t.compact(families=["fa"]) is not None
+    later = t.upsert(pa.table({"id": [11, 12], "f": [0.1, 0.2]}))
+    expected = decode_path_twin(t, tmp_path, monkeypatch)
+    reads = []
+    real_read = chunk_copy.read_file_slices
+    monkeypatch.setattr(chunk_copy, "read_file_slices",
+                        lambda context, slices, *a, **k: reads.append(sorted(s.family for s in slices))
+                        or real_read(context, slices, *a, **k))
+    copy_results.clear()
+    instant = t.compact(full=True)
+    assert copy_results[0] is not None and reads == [["fa", "fb", "fc"]]  # fa and fb stand for themselves
+    [path] = full_files(t, instant)
+    written = pq.read_table(path)
+    assert without_file_name(written).equals(without_file_name(expected))
+    times = dict(zip(written.column("id").to_pylist(), written.column("_hoodie_commit_time").to_pylist()))
+    assert (times[10], times[11], times[12]) == (updated, later, later)
