@@ -247,6 +247,7 @@ class CompactionTask:
     full: bool
     write_token: str
     visibility: Visibility
+    copy_chunks: bool = True  # (hoodie.compaction.full.copy.chunks)
 
     def run(self) -> list[WriteStatus]:
         if self.full:
@@ -274,7 +275,7 @@ class CompactionTask:
 
         create_marker(storage, self.instant, self.partition_path, name, IO_CREATE)
         copied = None
-        if self.full:  # the families whose data is final are copied chunk for chunk when they align
+        if self.full and self.copy_chunks:  # families whose data is final: copied chunk for chunk if aligned
             copied = copy_full_compaction(self.context, slices, self.visibility, relpath, name, self._columns(None))
         rows, first_key, last_key = copied or write_base_file(
             storage, relpath, merged, name, self.context.config.record_key_fields,
@@ -347,7 +348,7 @@ def run_compaction(context: TableContext, timeline: Timeline, instant: str, *, e
             file_slice = _plan_slices(groups, operation, family)
             by_group.setdefault((file_slice.partition_path, file_slice.file_id), []).append(file_slice)
         tasks = [CompactionTask(context, instant, partition, file_id, slices, full,
-                                str(WriteToken(index, 0, 0)), view.visibility)
+                                str(WriteToken(index, 0, 0)), view.visibility, cc.FULL_COPY_CHUNKS.get(options))
                  for index, ((partition, file_id), slices) in enumerate(by_group.items())]
         statuses = [s for batch in get_engine(engine).run_tasks(tasks) for s in batch]
         metadata = CommitMetadata.from_write_stats(
