@@ -54,6 +54,13 @@ TARGET_IO = ConfigKey(
     "Bounded strategies: MB of IO (read + write) one compaction plans at most (the slice crossing it is kept).",
 )
 
+FULL_COPY_CHUNKS = ConfigKey(
+    "hoodie.compaction.full.copy.chunks", bool, True,
+    "pyhudi: a full compaction copies the column chunks of the families whose slice is a base file without "
+    "log files byte for byte into the full-row base file (when those base files hold the same keys in the same "
+    "row groups) instead of decoding and encoding them again; false encodes every column.",
+)
+
 
 def strategy_name(raw: str) -> str:
     """The full Hudi class name of a strategy given by class name or short name."""

@@ -19,7 +19,9 @@ group streams each family's slice (base + logs, sort-merge, bounded memory) thro
 file-slice reader into a new base file ``<fileId>_<token>_<instant>_<cf>.parquet`` keeping each
 record's ``_hoodie_commit_time`` / ``_hoodie_commit_seqno``; a family compaction never opens
 another family's files. A **full** compaction joins every family of the group into one
-complete-row base file without suffix (DESIGN §4). The instant completes as a ``commit`` with
+complete-row base file without suffix (DESIGN §4); the column chunks of the families whose data
+is final (a base file, no log file) are copied byte for byte when their base files align
+(:mod:`pyhudi.write.chunk_copy`), else every column is merged and encoded. The instant completes as a ``commit`` with
 operation ``COMPACT``. A failed run deletes what it wrote and goes back to requested; a killed
 one (inflight, heartbeat gone) is re-executed from its plan — never re-planned.
 """
@@ -51,6 +53,7 @@ from pyhudi.timeline.timeline import Locked, Timeline
 from pyhudi.write.client import write_stat_of
 from pyhudi.write.commit import ActiveInstant
 from pyhudi.write.base_file import row_group_buffer_bytes, write_base_file
+from pyhudi.write.chunk_copy import copy_full_compaction
 from pyhudi.write.handle import KIND_CREATE, WriteStatus
 from pyhudi.write.markers import IO_CREATE, create_marker
 from pyhudi.read.task import DEFAULT_BATCH_SIZE  # (bounded memory: a compaction streams)
@@ -244,6 +247,7 @@ class CompactionTask:
     full: bool
     write_token: str
     visibility: Visibility
+    copy_chunks: bool = True  # (hoodie.compaction.full.copy.chunks)
 
     def run(self) -> list[WriteStatus]:
         if self.full:
@@ -270,9 +274,12 @@ class CompactionTask:
                                     with_meta=True, batch_size=DEFAULT_BATCH_SIZE)
 
         create_marker(storage, self.instant, self.partition_path, name, IO_CREATE)
-        rows, first_key, last_key = write_base_file(storage, relpath, merged, name,
-                                                     self.context.config.record_key_fields,
-                                                     buffer_bytes=row_group_buffer_bytes(self.context.config.props))
+        copied = None
+        if self.full and self.copy_chunks:  # families whose data is final: copied chunk for chunk if aligned
+            copied = copy_full_compaction(self.context, slices, self.visibility, relpath, name, self._columns(None))
+        rows, first_key, last_key = copied or write_base_file(
+            storage, relpath, merged, name, self.context.config.record_key_fields,
+            buffer_bytes=row_group_buffer_bytes(self.context.config.props))
         base = next((s.base_file for s in slices if s.base_file is not None), None)
         return WriteStatus(
             instant=self.instant, partition_path=self.partition_path, file_id=self.file_id, family=family or "",
@@ -342,7 +349,7 @@ def run_compaction(context: TableContext, timeline: Timeline, instant: str, *, e
             file_slice = _plan_slices(groups, operation, family)
             by_group.setdefault((file_slice.partition_path, file_slice.file_id), []).append(file_slice)
         tasks = [CompactionTask(context, instant, partition, file_id, slices, full,
-                                str(WriteToken(index, 0, 0)), view.visibility)
+                                str(WriteToken(index, 0, 0)), view.visibility, cc.FULL_COPY_CHUNKS.get(options))
                  for index, ((partition, file_id), slices) in enumerate(by_group.items())]
         statuses = [s for batch in get_engine(engine).run_tasks(tasks) for s in batch]
         metadata = CommitMetadata.from_write_stats(
