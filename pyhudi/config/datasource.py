@@ -50,3 +50,17 @@ TABLE_TYPE = ConfigKey(
     "hoodie.datasource.write.table.type", str, "MERGE_ON_READ",
     "Table type of a table created by the first write.", choices=("MERGE_ON_READ", "COPY_ON_WRITE"),
     )
+
+# --------------------------------------------------------------------------- Spark read paths
+NATIVE_SCAN = ConfigKey(
+    "hoodie.pyhudi.read.spark.native", bool, True,
+    "pyhudi.spark.read and SQL: read file groups whose rows are final (one base file, no log file to merge) with "
+    "Spark's own Parquet reader, the others through the pyhudi Python source, unioned into one DataFrame. "
+    "spark.read.format('pyhudi') is always the Python source.",
+)
+FILE_GROUPS = ConfigKey(
+    "hoodie.pyhudi.read.file.groups", str, None,
+    "Internal: the file groups (JSON list of [partition path, file id]) the Python source reads when "
+    "pyhudi.spark.read routes the others to Spark's Parquet reader.",
+    register=False,
+)
