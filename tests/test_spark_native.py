@@ -100,7 +100,8 @@ def test_mor_family_table_unions_native_and_merged_file_groups(spark, tmp_path):
     assert split.native == [] and set(split.reasons.values()) == {"several families to join"}
     # one family's columns: aligned key-only families prove row existence, except where fc has logs
     pruned = split_scan(t, ["id", "a", "b"], None, as_of=None, query_type="snapshot")
-    assert len(pruned.native) == 3 and list(pruned.reasons.values()) == ["log files to merge"]
+    assert len(pruned.native) == len(split.python) - 1 >= 1 and list(pruned.reasons.values()) == ["log files to merge"]
+    assert [p for p, _ in pruned.python] == ["x"]  # (id 1's partition)
     df = pyhudi.spark.read(spark, t.path, columns=["id", "a", "b"])
     assert scans(df) == (True, True)
     assert rows(df) == rows(t.read(columns=["id", "a", "b"])) and len(rows(df)) == 8
