@@ -58,9 +58,3 @@ NATIVE_SCAN = ConfigKey(
     "Spark's own Parquet reader, the others through the pyhudi Python source, unioned into one DataFrame. "
     "spark.read.format('pyhudi') is always the Python source.",
 )
-FILE_GROUPS = ConfigKey(
-    "hoodie.pyhudi.read.file.groups", str, None,
-    "Internal: the file groups (JSON list of [partition path, file id]) the Python source reads when "
-    "pyhudi.spark.read routes the others to Spark's Parquet reader.",
-    register=False,
-)

@@ -39,12 +39,18 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pyhudi.config.datasource import FILE_GROUPS
+from pyhudi.config.keys import ConfigKey
 from pyhudi.read.family_reader import OpenedBase, file_key
 from pyhudi.read.plan import ScanPlan, plan_scan
 from pyhudi.read.sources import SOFT_DELETE
 from pyhudi.read.task import ReadTask
 
+FILE_GROUPS = ConfigKey(
+    "hoodie.pyhudi.read.file.groups", str, None,
+    "Internal: the file groups (JSON list of [partition path, file id]) the Python source reads when "
+    "pyhudi.spark.read routes the others to Spark's Parquet reader.",
+    register=False,  # (set by pyhudi.spark.read only: not a user option)
+)
 _GLOB = frozenset("*?[]{}\\")  # Hadoop reads these in a path as a glob pattern
 
 

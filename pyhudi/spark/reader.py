@@ -27,13 +27,13 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
-from pyhudi.config.datasource import FILE_GROUPS, NATIVE_SCAN
+from pyhudi.config.datasource import NATIVE_SCAN
 from pyhudi.errors import ConfigError
 from pyhudi.read.plan import normalize_time, plan_scan
 from pyhudi.read.split import SPLIT_ROWS
 from pyhudi.spark import options as opt
 from pyhudi.spark.filters import claim, to_condition
-from pyhudi.spark.native import file_groups_option, native_frame, selected_groups, split_scan
+from pyhudi.spark.native import FILE_GROUPS, file_groups_option, native_frame, selected_groups, split_scan
 from pyhudi.spark.types import cast_batch
 from pyhudi.spark.workers import explains_worker_imports
 
