@@ -29,7 +29,9 @@ EXPECTED = {
     "scaling": ["insert: 10000 rows / 1000 rows", "full read: 10000 rows / 1000 rows",
                 "streaming scan peak memory: 10000 rows / 1000 rows"],
     "spark": ["Spark write: pyhudi / Spark's df.write.parquet",
-              "Spark read: pyhudi / Spark's own Parquet scan (noop sink)"],
+              "Spark read: pyhudi / Spark's own Parquet scan (noop sink)",
+              "Spark read, native path: pyhudi.spark.read / spark.read.parquet (no families, noop sink)",
+              "Spark read, native path: one family of 5 (21 columns) / spark.read.parquet of them"],
     "peers": ["one-family table, full read: pyhudi / hudi-rs"],
 }
 

@@ -90,29 +90,29 @@ def split_scan(table: Any, columns: Sequence[str], filters: Sequence[tuple] | No
                      query_type=query_type)
     split = ScanSplit(plan)
     storage = table.storage
-    with ExitStack() as files:
-        for task in plan.tasks:
-            group = (task.partition_path, task.file_id)
+    for task in plan.tasks:
+        group = (task.partition_path, task.file_id)
+        with ExitStack() as files:  # (footers come from the process's metadata cache when known)
             reason = "remote storage" if not storage.is_local else _why_not_native(task, plan.schema, files)
-            if reason is None:
-                base = _reading_part(task).file_slice.base_file
-                uri = storage.full_path(base.relpath)
-                if any(c in _GLOB for c in uri):
-                    reason = "path holds glob characters"
-                else:
-                    values = tuple((k, v.as_py()) for k, v in (task.partition_values or {}).items()
-                                   if k in plan.schema.names)
-                    split.native.append(NativeFile(uri, *group, values))
-                    continue
-            split.python.append(group)
-            split.reasons[group] = reason
+        if reason is None:
+            base = _reading_part(task).file_slice.base_file
+            uri = storage.full_path(base.relpath)
+            if any(c in _GLOB for c in uri):
+                reason = "path holds glob characters"
+            else:
+                values = tuple((k, v.as_py()) for k, v in (task.partition_values or {}).items()
+                               if k in plan.schema.names)
+                split.native.append(NativeFile(uri, *group, values))
+                continue
+        split.python.append(group)
+        split.reasons[group] = reason
     return split
 
 
 def _reading_part(task: ReadTask):
     """The family part supplying the task's non-key columns (the first part when none does)."""
     reading = [p for p in task.families if any(f.name in p.own_columns for f in p.scan.fields)]
-    return reading[0] if reading else task.families[0]
+    return reading[0] if reading else next(p for p in task.families if not p.file_slice.is_empty)
 
 
 def _why_not_native(task: ReadTask, output: pa.Schema, files: ExitStack) -> str | None:
