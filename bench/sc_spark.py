@@ -1,8 +1,13 @@
 """Spark against Spark's own Parquet (issue 15 item 5), local[2], Scenario W with 8 buckets.
 
 - write: ``pyhudi.spark.write`` of a Parquet input / ``df.write.parquet`` of the same input;
-- read: ``spark.read.format("pyhudi")`` into the ``noop`` sink / ``spark.read.parquet`` of the same
-  rows into ``noop``.
+- read: ``spark.read.format("pyhudi")`` (the Python source alone) into the ``noop`` sink /
+  ``spark.read.parquet`` of the same rows into ``noop``;
+- native-path reads (``pyhudi.spark.read``: final file groups through Spark's Parquet reader,
+  :mod:`pyhudi.spark.native`) against ``spark.read.parquet`` of the same rows and columns: the
+  table without families (every file group native), and the 5-family table pruned to one family's
+  columns (native: the other families' aligned base files prove row existence). A full read of the
+  5-family table joins families by key and stays on the Python source (the row above).
 
 The session, the warm-up and the CPU clock (this process + the Spark JVM + its Python workers)
 are ``bench_spark``'s; run ``bench/bench_spark.py`` for the shares and floors of each cost.
@@ -13,6 +18,8 @@ from __future__ import annotations
 import shutil
 
 import pyarrow.parquet as pq
+
+import pyhudi
 
 from bench import bench_spark
 from bench.common import Context, fresh_path, remove
@@ -61,7 +68,41 @@ def run(ctx: Context) -> list[Comparison]:
                     lambda _: spark.read.parquet(source).write.format("noop").mode("overwrite").save()),
         ], ctx.read_repeat, target="<= 1.0", cpu_clock=clock)
         assert spark.read.format("pyhudi").load(warm).count() == ctx.rows
+        native = _native_reads(ctx, spark, source, options, clock)
     finally:
         spark.stop()
         bench_spark.JVM.clear()
-    return [write, read]
+    return [write, read, *native]
+
+
+def _native_reads(ctx: Context, spark, source: str, options: dict, clock) -> list[Comparison]:
+    """``pyhudi.spark.read`` (native path) vs ``spark.read.parquet`` of the same rows into ``noop``."""
+    import pyhudi.spark
+
+    def noop(df) -> None:
+        df.write.format("noop").mode("overwrite").save()
+
+    # bulk_insert writes base files (an upsert into an empty bucketed MOR table writes log files,
+    # which are merged: the Python source)
+    plain = ctx.path("spark-plain")  # the same rows without column families
+    pyhudi.spark.write(spark.read.parquet(source), plain, operation="bulk_insert",
+                       **{k: v for k, v in options.items() if not k.startswith("hoodie.colFamily.")})
+    family = ctx.path("spark-bulk")
+    pyhudi.spark.write(spark.read.parquet(source), family, operation="bulk_insert", **options)
+    one = ["id", *families()["f0"].split(",")]
+    split = pyhudi.spark.native.split_scan(pyhudi.open_table(family), one, None, as_of=None, query_type="snapshot")
+    assert split.python == [], split.explain()
+    assert pyhudi.spark.native.split_scan(pyhudi.open_table(plain), ["id"], None, as_of=None,
+                                          query_type="snapshot").python == []
+    assert pyhudi.spark.read(spark, plain).count() == ctx.rows
+    if not ctx.tiny:  # (warm-up of the native path)
+        noop(pyhudi.spark.read(spark, plain))
+    full = compare("Spark read, native path: pyhudi.spark.read / spark.read.parquet (no families, noop sink)", [
+        Variant("pyhudi.spark.read -> noop", lambda _: noop(pyhudi.spark.read(spark, plain))),
+        Variant("spark.read.parquet -> noop", lambda _: noop(spark.read.parquet(source))),
+    ], ctx.read_repeat, target="<= 1.0", cpu_clock=clock)
+    pruned = compare("Spark read, native path: one family of 5 (21 columns) / spark.read.parquet of them", [
+        Variant("pyhudi.spark.read(columns) -> noop", lambda _: noop(pyhudi.spark.read(spark, family, columns=one))),
+        Variant("spark.read.parquet.select -> noop", lambda _: noop(spark.read.parquet(source).select(*one))),
+    ], ctx.read_repeat, target="<= 1.0", cpu_clock=clock)
+    return [full, pruned]

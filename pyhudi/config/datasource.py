@@ -64,3 +64,11 @@ SQL_OVERWRITE_MODE = ConfigKey(
     "to); unset, Spark's spark.sql.sources.partitionOverwriteMode decides (default static).",
     choices=("static", "dynamic"),
 )
+
+# --------------------------------------------------------------------------- Spark read paths
+NATIVE_SCAN = ConfigKey(
+    "hoodie.pyhudi.read.spark.native", bool, True,
+    "pyhudi.spark.read and SQL: read file groups whose rows are final (one base file, no log file to merge) with "
+    "Spark's own Parquet reader, the others through the pyhudi Python source, unioned into one DataFrame. "
+    "spark.read.format('pyhudi') is always the Python source.",
+)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pyhudi.config.datasource import (  # noqa: F401 (re-exported: the data source's options)
-    AS_OF_INSTANT, BEGIN_INSTANT, COLUMNS, END_INSTANT, OPERATION, PARTITION_PATH, PRECOMBINE, QUERY_TYPE,
+    AS_OF_INSTANT, BEGIN_INSTANT, COLUMNS, END_INSTANT, NATIVE_SCAN, OPERATION, PARTITION_PATH, PRECOMBINE, QUERY_TYPE,
     RECORD_KEY, TABLE_TYPE,
 )
 from pyhudi.config.keys import ConfigKey

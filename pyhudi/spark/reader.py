@@ -27,11 +27,13 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
+from pyhudi.config.datasource import NATIVE_SCAN
 from pyhudi.errors import ConfigError
 from pyhudi.read.plan import normalize_time, plan_scan
 from pyhudi.read.split import SPLIT_ROWS
 from pyhudi.spark import options as opt
 from pyhudi.spark.filters import claim, to_condition
+from pyhudi.spark.native import FILE_GROUPS, file_groups_option, native_frame, selected_groups, split_scan
 from pyhudi.spark.types import cast_batch
 from pyhudi.spark.workers import explains_worker_imports
 
@@ -46,6 +48,7 @@ class ReadSettings:
     end: str | None = None
     columns: tuple[str, ...] | None = None
     split_rows: str | None = None  # hoodie.pyhudi.read.split.rows: large file groups → several partitions
+    file_groups: str | None = None  # FILE_GROUPS: the file groups left to this source by pyhudi.spark.read
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ReadSettings:
@@ -69,7 +72,7 @@ class ReadSettings:
         columns = opt.COLUMNS.get(options)
         if columns is not None and not columns:
             raise ConfigError(f"option {opt.COLUMNS.key!r} names no column")
-        return cls(query_type, as_of, begin, end, columns, options.get(SPLIT_ROWS.key))
+        return cls(query_type, as_of, begin, end, columns, options.get(SPLIT_ROWS.key), options.get(FILE_GROUPS.key))
 
     @property
     def schema_instant(self) -> str | None:
@@ -127,9 +130,13 @@ class HudiDataSourceReader(DataSourceReader):
                          query_type=s.query_type, begin=s.begin, end=s.end,
                          options={SPLIT_ROWS.key: s.split_rows} if s.split_rows else None)
         self.instant = plan.instant
-        if not plan.tasks:
+        tasks = plan.tasks
+        if s.file_groups is not None:  # the others are read by Spark's Parquet reader (pyhudi.spark.native)
+            wanted = selected_groups(s.file_groups)
+            tasks = [t for t in tasks if (t.partition_path, t.file_id) in wanted]
+        if not tasks:
             return [HudiInputPartition(0, None)]  # Spark turns an empty list into one default partition
-        return [HudiInputPartition(i, task) for i, task in enumerate(plan.tasks)]
+        return [HudiInputPartition(i, task) for i, task in enumerate(tasks)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         task = partition.value
@@ -170,23 +177,33 @@ def planned_without_pushdown() -> bool:
 @explains_worker_imports  # load() plans the schema in a Spark worker
 def read(spark: SparkSession, path: str, columns: Sequence[str] | None = None,
          filters: Sequence[Sequence[Any]] | None = None, **options: Any) -> DataFrame:
-    """A DataFrame of the Hudi table at ``path`` (``spark.read.format("pyhudi")`` with Hudi's read
-    options as keyword arguments, e.g. ``**{"as.of.instant": "..."}``).
+    """A DataFrame of the Hudi table at ``path``, pinned to the snapshot it was called at (Hudi's
+    read options as keyword arguments, e.g. ``**{"as.of.instant": "..."}``).
 
     ``columns`` prunes families like ``Table.read(columns=...)``; ``filters`` are kernel filters
-    ``[(column, op, value)]``, given to Spark as a condition that Spark pushes back to the source.
+    ``[(column, op, value)]``: they prune partitions and files when the scan is planned, and are
+    given to Spark as a condition that Spark applies (pushing it into both reads below).
+
+    File groups whose rows are final are read by Spark's own Parquet reader, the others by the
+    ``pyhudi`` Python source, in one DataFrame (:mod:`pyhudi.spark.native`;
+    ``hoodie.pyhudi.read.spark.native=false``: everything through the Python source, as
+    ``spark.read.format("pyhudi")``, whose Python API cannot return a native scan).
     """
     from pyhudi.spark.datasource import ensure_registered
 
     ensure_registered(spark)
     options = {k: v if isinstance(v, str) else str(v) for k, v in options.items()}
+    native_key = next((k for k in options if k.lower() == NATIVE_SCAN.key), None)
+    native = NATIVE_SCAN.parse(options.pop(native_key) if native_key else None)
     settings = ReadSettings.from_options(opt.lowered(options))
     if settings.query_type != "incremental" and settings.as_of is None:
         pinned = latest_completion(path)  # every action on the DataFrame reads this snapshot
         if pinned is not None:
             options[opt.AS_OF_INSTANT.key] = pinned
+            settings = ReadSettings.from_options(opt.lowered(options))
     reader = spark.read.format("pyhudi").options(**options)
     condition = to_condition(filters or [])
+    read_columns = None
     if columns is not None:
         if isinstance(columns, str) or not columns:
             raise ConfigError(f"columns must be a non-empty list of column names, got {columns!r}")
@@ -194,9 +211,32 @@ def read(spark: SparkSession, path: str, columns: Sequence[str] | None = None,
         # filter columns are read too (and dropped after filtering): Spark resolves the condition
         read_columns = list(dict.fromkeys([*columns, *(f[0] for f in filters or [])]))
         reader = reader.option(opt.COLUMNS.key, ",".join(read_columns))
-    df = reader.load(path)
+    df = _native_union(spark, path, settings, read_columns, filters, reader) if native else None
+    if df is None:
+        df = reader.load(path)
     if condition is not None:
         df = df.filter(condition)
     if columns is not None and len(df.columns) != len(columns):
         df = df.select(*[f"`{c}`" for c in columns])
+    return df
+
+
+def _native_union(spark: SparkSession, path: str, settings: ReadSettings, columns: list[str] | None,
+                  filters: Sequence[Sequence[Any]] | None, reader: Any) -> DataFrame | None:
+    """Spark's Parquet scan of the final file groups ∪ the Python source over the others; None
+    when no file group is read natively (the Python source alone)."""
+    import pyhudi
+    from pyhudi.spark.types import select, spark_schema
+
+    table = pyhudi.open_table(path)
+    schema = spark_schema(table_schema_at(table, settings.schema_instant), table.record_key_fields)
+    if columns is not None:
+        schema = select(schema, columns)
+    split = split_scan(table, schema.names, [tuple(f) for f in filters or ()], as_of=settings.as_of,
+                       query_type=settings.query_type)
+    if not split.native:
+        return None
+    df = native_frame(spark, split.native, schema)
+    if split.python:
+        df = df.union(reader.options(**file_groups_option(split.python)).load(path))
     return df

@@ -89,7 +89,9 @@ class SparkBackend:
         return self.spark.sql(text)
 
     def load(self, path: str, options: Mapping[str, str]) -> Any:
-        return self.spark.read.format("pyhudi").options(**dict(options)).load(path)
+        from pyhudi.spark.reader import read  # final file groups through Spark's Parquet reader
+
+        return read(self.spark, path, **dict(options))
 
     def create_view(self, df: Any, name: str) -> None:
         df.createOrReplaceTempView(name)

@@ -1,0 +1,231 @@
+"""Spark's own Parquet reader for file groups whose rows are final (issue 15 item 5).
+
+A Python data source cannot read faster than Spark's own Parquet scan: every row crosses from a
+Python worker to the JVM. But a file group whose latest slice is one base file with nothing to
+merge (no log file; or a ``read_optimized`` query, which ignores logs) holds its rows exactly as
+stored, so Spark can read that file itself. :func:`split_scan` plans the scan with the kernel's
+planner (contract C1: the snapshot, partition pruning and file skipping by the query's filters)
+and sorts its file groups:
+
+- **native**: after the kernel's own reduction of a task's families (a full-row base file serving
+  every family is one part), one family supplies every non-key column the query reads, its slice
+  is a base file without logs, every other family is read only for its keys (row existence) and its
+  base file holds exactly the same keys in the same layout (the kernel's key fingerprint, DESIGN
+  §4), the file has no soft-delete column, stores every column read with the table's type, and
+  that type is one Spark reads from Parquet as the Python source returns it;
+- **python**: everything else (log files to merge, several families to join, schema evolution
+  inside the file, incremental queries, remote storage) goes through the ``pyhudi`` Python source,
+  restricted to those file groups (:data:`FILE_GROUPS`).
+
+:func:`native_frame` reads the native files with ``spark.read.parquet`` under the exact Spark
+schema of the Python source (record keys NOT NULL, everything else nullable), partition columns
+the files do not store added from the path; :func:`pyhudi.spark.read` unions both. Filters given
+to ``pyhudi.spark.read`` prune both plans and are applied by Spark on both branches (Spark pushes
+them into its Parquet scan and to the Python source).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from pyhudi.config.keys import ConfigKey
+from pyhudi.read.family_reader import OpenedBase, file_key
+from pyhudi.read.plan import ScanPlan, plan_scan
+from pyhudi.read.sources import SOFT_DELETE
+from pyhudi.read.task import ReadTask
+
+FILE_GROUPS = ConfigKey(
+    "hoodie.pyhudi.read.file.groups", str, None,
+    "Internal: the file groups (JSON list of [partition path, file id]) the Python source reads when "
+    "pyhudi.spark.read routes the others to Spark's Parquet reader.",
+    register=False,  # (set by pyhudi.spark.read only: not a user option)
+)
+_GLOB = frozenset("*?[]{}\\")  # Hadoop reads these in a path as a glob pattern
+
+
+@dataclass(frozen=True)
+class NativeFile:
+    """One base file Spark reads itself, with the values of partition columns it does not store."""
+
+    uri: str
+    partition_path: str
+    file_id: str
+    partition_values: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass
+class ScanSplit:
+    """Which file groups of one planned scan Spark reads natively and which the Python source reads."""
+
+    plan: ScanPlan | None
+    native: list[NativeFile] = field(default_factory=list)
+    python: list[tuple[str, str]] = field(default_factory=list)
+    """(partition path, file id) of the file groups left to the Python source."""
+    reasons: dict[tuple[str, str], str] = field(default_factory=dict)
+    """Why each Python file group is not native (for ``explain``)."""
+
+    def explain(self) -> str:
+        lines = [f"native (Spark Parquet): {len(self.native)} file groups; python source: {len(self.python)}"]
+        lines += [f"  python {p or '.'}/{f}: {self.reasons[(p, f)]}" for p, f in self.python]
+        return "\n".join(lines)
+
+
+def split_scan(table: Any, columns: Sequence[str], filters: Sequence[tuple] | None, *, as_of: str | None,
+               query_type: str) -> ScanSplit:
+    """Plan the scan and sort its file groups into native and Python ones (see the module docstring)."""
+    if query_type == "incremental":
+        return ScanSplit(None)  # every file group through the kernel's window logic
+    plan = plan_scan(table, columns=list(columns), filters=list(filters) if filters else None, as_of=as_of,
+                     query_type=query_type)
+    split = ScanSplit(plan)
+    storage = table.storage
+    for task in plan.tasks:
+        group = (task.partition_path, task.file_id)
+        with ExitStack() as files:  # (footers come from the process's metadata cache when known)
+            reason = "remote storage" if not storage.is_local else _why_not_native(task, plan.schema, files)
+        if reason is None:
+            base = _reading_part(task).file_slice.base_file
+            uri = storage.full_path(base.relpath)
+            if any(c in _GLOB for c in uri):
+                reason = "path holds glob characters"
+            else:
+                values = tuple((k, v.as_py()) for k, v in (task.partition_values or {}).items()
+                               if k in plan.schema.names)
+                split.native.append(NativeFile(uri, *group, values))
+                continue
+        split.python.append(group)
+        split.reasons[group] = reason
+    return split
+
+
+def _reading_part(task: ReadTask):
+    """The family part supplying the task's non-key columns (the first part when none does)."""
+    reading = [p for p in task.families if any(f.name in p.own_columns for f in p.scan.fields)]
+    return reading[0] if reading else next(p for p in task.families if not p.file_slice.is_empty)
+
+
+def _why_not_native(task: ReadTask, output: pa.Schema, files: ExitStack) -> str | None:
+    """None when the task's rows are its reading family's base file rows as stored; else why not."""
+    read_optimized = task.settings.read_optimized
+    parts = [p for p in task.families if not p.file_slice.is_empty or any(f.name in p.own_columns for f in p.scan.fields)]
+    reading = [p for p in parts if any(f.name in p.own_columns for f in p.scan.fields)]
+    if len(reading) > 1:
+        return "several families to join"
+    lead = reading[0] if reading else parts[0]
+    for part in parts:
+        if part.file_slice.base_file is None:
+            return "a family has no base file"
+        if part.file_slice.log_files and not read_optimized:
+            return "log files to merge"
+    opened = OpenedBase(task.storage, lead.file_slice.base_file.relpath, files,
+                        file_key=file_key(task.storage, lead.file_slice.base_file))
+    metadata = opened.parquet.metadata
+    stored = metadata.schema.to_arrow_schema()
+    if SOFT_DELETE in stored.names:
+        return "soft-delete column"
+    rebuilt = set(task.partition_values or {})
+    for f in output:
+        if f.name in rebuilt:
+            continue
+        if f.name not in stored.names:
+            return f"column {f.name!r} not stored in the base file"
+        if _plain(stored.field(f.name).type) != _plain(f.type) or not _spark_reads(f.type):
+            return f"column {f.name!r} needs conversion"
+    for part in parts:
+        if part is lead or part.file_slice.base_file.relpath == lead.file_slice.base_file.relpath:
+            continue
+        other = OpenedBase(task.storage, part.file_slice.base_file.relpath, files,
+                           file_key=file_key(task.storage, part.file_slice.base_file))
+        mine, theirs = opened.key_fingerprint(), other.key_fingerprint()
+        if mine is None or theirs is None or mine != theirs:
+            return "families not proven to hold the same keys"
+    return None
+
+
+def _plain(type_: pa.DataType) -> pa.DataType:
+    if pa.types.is_large_string(type_) or pa.types.is_string_view(type_):
+        return pa.string()
+    if pa.types.is_large_binary(type_) or pa.types.is_binary_view(type_):
+        return pa.binary()
+    return type_
+
+
+def _spark_reads(type_: pa.DataType) -> bool:
+    """Types Spark's Parquet reader returns as the Python source does (nested types and
+    unsigned or nanosecond values are left to the Python source's exact casts)."""
+    t = type_
+    if pa.types.is_timestamp(t):
+        return t.unit in ("us", "ms") and t.tz in (None, "UTC", "+00:00")
+    return (pa.types.is_boolean(t) or pa.types.is_signed_integer(t) or pa.types.is_floating(t) and not pa.types.is_float16(t)
+            or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_date32(t) or pa.types.is_decimal128(t))
+
+
+# --------------------------------------------------------------------------- the DataFrame
+def native_frame(spark: SparkSession, files: Sequence[NativeFile], schema: T.StructType) -> DataFrame:
+    """The rows of ``files`` with exactly ``schema`` (the Python source's schema of the read)."""
+    by_values: dict[tuple, list[str]] = {}
+    for f in files:
+        by_values.setdefault(f.partition_values, []).append(f.uri)
+    frames = [_frame(spark, uris, dict(values), schema) for values, uris in by_values.items()]
+    out = frames[0]
+    for other in frames[1:]:
+        out = out.union(other)
+    return out
+
+
+def _frame(spark: SparkSession, uris: list[str], values: dict[str, Any], schema: T.StructType) -> DataFrame:
+    stored = T.StructType([T.StructField(f.name, f.dataType, True) for f in schema.fields if f.name not in values])
+    if not stored.fields:  # nothing stored is read (a count): read the smallest column Spark allows
+        df = spark.read.parquet(*uris).select(F.lit(0).alias("__pyhudi_row"))
+    else:
+        df = spark.read.schema(stored).parquet(*uris)
+    return df.select(*[_column(f, values) for f in schema.fields])
+
+
+def _column(f: T.StructField, values: dict[str, Any]) -> Column:
+    if f.name in values:  # (CASE WHEN without ELSE: nullable, as the column is in the Python source)
+        return F.when(F.lit(True), F.lit(values[f.name]).cast(f.dataType)).alias(f.name)
+    column = F.col(f"`{f.name.replace('`', '``')}`")
+    if not f.nullable:  # record keys are never null in a base file; this only declares it NOT NULL
+        return F.coalesce(column, F.lit(_zero(f.dataType)).cast(f.dataType)).alias(f.name)
+    return column
+
+
+def _zero(data_type: T.DataType) -> Any:
+    if isinstance(data_type, T.StringType):
+        return ""
+    if isinstance(data_type, T.BinaryType):
+        return bytearray()
+    if isinstance(data_type, T.BooleanType):
+        return False
+    if isinstance(data_type, T.DecimalType):
+        return decimal.Decimal(0)
+    if isinstance(data_type, T.DateType):
+        return dt.date(1970, 1, 1)
+    if isinstance(data_type, (T.TimestampType, T.TimestampNTZType)):
+        return dt.datetime(1970, 1, 1)
+    return 0
+
+
+def file_groups_option(groups: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """The Python source's option restricting it to ``groups``."""
+    return {FILE_GROUPS.key: json.dumps([list(g) for g in groups])}
+
+
+def selected_groups(raw: str | None) -> set[tuple[str, str]] | None:
+    """The file groups of :data:`FILE_GROUPS` (None: every file group)."""
+    if raw is None:
+        return None
+    return {(p, f) for p, f in json.loads(raw)}
