@@ -346,3 +346,24 @@ def test_an_unreachable_store_fails_the_probe_instead_of_downgrading_atomicity()
                                       "hoodie.pyhudi.s3.access.key": "k", "hoodie.pyhudi.s3.secret.key": "s"})
     with pytest.raises(StorageError, match="cannot probe conditional put on bucket nowhere"):
         settings.conditional_creator("nowhere")
+
+
+@pytest.mark.spark
+def test_spark_writes_a_family_and_reads_the_table_on_s3(spark, uri, opts):
+    """The Spark face on an object store: Spark tasks write their file groups to S3 and the
+    Python data source reads them back (the store's options travel with the write and read)."""
+    import pyhudi.spark
+
+    t, _ = seeded(uri, opts)
+    df = spark.createDataFrame([(1, 12, 3), (5, 50, 3)], "id long, c long, ts long")
+    instant = pyhudi.spark.write(df, uri, operation="upsert", **opts)
+    assert instant is not None
+    expected = {r["id"]: r for r in EXPECTED}
+    expected[1] = {**expected[1], "c": 12, "ts": 3}
+    expected[5] = {"id": 5, "a": None, "b": None, "c": 50, "ts": 3}
+    assert rows(pyhudi.open_table(uri, opts)) == [expected[k] for k in sorted(expected)]
+    read = pyhudi.spark.read(spark, uri, **opts).orderBy("id").collect()
+    assert [r.asDict() for r in read] == [expected[k] for k in sorted(expected)]
+    pruned = pyhudi.spark.read(spark, uri, columns=["id", "c"], filters=[("c", ">", 15)], **opts)
+    assert sorted((r.id, r.c) for r in pruned.collect()) == sorted(
+        (k, v["c"]) for k, v in expected.items() if v["c"] is not None and v["c"] > 15)

@@ -54,7 +54,7 @@ class HudiDataSource(DataSource):
 
         options = self._options()
         settings = ReadSettings.from_options(options)
-        table = pyhudi.open_table(self._path(options))
+        table = opt.open_table(self._path(options), options)
         schema = spark_schema(table_schema_at(table, settings.schema_instant), table.record_key_fields)
         if settings.columns is not None:
             schema = select(schema, settings.columns)
@@ -68,7 +68,7 @@ class HudiDataSource(DataSource):
         options = self._options()
         settings = ReadSettings.from_options(options)
         path = self._path(options)
-        table = pyhudi.open_table(path)
+        table = opt.open_table(path, options)
         full = spark_schema(table_schema_at(table, settings.schema_instant), table.record_key_fields)
         columns = project(full, schema)
         reader = HudiScanReader if planned_without_pushdown() else HudiDataSourceReader
@@ -78,19 +78,18 @@ class HudiDataSource(DataSource):
         from pyhudi.spark.writer import begin
 
         path = self._path(self._options())
-        options = {**opt.lowered(self.options, _family_names(path)), opt.PATH: path}  # families as the table spells them
+        options = {**opt.lowered(self.options, _family_names(path, self.options)), opt.PATH: path}  # families as the table spells them
         if self.sql_insert_operation and opt.OPERATION.key not in options:
             options[opt.OPERATION.key] = self.sql_insert_operation  # INSERT INTO a catalog table, as Hudi's SQL
         return begin(path, schema, options, overwrite)
 
 
-def _family_names(path: str) -> list[str]:
+def _family_names(path: str, options: Mapping[str, str]) -> list[str]:
     """The column family names of the table at ``path`` (none when there is no table yet)."""
-    import pyhudi
     from pyhudi.errors import TableNotFoundError
 
     try:
-        return list(pyhudi.open_table(path).column_families)
+        return list(opt.open_table(path, options).column_families)
     except TableNotFoundError:
         return []
 

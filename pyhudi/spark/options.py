@@ -25,6 +25,16 @@ from pyhudi.errors import ConfigError
 PATH = "path"
 
 
+def open_table(path: str, options: Mapping[str, Any] | None = None) -> Any:
+    """``pyhudi.open_table`` with the storage options (``hoodie.pyhudi.s3.*``: endpoint, region,
+    credentials) found among a read's or write's options: the driver and every task open the
+    table on the same store with the same settings."""
+    import pyhudi
+    from pyhudi.storage.s3 import split_storage_options
+
+    return pyhudi.open_table(path, split_storage_options(options)[0])
+
+
 def write_operation(options: Mapping[str, str], overwrite: bool) -> str:
     """The write operation of a ``df.write`` with these options and save mode.
 

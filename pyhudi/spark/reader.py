@@ -49,6 +49,7 @@ class ReadSettings:
     columns: tuple[str, ...] | None = None
     split_rows: str | None = None  # hoodie.pyhudi.read.split.rows: large file groups → several partitions
     file_groups: str | None = None  # FILE_GROUPS: the file groups left to this source by pyhudi.spark.read
+    storage: tuple[tuple[str, str], ...] = ()  # hoodie.pyhudi.s3.* options: the store the table is on
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ReadSettings:
@@ -72,7 +73,11 @@ class ReadSettings:
         columns = opt.COLUMNS.get(options)
         if columns is not None and not columns:
             raise ConfigError(f"option {opt.COLUMNS.key!r} names no column")
-        return cls(query_type, as_of, begin, end, columns, options.get(SPLIT_ROWS.key), options.get(FILE_GROUPS.key))
+        from pyhudi.storage.s3 import split_storage_options
+
+        storage = tuple(sorted(split_storage_options(options)[0].items()))
+        return cls(query_type, as_of, begin, end, columns, options.get(SPLIT_ROWS.key), options.get(FILE_GROUPS.key),
+                   storage)
 
     @property
     def schema_instant(self) -> str | None:
@@ -86,11 +91,9 @@ def table_schema_at(table: Any, instant: str | None) -> pa.Schema:
     return schema_at(instant) if schema_at is not None else table.schema
 
 
-def latest_completion(path: str) -> str | None:
+def latest_completion(path: str, options: Mapping[str, str] | None = None) -> str | None:
     """The completion time of the table's last completed instant (None for an empty timeline)."""
-    import pyhudi
-
-    last = pyhudi.open_table(path).active_timeline().last_completed()
+    last = opt.open_table(path, options).active_timeline().last_completed()
     return (last.completion_time or last.requested_time) if last is not None else None
 
 
@@ -122,9 +125,7 @@ class HudiDataSourceReader(DataSourceReader):
         return rest
 
     def partitions(self) -> list[HudiInputPartition]:
-        import pyhudi
-
-        table = pyhudi.open_table(self.path)
+        table = opt.open_table(self.path, dict(self.settings.storage))
         s = self.settings
         plan = plan_scan(table, columns=self.columns, filters=self.filters or None, as_of=s.as_of,
                          query_type=s.query_type, begin=s.begin, end=s.end,
@@ -197,7 +198,7 @@ def read(spark: SparkSession, path: str, columns: Sequence[str] | None = None,
     native = NATIVE_SCAN.parse(options.pop(native_key) if native_key else None)
     settings = ReadSettings.from_options(opt.lowered(options))
     if settings.query_type != "incremental" and settings.as_of is None:
-        pinned = latest_completion(path)  # every action on the DataFrame reads this snapshot
+        pinned = latest_completion(path, options)  # every action on the DataFrame reads this snapshot
         if pinned is not None:
             options[opt.AS_OF_INSTANT.key] = pinned
             settings = ReadSettings.from_options(opt.lowered(options))
@@ -225,10 +226,9 @@ def _native_union(spark: SparkSession, path: str, settings: ReadSettings, column
                   filters: Sequence[Sequence[Any]] | None, reader: Any) -> DataFrame | None:
     """Spark's Parquet scan of the final file groups ∪ the Python source over the others; None
     when no file group is read natively (the Python source alone)."""
-    import pyhudi
     from pyhudi.spark.types import select, spark_schema
 
-    table = pyhudi.open_table(path)
+    table = opt.open_table(path, dict(settings.storage))
     schema = spark_schema(table_schema_at(table, settings.schema_instant), table.record_key_fields)
     if columns is not None:
         schema = select(schema, columns)

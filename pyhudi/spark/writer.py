@@ -104,7 +104,9 @@ def _table_settings(options: Mapping[str, str]) -> dict[str, Any]:
     record_key = opt.RECORD_KEY.get(options)
     if not record_key:
         raise ConfigError(f"creating a table needs the record key: option {opt.RECORD_KEY.key}")
-    extra = opt.table_property_options(options)
+    from pyhudi.storage.s3 import split_storage_options
+
+    extra = {**opt.table_property_options(options), **split_storage_options(options)[0]}  # (never persisted)
     return {
         "record_key": record_key,
         "partition_fields": opt.PARTITION_PATH.get(options) or (),
@@ -151,7 +153,7 @@ def open_or_create(path: str, schema: pa.Schema, options: Mapping[str, str], ove
     from pyhudi.errors import TableExistsError, TableNotFoundError
 
     try:
-        table = pyhudi.open_table(path)
+        table = opt.open_table(path, options)
     except TableNotFoundError:
         settings = _table_settings(options)
         # Spark declares computed columns NOT NULL freely; only record keys are never null in a
@@ -160,7 +162,7 @@ def open_or_create(path: str, schema: pa.Schema, options: Mapping[str, str], ove
         try:
             return pyhudi.create_table(path, schema, **settings)
         except TableExistsError:  # created concurrently: use it
-            table = pyhudi.open_table(path)
+            table = opt.open_table(path, options)
     _check_matches_table(table, options)
     return table
 
@@ -242,7 +244,7 @@ class HudiDataSourceWriter(DataSourceArrowWriter):
         import pyhudi
         from pyhudi.write.client import WriteClient
 
-        return WriteClient(pyhudi.open_table(self.path), options=self.txn.options)
+        return WriteClient(opt.open_table(self.path, self.txn.options), options=self.txn.options)
 
     def commit(self, messages: list[HudiCommitMessage | None]) -> None:
         errors = [m.error for m in messages if m is not None and m.error is not None]
@@ -300,7 +302,7 @@ def write(df: DataFrame, path: str, operation: str = "upsert", mode: str = "appe
         text[GROUPED] = "true"
     with write_settings(df.sparkSession):  # batch limits without a per-row size check
         df.write.format(FORMAT).mode(mode).options(**text).save(path)
-    after = _last_instant(pyhudi.open_table(path))
+    after = _last_instant(opt.open_table(path, text))
     return after if after != before else None
 
 

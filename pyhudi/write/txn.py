@@ -93,7 +93,12 @@ class WriteTxn:
 
     @property
     def storage(self) -> Storage:
-        return Storage(self.base_uri)
+        """The table's storage, with the store's options when the write carries them (a task in
+        another process — a Spark worker — reaches the same store; later ``Storage(base_uri)``
+        calls there reuse them)."""
+        from pyhudi.storage.s3 import split_storage_options
+
+        return Storage(self.base_uri, options=split_storage_options(self.options)[0] or None)
 
     @property
     def families(self) -> dict[str, ColumnFamily]:
