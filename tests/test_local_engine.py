@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -77,7 +78,9 @@ def test_nested_run_tasks_run_inline_on_the_worker_without_deadlock():
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_gets_its_own_pool():
     LocalEngine(2).run_tasks([Named(i) for i in range(4)])  # the parent's pool exists and has threads
-    pid = os.fork()
+    with warnings.catch_warnings():  # (Python 3.12+ warns about forking a process with threads: that is the point)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
     if pid == 0:  # child: the parent's worker threads do not exist here
         code = 1
         try:

@@ -64,6 +64,29 @@ META_PARQUET_OPTIONS = {
 """Parquet settings of the meta columns whose nature is known (the record key is sampled)."""
 
 
+def contiguous_run(indices: pa.Array) -> tuple[int, int] | None:
+    """``(start, length)`` when ``indices`` are ``start, start + 1, ...`` (one vectorised check),
+    else None."""
+    n = len(indices)
+    if n == 0 or indices.null_count:
+        return None
+    values = indices.to_numpy(zero_copy_only=False)
+    start = int(values[0])
+    if int(values[-1]) - start != n - 1 or (n > 1 and not bool(np.all(np.diff(values) == 1))):
+        return None
+    return start, n
+
+
+def gather(source: pa.Table, indices: pa.Array) -> pa.Table:
+    """``source.take(indices)`` — or, when the rows wanted are already one run in the needed order
+    (a table of one bucket, input grouped by bucket and sorted by key), a zero-copy slice: the
+    gather copies every byte of the family (~25–45 ms of CPU per 160 MB)."""
+    run = contiguous_run(indices)
+    if run is not None and run[0] + run[1] <= source.num_rows:
+        return source.slice(*run)
+    return source.take(indices)
+
+
 @dataclass
 class FamilyPayload:
     """The rows for one family of one file group: sorted by record key, one row per key.
@@ -117,11 +140,11 @@ class FamilyPayload:
             shared = cache is not None and self.plan is not None
             cached = cache.get(("keys", self.plan)) if shared else None
             if cached is None:
-                self.data = self.source.take(self.indices)
+                self.data = gather(self.source, self.indices)
                 if shared:
                     cache[("keys", self.plan)] = self.data.column(RECORD_KEY)
             else:
-                rest = self.source.drop_columns([RECORD_KEY]).take(self.indices)
+                rest = gather(self.source.drop_columns([RECORD_KEY]), self.indices)
                 self.data = rest.add_column(0, self.source.schema.field(RECORD_KEY), cached)
             self.source = self.indices = None
         return self.data
