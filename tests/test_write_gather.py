@@ -83,3 +83,16 @@ def test_one_bucket_bulk_insert_base_files_hold_the_sorted_rows(tmp_path):
     assert written.column("_hoodie_record_key").to_pylist() == rows.column("k").to_pylist()
     assert written.select(["k", "a", "b"]).to_pylist() == rows.to_pylist()
     assert written.column("_hoodie_commit_seqno").to_pylist() == [f"{instant}_0_{i}" for i in range(n)]
+
+
+def test_sorted_input_in_several_chunks_is_sliced_and_read_back_exactly(tmp_path):
+    parts = [pa.table({"k": [f"key-{i:04d}" for i in range(s, s + 100)], "a": [float(i) for i in range(s, s + 100)],
+                       "b": list(range(s, s + 100))}, schema=SCHEMA) for s in (0, 100, 200)]
+    rows = pa.concat_tables(parts)
+    assert rows.column("k").num_chunks == 3
+    t = pyhudi.create_table(str(tmp_path / "chunks"), SCHEMA, "k", num_buckets=1, column_families={"fa": "a", "fb": "b"})
+    t.insert(rows)
+    assert t.read().sort_by("k").equals(rows)
+    for name in t.last_write.files:
+        block = only_block(t, name).read()
+        assert block.column("_hoodie_record_key").to_pylist() == rows.column("k").to_pylist()
