@@ -5,7 +5,8 @@ one :class:`~pyhudi.write.handle.FileGroupWriteTask` on one thread: 5 family fil
 20 float64 each, as log blocks (``append``: upserts, inserts into buckets) and as base files
 (``create``: bulk inserts). Prints CPU milliseconds per family file (min and median of
 ``repeat`` rounds, CPU time so that a shared machine's load does not count) beside
-``pq.write_table`` of the same columns without meta columns, and their ratio.
+``pq.write_table`` of the same columns without meta columns, their ratio, and what each of the
+five meta columns costs encoded alone.
 Run: ``.venv/bin/python bench/bench_family_file.py [repeat]``.
 """
 
@@ -24,7 +25,7 @@ import pyarrow.parquet as pq
 from scenario_w import FAMILIES, PER, make_data
 
 from pyhudi.logformat import parquet_options_for
-from pyhudi.logformat.parquet_options import options_for_columns
+from pyhudi.logformat.parquet_options import encode_parquet, options_for_columns
 from pyhudi.write.handle import (
     KIND_APPEND,
     KIND_CREATE,
@@ -77,6 +78,26 @@ def raw_cpu(payloads: list, root: str) -> float:
     return spent / FAMILIES
 
 
+def meta_columns_cpu(payloads: list) -> None:
+    """CPU ms of each meta column alone, encoded with the planner's options (what each adds to a
+    family file; every file carries all five)."""
+    _, data, options = payloads[0]
+    task = FileGroupWriteTask(base_uri="", instant="20260101000000000", table_name="w", partition_path="",
+                              file_id=FILE_ID, kind=KIND_APPEND, write_token="0-1-0")
+    table, _ = task._with_meta(data, task._meta_columns(data.column(RECORD_KEY), FILE_ID))
+    costs = []
+    for name in table.column_names[:5]:
+        column = table.select([name])
+        narrowed = options_for_columns(options, [name])
+        spent = []
+        for _ in range(REPEAT):
+            start = time.process_time()
+            encode_parquet(column, narrowed)
+            spent.append(time.process_time() - start)
+        costs.append(f"{name} {min(spent) * 1e3:.2f}")
+    print(f"  meta columns alone (min of {REPEAT}): " + ", ".join(costs))
+
+
 def main() -> int:
     data = make_data(ROWS)
     keys = pc.cast(data.column("id"), pa.string())
@@ -92,6 +113,7 @@ def main() -> int:
             spent = [task_cpu(kind, payloads, root, run) for run in range(REPEAT)]
             print(f"  {label:31} {min(spent) * 1e3:6.2f} / {statistics.median(spent) * 1e3:6.2f}"
                   f"   ratio to pq.write_table {min(spent) / min(raw):.2f}")
+        meta_columns_cpu(payloads)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -15,6 +15,24 @@ engines distribute. Depending on its kind it writes, for each family present:
   the old base merged with the changes (:mod:`pyhudi.write.merge`).
 
 A marker is created before every data file, so a failed task can be rolled back.
+
+Where an insert's CPU goes (Scenario W, issue 15: 200k rows x (id + 100 float64), 5 families,
+4 buckets, one thread, best of 6; ``pq.write_table`` of the same table uncompressed without
+dictionaries: 0.085 s): 0.25–0.27 s in all — Parquet encoding 0.10 s (data 0.055, the five meta
+columns ~0.045: ~2.2 ms per 50k-row family file, of which sequence numbers 0.6, record key 0.5,
+commit time 0.3 with statistics), the gather into bucket and key order 0.042 s, writing the
+bytes 0.032 s, creating 20 markers and 20 files 0.013 s, the rest (planning, hashing, commit)
+~0.04 s. Measured and kept: the gather runs in the tasks (in parallel) and is skipped for rows
+already in one run in key order (:func:`gather`); meta columns are computed once per task and
+shared by its families; encoding into one pre-sized buffer costs no more than streaming into
+the file (54 + 34 ms against 96 ms for the 20 files). Measured and left: one gather per family
+over all buckets reads each column once instead of once per bucket (25 ms instead of 45 at 200k
+rows, no gain at 2M where a column no longer fits the cache); uncompressed sequence numbers
+encode 0.34 ms faster per file but write 1.2 MB more; DELTA_BYTE_ARRAY record keys and
+sequence numbers are smaller but encode 2–3x slower. The remaining floor is the layout: every
+family file carries the five meta columns (Hudi's data-file contract), and bucket files need
+the gather; ``hoodie.populate.meta.fields=false`` (virtual keys) would remove the first, but
+pyhudi creates tables with meta fields only.
 """
 
 from __future__ import annotations
@@ -62,6 +80,29 @@ META_PARQUET_OPTIONS = {
     META_FIELDS[4]: (True, "snappy"),  # file name / file id: constant per file
 }
 """Parquet settings of the meta columns whose nature is known (the record key is sampled)."""
+
+
+def contiguous_run(indices: pa.Array) -> tuple[int, int] | None:
+    """``(start, length)`` when ``indices`` are ``start, start + 1, ...`` (one vectorised check),
+    else None."""
+    n = len(indices)
+    if n == 0 or indices.null_count:
+        return None
+    values = indices.to_numpy(zero_copy_only=False)
+    start = int(values[0])
+    if int(values[-1]) - start != n - 1 or (n > 1 and not bool(np.all(np.diff(values) == 1))):
+        return None
+    return start, n
+
+
+def gather(source: pa.Table, indices: pa.Array) -> pa.Table:
+    """``source.take(indices)`` — or, when the rows wanted are already one run in the needed order
+    (a table of one bucket, input grouped by bucket and sorted by key), a zero-copy slice: the
+    gather copies every byte of the family (~25–45 ms of CPU per 160 MB)."""
+    run = contiguous_run(indices)
+    if run is not None and run[0] + run[1] <= source.num_rows:
+        return source.slice(*run)
+    return source.take(indices)
 
 
 @dataclass
@@ -117,11 +158,11 @@ class FamilyPayload:
             shared = cache is not None and self.plan is not None
             cached = cache.get(("keys", self.plan)) if shared else None
             if cached is None:
-                self.data = self.source.take(self.indices)
+                self.data = gather(self.source, self.indices)
                 if shared:
                     cache[("keys", self.plan)] = self.data.column(RECORD_KEY)
             else:
-                rest = self.source.drop_columns([RECORD_KEY]).take(self.indices)
+                rest = gather(self.source.drop_columns([RECORD_KEY]), self.indices)
                 self.data = rest.add_column(0, self.source.schema.field(RECORD_KEY), cached)
             self.source = self.indices = None
         return self.data
