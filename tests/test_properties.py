@@ -217,3 +217,18 @@ def test_corrupt_checksum_is_reported():
     config = TableConfig({"hoodie.table.name": "t", "hoodie.table.checksum": "1"})
     with pytest.raises(ConfigError, match="does not match CRC32"):
         config.verify_checksum()
+
+
+def test_virtual_keys_are_refused_at_creation_and_nothing_is_written(tmp_path):
+    import pyarrow as pa
+    import pytest
+
+    import pyhudi
+    from pyhudi.errors import ConfigError
+
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+    with pytest.raises(ConfigError, match=r"hoodie.populate.meta.fields=false \(virtual keys\) is not supported"):
+        pyhudi.create_table(str(tmp_path / "t"), schema, "id", options={"hoodie.populate.meta.fields": "false"})
+    assert not (tmp_path / "t").exists() or not any((tmp_path / "t").rglob("hoodie.properties"))
+    t = pyhudi.create_table(str(tmp_path / "u"), schema, "id", options={"hoodie.populate.meta.fields": "true"})
+    assert t.config.populate_meta_fields

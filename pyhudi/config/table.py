@@ -310,6 +310,10 @@ def new_table_properties(
         props[BUCKET_NUM.key] = str(num_buckets)
         props[BUCKET_HASH_FIELD.key] = ",".join(tuple(bucket_hash_fields) or record_key_fields)
     props.update(family_properties(families or {}))
+    if extra and POPULATE_META_FIELDS.key in extra and not POPULATE_META_FIELDS.parse(extra[POPULATE_META_FIELDS.key]):
+        raise ConfigError(f"{POPULATE_META_FIELDS.key}=false (virtual keys) is not supported when pyhudi creates a "
+                          "table: pyhudi writes the _hoodie_* meta columns (incremental queries, compaction and "
+                          "clustering keep each record's commit time in them); leave the option out")
     if extra and DROP_PARTITION_COLUMNS.key in extra:  # a writer option the table keeps (readers need it)
         props[DROP_PARTITION_COLUMNS.key] = str(DROP_PARTITION_COLUMNS.parse(extra[DROP_PARTITION_COLUMNS.key])).lower()
     if extra and TIMELINE_HISTORY_PATH.key in extra:  # the archive folder, chosen at creation
