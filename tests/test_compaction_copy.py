@@ -311,3 +311,22 @@ def test_spark_parquet_reader_reads_a_copied_full_row_file(tmp_path, spark, copy
     expected = pq.read_table(path).sort_by("id").to_pylist()
     got = [r.asDict(recursive=True) for r in spark.read.parquet(path).orderBy("id").collect()]
     assert got == expected
+
+
+def test_a_file_group_whose_records_were_all_deleted_falls_back_and_the_others_are_copied(tmp_path, copy_results):
+    """Family compaction leaves an empty base file where every record was deleted; the full
+    compaction after it copies the groups that hold rows and writes the empty one by decoding."""
+    schema = pa.schema([pa.field("k", pa.string(), nullable=False), ("a", pa.int64()), ("b", pa.float64())])
+    t = pyhudi.create_table(str(tmp_path / "e"), schema, "k", num_buckets=4, column_families={"fa": "a", "fb": "b"})
+    keys = [f"k{i}" for i in range(12)]
+    t.upsert(pa.table({"k": keys, "a": list(range(12)), "b": [i / 2 for i in range(12)]}, schema=schema))
+    by_group: dict[str, list[str]] = {}
+    for row in t.read(columns=["k"], with_meta=True).to_pylist():
+        by_group.setdefault(row["_hoodie_file_name"].split("_")[0], []).append(row["k"])
+    doomed = sorted(by_group.values(), key=len)[0]
+    t.delete(pa.table({"k": doomed}, schema=pa.schema([schema.field("k")])))
+    t.compact(families=["fa", "fb"])
+    t.compact(full=True)
+    expected = [{"k": k, "a": i, "b": i / 2} for i, k in enumerate(keys) if k not in doomed]
+    assert t.read().sort_by("k").to_pylist() == sorted(expected, key=lambda r: r["k"])
+    assert copy_results.count(None) == 1 and len(copy_results) == len(by_group)

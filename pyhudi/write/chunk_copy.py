@@ -287,7 +287,9 @@ def _row_group(plan: _ColumnPlan, batches: "_Rows", anchor_file: pq.ParquetFile,
     columns encoded, every chunk copied. (A function of its own: nothing of one row group is
     still held while the next one is merged — memory stays one row group whatever the file.)"""
     table = batches.take(rows)
-    if table.num_rows != rows or not table.select(state.key_fields).equals(
+    if rows == 0 or table.num_rows != rows:
+        raise NotAligned  # (an empty row group, or the merge ended early: the decode path writes it)
+    if not table.select(state.key_fields).equals(
             anchor_file.read_row_group(index, state.key_fields), check_metadata=False):
         raise NotAligned  # (equal key fields: equal record keys, the keygen is the table's)
     fresh = pa.table({name: (constant_strings(state.file_name, rows) if name == FILE_NAME else table.column(name))
