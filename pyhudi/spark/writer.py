@@ -232,8 +232,16 @@ class HudiDataSourceWriter(DataSourceArrowWriter):
                 statuses = txn.write_rows(rows, task_id=task_id, attempt=attempt, stage=stage)
             except HudiError as exc:  # bad data: retrying cannot help; the driver rolls back
                 return HudiCommitMessage([], rows.num_rows, exc)
-        finally:
+        except BaseException:
+            # the input failed (another task, a UDF): Spark may abort the job and the driver clean
+            # up before this beat is left — a beat of an instant already rolled back goes too
             heartbeat.untie()
+            if rolled_back(txn):
+                txn.storage.delete(heartbeat.relpath)
+            raise
+        finally:
+            if not heartbeat.detached:
+                heartbeat.untie()
         if rolled_back(txn):  # the job failed (or this attempt lost) while this task was writing
             discard_instant_files(txn.storage, txn.instant, [s.relpath for s in statuses])
             raise TimelineError(f"instant {txn.instant} was rolled back or committed while Spark task "

@@ -90,6 +90,11 @@ class Heartbeat:
         if delete:
             self.storage.delete(self.relpath)
 
+    @property
+    def detached(self) -> bool:
+        """Whether :meth:`untie` left the beat (no process named, the long timeout)."""
+        return not self.tied_to_process and self.timeout_ms >= DETACHED_TIMEOUT_MS and self._thread is None
+
     def untie(self) -> None:
         """Stop beating and leave a fresh beat that names no process and a long timeout
         (:data:`DETACHED_TIMEOUT_MS`): the write goes on elsewhere, so this process ending says
