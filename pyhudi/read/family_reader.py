@@ -35,6 +35,7 @@ from pyhudi.errors import StorageError
 from pyhudi.fsview.view import BaseFile, FileSlice, LogFile, Visibility
 from pyhudi.read.damage import check_log
 from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader, ParquetDataBlock
+from pyhudi.logformat.block import HeaderKey
 from pyhudi.read.keys import RECORD_KEY, key_text
 from pyhudi.read.merge import Versions, columns_of, merge_versions
 from pyhudi.read.metadata_cache import FOOTER, LOG_LAYOUT, METADATA_CACHE, FileKey
@@ -229,6 +230,7 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
             arrow_schema = _arrow_schema(f"block@{block.offset}", key, block.parquet_file())
         source = block_input(block, spec, schema, f"{log.relpath}@{block.offset}", arrow_schema)
         source.block_key = (key, block.offset)
+        source.written_positions = written_positions(block)
         inputs.append(source)
     return inputs
 
@@ -244,7 +246,19 @@ def base_input(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: 
                           arrow_schema=_arrow_schema(FOOTER, base.file_key, parquet))
     source.file_key = base.file_key
     source.is_base = True
+    source.instant = file_slice.base_file.instant
     return source
+
+
+def written_positions(block: DataBlock | DeleteBlock) -> tuple[str, str] | None:
+    """A Parquet data block's ``RECORD_POSITIONS`` header and the instant of the base file it
+    refers to (``BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS``), when the writer recorded both
+    (decoded only if the positional merge applies: :mod:`pyhudi.read.positions`)."""
+    if not isinstance(block, ParquetDataBlock):
+        return None
+    text = block.header.get(HeaderKey.RECORD_POSITIONS)
+    instant = block.header.get(HeaderKey.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS)
+    return (text, instant) if text and instant else None
 
 
 def _arrow_schema(kind: str, key: FileKey | None, parquet: pq.ParquetFile) -> pa.Schema:

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
+from pyhudi.errors import LogFormatError
+from pyhudi.logformat.positions import decode_positions
 from pyhudi.read.family_reader import FamilyScan
 from pyhudi.read.keys import strictly_increasing
 from pyhudi.read.metadata_cache import METADATA_CACHE
@@ -71,10 +73,14 @@ def _applies(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> bool:
 
 # --------------------------------------------------------------------------- positions
 def _positions(base: ParquetInput, blocks: list[ParquetInput], metrics: dict) -> list[np.ndarray] | None:
-    """Each block's record positions in ``base`` (increasing), from the cache or learnt now."""
+    """Each block's record positions in ``base`` (increasing): from the cache, from the block's
+    ``RECORD_POSITIONS`` header, or learnt now from the key columns."""
     known = [METADATA_CACHE.positions(block.block_key, base.file_key) for block in blocks]
     if any(isinstance(p, str) for p in known):
         return None
+    if all(p is not None for p in known):
+        return known
+    known = [p if p is not None else _written(base, block, metrics) for p, block in zip(known, blocks)]
     if all(p is not None for p in known):
         return known
     rows = base.parquet.metadata.num_rows
@@ -101,6 +107,29 @@ def _positions(base: ParquetInput, blocks: list[ParquetInput], metrics: dict) ->
             METADATA_CACHE.put_block_within(block.block_key, base.file_key)
         out.append(found)
     return None if any(p is None for p in out) else out
+
+
+def _written(base: ParquetInput, block: ParquetInput, metrics: dict) -> np.ndarray | None:
+    """The positions a block's writer recorded in its header, if they are usable: they refer to
+    this base file (its instant time), there is one per record of the block, each is a row of the
+    base file, and no two are equal. The i-th record of the block then lands on the i-th smallest
+    position (writers list a block's records in position order). Kept in the metadata cache like
+    learnt positions; None: learn them from the keys instead."""
+    written = block.written_positions
+    if written is None or base.instant is None or written[1] != base.instant:
+        return None
+    try:
+        positions = decode_positions(written[0])
+    except LogFormatError:
+        return None  # (a header this reader cannot use: the key merge stays exact)
+    rows = base.parquet.metadata.num_rows
+    if len(positions) != block.parquet.metadata.num_rows or (len(positions) and positions[-1] >= rows):
+        return None
+    found = positions.astype(np.int32 if rows < 2**31 else np.int64)
+    metrics["positions_written"] = metrics.get("positions_written", 0) + 1
+    METADATA_CACHE.put_positions(block.block_key, base.file_key, found)
+    METADATA_CACHE.put_block_within(block.block_key, base.file_key)
+    return found
 
 
 def _learn(base_keys: pa.Array, block: ParquetInput) -> np.ndarray | None:
