@@ -227,3 +227,20 @@ def test_positions_refer_to_the_base_they_were_written_against(tmp_path):
     rows = {r["id"]: (r["a1"], r["a2"]) for r in got.to_pylist()}
     assert rows[2] == (200.0, "y2") and rows[3] == (30.0, "x3") and len(rows) == N
     assert metrics["strategy.positions"] == 1 and metrics["positions_written"] == 1
+
+
+def test_a_writing_process_reads_a_base_file_keys_once(tmp_path, monkeypatch):
+    """Positions cost one read of the base file's key column per process, not per update."""
+    import pyhudi.write.positions as write_positions
+
+    table = _table(tmp_path)
+    calls = []
+    real = write_positions._base_keys
+    monkeypatch.setattr(write_positions, "_base_keys", lambda *a: calls.append(a[1]) or real(*a))
+    _update(table, [1, 2], [10.0, 20.0], ["x1", "x2"])
+    _update(table, [2, 30], [200.0, 300.0], ["y2", "x30"])
+    headers = _blocks(table)
+    assert len(calls) == 1 and calls[0].endswith("_fa.parquet")
+    keys = _base_keys(table)
+    assert [decode_positions(h[POSITIONS]).tolist() for h in headers] == \
+        [sorted([keys.index("1"), keys.index("2")]), sorted([keys.index("2"), keys.index("30")])]

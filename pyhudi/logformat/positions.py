@@ -34,9 +34,11 @@ _NO_OFFSET_THRESHOLD = 4
 _ARRAY_MAX = 4096
 
 
-def encode_positions(positions: np.ndarray) -> str:
-    """The header value for ``positions`` (distinct non-negative row numbers, any order)."""
-    values = np.unique(np.asarray(positions, dtype=np.int64))
+def encode_positions(positions: np.ndarray, increasing: bool = False) -> str:
+    """The header value for ``positions`` (distinct non-negative row numbers, any order;
+    ``increasing``: already strictly increasing, not sorted again)."""
+    values = np.asarray(positions, dtype=np.int64)
+    values = values if increasing else np.unique(values)
     if values.size and values[0] < 0:
         raise LogFormatError(f"record positions must be non-negative, got {int(values[0])}")
     highs = values >> 32

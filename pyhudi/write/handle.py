@@ -191,7 +191,7 @@ class FileGroupWriteTask:
     insert_count: int = 0  # append / merge into an existing group: rows that are new records (small files)
     concat_inserts: bool = False  # KIND_MERGE of an ``insert``: new rows never replace stored ones
     family_bases: dict = field(default_factory=dict)
-    """KIND_APPEND: family → (relpath, instant) of its base file, to record positions against
+    """KIND_APPEND: family → (relpath, instant, file identity) of its base file, to record positions against
     (:mod:`pyhudi.write.positions`; empty when ``hoodie.write.record.positions`` is off)."""
 
     def run(self) -> list[WriteStatus]:

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from pyhudi.config.families import ColumnFamily
 from pyhudi.config.table import DROP_PARTITION_COLUMNS
 from pyhudi.fsview.view import FileGroup
+from pyhudi.read.family_reader import file_key
 from pyhudi.index.bucket import BucketFileIds
 from pyhudi.index.simple import groups_by_partition, groups_sharing_keys, partition_key_locations, tag_locations
 from pyhudi.logformat import parquet_options_for
@@ -259,7 +260,7 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
 
 
 def _family_bases(txn: "WriteTxn", group: FileGroup | None, payloads: list[FamilyPayload]) -> dict:
-    """Family → (relpath, instant) of the base file its appended block's positions refer to
+    """Family → (relpath, instant, metadata-cache identity) of the base file its appended block's positions refer to
     (:mod:`pyhudi.write.positions`), for the families of ``payloads`` that have one."""
     if group is None or not WRITE_RECORD_POSITIONS.get(txn.options):
         return {}
@@ -269,7 +270,7 @@ def _family_bases(txn: "WriteTxn", group: FileGroup | None, payloads: list[Famil
         base = group.latest_slice(family, len(txn.families) > 1 or family is not None,
                                   txn.config.layout_version).base_file
         if base is not None:
-            bases[payload.family] = (base.relpath, base.instant)
+            bases[payload.family] = (base.relpath, base.instant, file_key(txn.storage, base))
     return bases
 
 
