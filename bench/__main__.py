@@ -2,7 +2,8 @@
 
 Scenarios: ``w`` (Scenario W: write, partial update, full and pruned reads, cold start),
 ``rfc80`` (column-family claims), ``scaling`` (10x rows), ``spark`` (Spark vs Spark's Parquet),
-``peers`` (hudi-rs; others when installed), ``cold`` (the cold start alone, more rounds) and
+``peers`` (hudi-rs; others when installed), ``pruned`` (2-column reads, warm and in fresh
+processes, against ``pq.read_table``), ``cold`` (the cold start alone, more rounds) and
 ``all`` (all but ``cold``). Variants of a comparison run in turns;
 each prints median wall and CPU seconds and the ratio first / last (the baseline). The run is
 saved as ``results/<scenario>-<timestamp>.json`` and ``.png`` (the plot needs matplotlib:
@@ -35,9 +36,10 @@ SCENARIOS: dict[str, tuple[int, int, str]] = {
     "scaling": (100_000, 1_000, "bench.sc_scaling"),
     "spark": (1_000_000, 2_000, "bench.sc_spark"),
     "peers": (200_000, 2_000, "bench.sc_peers"),
+    "pruned": (200_000, 2_000, "bench.sc_pruned"),
     "cold": (200_000, 2_000, "bench.sc_cold"),  # (cold start alone; `w` includes it, `all` does not repeat it)
 }
-ALL = ["w", "rfc80", "scaling", "spark", "peers"]
+ALL = ["w", "rfc80", "scaling", "spark", "peers", "pruned"]
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

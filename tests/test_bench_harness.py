@@ -31,6 +31,8 @@ EXPECTED = {
     "spark": ["Spark write: pyhudi / Spark's df.write.parquet",
               "Spark read: pyhudi / Spark's own Parquet scan (noop sink)"],
     "peers": ["one-family table, full read: pyhudi / hudi-rs"],
+    "pruned": ["pruned read, warm: 2 columns, with logs", "pruned read, warm: 2 columns, no logs",
+               "pruned read, cold: the read step of a fresh process"],
 }
 
 
