@@ -373,11 +373,17 @@ class ParquetInput:
     def plain_tables(self, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
         """The rows' ``fields`` alone, batch by batch: no keys, no versions (for an input whose
         rows are the result as they are, see ``ReadTask._keyless``)."""
+        if not self.row_groups:
+            return
         available = set(self.arrow_schema.names)
         names = [f.name for f in fields if f.name in available]
         schema = pa.schema(fields)
-        for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=names,
-                                               use_threads=self.spec.decode_threads):
+        if _rows_in(self.parquet.metadata, self.row_groups) <= batch_size:  # (one batch: no batch reader to set up)
+            parts = [self.parquet.read_row_groups(self.row_groups, columns=names, use_threads=self.spec.decode_threads)]
+        else:
+            parts = self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=names,
+                                              use_threads=self.spec.decode_threads)
+        for batch in parts:
             present = dict(zip(batch.schema.names, batch.columns))
             arrays = []
             for f in fields:
