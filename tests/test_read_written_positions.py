@@ -244,3 +244,51 @@ def test_a_writing_process_reads_a_base_file_keys_once(tmp_path, monkeypatch):
     keys = _base_keys(table)
     assert [decode_positions(h[POSITIONS]).tolist() for h in headers] == \
         [sorted([keys.index("1"), keys.index("2")]), sorted([keys.index("2"), keys.index("30")])]
+
+
+# --------------------------------------------------------------------------- Apache Hudi's layout
+def _hudi_table(tmp_path, positions: list[int] | None, base_instant: str | None = None):
+    """Apache Hudi's layout (tests/test_read_hudi_merge_order.py): a base file with keys in
+    arrival order (not sorted), then an Avro data block updating k3 and k1 — listed in base-row
+    order, as Hudi's writers list them — with the position headers when given."""
+    import test_read_hudi_merge_order as hudi
+
+    t = hudi._table(tmp_path, None)
+    base = hudi._base(t, {"id": ["k5", "k3", "k9", "k1"], "a": [5, 3, 9, 1], "b": ["e", "c", "i", "a"],
+                          "ts": [0, 0, 0, 0]})
+    block = hudi._avro(hudi.T2, {"id": ["k3", "k1"], "a": [30, 10], "b": ["C", "A"], "ts": [1, 1]})
+    if positions is not None:
+        block.header[POSITIONS] = encode_positions(np.array(positions))
+        block.header[BASE_INSTANT] = base_instant or hudi.T1
+    hudi._log(t, hudi.T2, base, block)
+    return pyhudi.open_table(t.path)
+
+
+EXPECTED_HUDI = [("k1", 10, "A"), ("k3", 30, "C"), ("k5", 5, "e"), ("k9", 9, "i")]
+
+
+def test_an_apache_hudi_avro_block_merges_by_its_written_positions(tmp_path, monkeypatch):
+    """The block's records (decoded whole, as Avro blocks are) land on base rows 1 and 3: the
+    base file's keys are never read, and nothing merges by key."""
+    table = _hudi_table(tmp_path, [1, 3])
+    monkeypatch.setattr(positions_module, "_keys_of", lambda source: pytest.fail("keys read to learn positions"))
+    monkeypatch.setattr("pyhudi.read.sources.ParquetInput.chunks", lambda *a, **k: pytest.fail("base keys read"))
+    monkeypatch.setattr("pyhudi.read.family_reader._hash_merge", lambda *a: pytest.fail("merged by key"))
+    got, metrics = _read(table, ["a", "b"])
+    assert metrics["strategy.positions"] == 1 and metrics["positions_written"] == 1
+    assert sorted(got.to_pylist(), key=lambda r: r["a"]) == \
+        [{"a": a, "b": b} for _, a, b in sorted(EXPECTED_HUDI, key=lambda r: r[1])]
+    monkeypatch.undo()
+    rows = table.read(columns=["id", "a", "b"])
+    assert sorted((r["id"], r["a"], r["b"]) for r in rows.to_pylist()) == EXPECTED_HUDI
+
+
+@pytest.mark.parametrize("positions, base_instant", [(None, None), ([1, 3], "20250301095900000"), ([1], None),
+                                                     ([1, 4], None)])
+def test_an_apache_hudi_avro_block_without_usable_positions_merges_by_key(tmp_path, positions, base_instant):
+    """No header, a header naming another base file, too few positions, a position past the
+    base file: the block merges by key, with the same rows."""
+    table = _hudi_table(tmp_path, positions, base_instant)
+    got, metrics = _read(table, ["id", "a", "b"])
+    assert "strategy.positions" not in metrics
+    assert sorted((r["id"], r["a"], r["b"]) for r in got.to_pylist()) == EXPECTED_HUDI

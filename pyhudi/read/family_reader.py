@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from pyhudi.errors import StorageError
 from pyhudi.fsview.view import BaseFile, FileSlice, LogFile, Visibility
 from pyhudi.read.damage import check_log
-from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader, ParquetDataBlock
+from pyhudi.logformat import AvroDataBlock, CommandBlock, DataBlock, DeleteBlock, LogReader, ParquetDataBlock
 from pyhudi.logformat.block import HeaderKey
 from pyhudi.read.keys import RECORD_KEY, key_text
 from pyhudi.read.merge import Versions, columns_of, merge_versions
@@ -251,10 +251,10 @@ def base_input(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: 
 
 
 def written_positions(block: DataBlock | DeleteBlock) -> tuple[str, str] | None:
-    """A Parquet data block's ``RECORD_POSITIONS`` header and the instant of the base file it
-    refers to (``BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS``), when the writer recorded both
-    (decoded only if the positional merge applies: :mod:`pyhudi.read.positions`)."""
-    if not isinstance(block, ParquetDataBlock):
+    """A Parquet or Avro data block's ``RECORD_POSITIONS`` header and the instant of the base
+    file it refers to (``BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS``), when the writer recorded
+    both (decoded only if the positional merge applies: :mod:`pyhudi.read.positions`)."""
+    if not isinstance(block, (ParquetDataBlock, AvroDataBlock)):
         return None
     text = block.header.get(HeaderKey.RECORD_POSITIONS)
     instant = block.header.get(HeaderKey.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS)

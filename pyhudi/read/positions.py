@@ -29,7 +29,7 @@ from pyhudi.logformat.positions import decode_positions
 from pyhudi.read.family_reader import FamilyScan
 from pyhudi.read.keys import strictly_increasing
 from pyhudi.read.metadata_cache import METADATA_CACHE
-from pyhudi.read.sources import ParquetInput, Prefilter
+from pyhudi.read.sources import MemoryInput, ParquetInput, Prefilter
 from pyhudi.read.window import scatter, subset_positions
 
 LEARN_MAX_KEY_BYTES = 16 << 20
@@ -62,13 +62,24 @@ def _applies(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> bool:
         return False
     if any(f.name.startswith("_hoodie_") for f in scan.fields):
         return False
-    if any(type(source) is not ParquetInput or source.soft_deletes for source in inputs):
-        return False
     base, blocks = inputs[0], inputs[1:]
+    if not all(_whole_parquet(source) for source in (base, *(b for b in blocks if type(b) is not MemoryInput))):
+        return False
+    if any(type(b) is MemoryInput and not (b.updates_only and b.written_positions) for b in blocks):
+        return False  # (a decoded Avro block merges by position only by its written positions)
     if not base.is_base or base.file_key is None or any(b.block_key is None for b in blocks):
         return False
-    whole = [len(s.row_groups) == s.parquet.metadata.num_row_groups for s in inputs]
-    return all(whole) and any(f.name in base.arrow_schema.names for f in scan.fields)
+    return any(f.name in base.arrow_schema.names for f in scan.fields)
+
+
+def _whole_parquet(source) -> bool:
+    """A Parquet input without soft deletes, every row group of it read."""
+    return type(source) is ParquetInput and not source.soft_deletes and \
+        len(source.row_groups) == source.parquet.metadata.num_row_groups
+
+
+def _rows(source: ParquetInput | MemoryInput) -> int:
+    return len(source.versions.keys) if type(source) is MemoryInput else source.parquet.metadata.num_rows
 
 
 # --------------------------------------------------------------------------- positions
@@ -83,6 +94,8 @@ def _positions(base: ParquetInput, blocks: list[ParquetInput], metrics: dict) ->
     known = [p if p is not None else _written(base, block, metrics) for p, block in zip(known, blocks)]
     if all(p is not None for p in known):
         return known
+    if any(p is None and type(b) is MemoryInput for p, b in zip(known, blocks)):
+        return None  # (positions are learnt for Parquet blocks only)
     rows = base.parquet.metadata.num_rows
     for block, cached in zip(blocks, known):
         if cached is None and block.parquet.metadata.num_rows > rows:  # (more keys than the base)
@@ -123,7 +136,7 @@ def _written(base: ParquetInput, block: ParquetInput, metrics: dict) -> np.ndarr
     except LogFormatError:
         return None  # (a header this reader cannot use: the key merge stays exact)
     rows = base.parquet.metadata.num_rows
-    if len(positions) != block.parquet.metadata.num_rows or (len(positions) and positions[-1] >= rows):
+    if len(positions) != _rows(block) or (len(positions) and positions[-1] >= rows):
         return None
     found = positions.astype(np.int32 if rows < 2**31 else np.int64)
     metrics["positions_written"] = metrics.get("positions_written", 0) + 1
@@ -167,7 +180,8 @@ class _BlockRows:
     """A block's rows with their base positions, handed out in position order."""
 
     def __init__(self, block: ParquetInput, positions: np.ndarray, fields: list[pa.Field], batch_size: int) -> None:
-        available = set(block.arrow_schema.names)
+        data = block.versions.data if type(block) is MemoryInput else None
+        available = set(data.column_names if data is not None else block.arrow_schema.names)
         carried = [f for f in fields if f.name in available]  # (a partial block keeps the others)
         self.positions, self.taken, self.carries = positions, 0, bool(carried)
         self.tables = block.plain_tables(carried, batch_size) if carried else iter(())
