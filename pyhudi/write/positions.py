@@ -55,6 +55,8 @@ def positions_header(storage: Storage, base: tuple | None, keys: pa.Table,
     found = subset_positions(spine, others) if others is not None else None
     if found is None or (len(found) > 1 and not (found[1:] > found[:-1]).all()):
         return {}  # an insert, or records out of the base's order: readers merge by key
+    if not pc.all(pc.equal(spine.take(pa.array(found)), others)).as_py():
+        return {}  # (a key the base holds twice: the key merge decides which copy it meets)
     return {HeaderKey.RECORD_POSITIONS: encode_positions(found, increasing=True),
             HeaderKey.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS: instant}
 
