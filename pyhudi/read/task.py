@@ -162,7 +162,8 @@ class ReadTask:
             return slice_inputs(self.storage, part.file_slice, spec_of(part), settings.table_schema,
                                 settings.visibility, files, base_only=settings.read_optimized, opened=opened,
                                 sorted_cache=sorted_cache, with_base=with_base,
-                                skip_corrupt=settings.skip_corrupt_blocks)
+                                skip_corrupt=settings.skip_corrupt_blocks,
+                                map_logs=not settings.memory_map or _reads_most(part))
 
         # key-only families with a base file are opened (footer, key fingerprint) but their base
         # input is built only if that base may add rows (see _redundant_families)
@@ -499,8 +500,8 @@ def _shared_bases(parts: list[FamilyPart]) -> list[FamilyPart]:
 
 
 def _reads_most(part: FamilyPart) -> bool:
-    """Whether a family's read takes at least half of its own columns: only then is its base
-    file memory-mapped (``TaskSettings.memory_map``). Measured on Scenario W: a full read is
+    """Whether a family's read takes at least half of its own columns: only then are its base
+    file and log files memory-mapped in a collected read (``TaskSettings.memory_map``). Measured on Scenario W: a full read is
     5-10% cheaper mapped (no copy of the pages read), a read of 2 of 20 columns 30% cheaper
     through buffered reads (mapping, faulting in and unmapping cost more than copying the few
     pages read)."""
