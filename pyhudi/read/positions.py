@@ -2,21 +2,26 @@
 
 The usual file slice after an update is one base file plus log blocks that rewrite some of its
 rows. Merging by key decodes the base file's key column and searches every block key in it —
-for a read of two columns, more work than reading the columns themselves. Hudi 1.x writers may
-record the answer in the block header (``RECORD_POSITIONS``: the row numbers in the base file of
-the block's records) so that readers merge by position. pyhudi learns the same answer on the
-first read of a (block, base file) pair, from their key columns, and keeps it in the
+for a read of two columns, more work than reading the columns themselves. Hudi 1.x writers, and
+pyhudi's (:mod:`pyhudi.write.positions`), record the answer in the block header
+(``RECORD_POSITIONS``: the row numbers in the base file of the block's records, and
+``BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS``: which base file) so that readers merge by
+position, the first read of a process included. Written positions are used when they name this
+base file's instant, hold one distinct position per record of the block and each is a row of the
+base file — Parquet blocks and Apache Hudi's Avro blocks alike; otherwise (and for blocks
+written without them) pyhudi learns the same answer on the first read of a (block, base file)
+pair, from their key columns. Either way the answer is kept in the
 :data:`~pyhudi.read.metadata_cache.METADATA_CACHE`: it depends only on the two files' bytes,
-which never change. Later reads of the slice then read the requested columns of the base file
+which never change. Reads of the slice then read the requested columns of the base file
 without its keys and write each block's rows over the rows at their positions.
 
 The positional path is taken only where it gives the merge's exact result: one family, its base
-file holding distinct keys, Parquet blocks whose keys are all base keys (no new rows), nothing
-that deletes (no delete blocks, no soft deletes), the newer write winning (commit-time ordering,
-or no ordering column), every row read (no key filter, key split or incremental window) and no
-meta column asked for. A partial block overwrites only the columns it carries.
+file holding distinct keys, blocks whose keys are all base keys (no new rows), nothing that
+deletes (no delete blocks, no soft deletes), the newer write winning (commit-time ordering, or
+no ordering column), every row read (no key filter, key split or incremental window) and no
+meta column asked for. A partial block overwrites only the columns it carries. Positions are
+learnt for Parquet blocks only (an Avro block merges by position only by its written ones).
 """
-
 from __future__ import annotations
 
 from collections.abc import Iterator
