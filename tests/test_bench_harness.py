@@ -71,7 +71,7 @@ def test_unknown_scenario_is_refused_with_the_choices():
     done = subprocess.run([sys.executable, "-m", "bench", "nosuch"], capture_output=True, text=True, cwd=ROOT,
                           env=ENV)
     assert done.returncode == 2
-    choices = "'w', 'rfc80', 'scaling', 'spark', 'peers', 'cold', 'all'"
+    choices = "'w', 'rfc80', 'scaling', 'spark', 'peers', 'pruned', 'cold', 'all'"
     assert f"invalid choice: 'nosuch' (choose from {choices})" in done.stderr
 
 
