@@ -3,7 +3,8 @@
 Scenarios: ``w`` (Scenario W: write, partial update, full and pruned reads, cold start),
 ``rfc80`` (column-family claims), ``scaling`` (10x rows), ``spark`` (Spark vs Spark's Parquet),
 ``peers`` (hudi-rs; others when installed), ``clustering`` (500 small files clustered: the
-rewrite against pyarrow, data skipping and full scans after it), ``cold`` (the cold start alone, more rounds) and
+rewrite against pyarrow, data skipping and full scans after it), ``pruned`` (2-column reads, warm and in
+fresh processes, against ``pq.read_table``), ``cold`` (the cold start alone, more rounds) and
 ``all`` (all but ``cold``). Variants of a comparison run in turns;
 each prints median wall and CPU seconds and the ratio first / last (the baseline). The run is
 saved as ``results/<scenario>-<timestamp>.json`` and ``.png`` (the plot needs matplotlib:
@@ -37,9 +38,10 @@ SCENARIOS: dict[str, tuple[int, int, str]] = {
     "spark": (1_000_000, 2_000, "bench.sc_spark"),
     "peers": (200_000, 2_000, "bench.sc_peers"),
     "clustering": (2_000_000, 20_000, "bench.sc_clustering"),
+    "pruned": (200_000, 2_000, "bench.sc_pruned"),
     "cold": (200_000, 2_000, "bench.sc_cold"),  # (cold start alone; `w` includes it, `all` does not repeat it)
 }
-ALL = ["w", "rfc80", "scaling", "spark", "peers", "clustering"]
+ALL = ["w", "rfc80", "scaling", "spark", "peers", "clustering", "pruned"]
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

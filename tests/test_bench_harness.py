@@ -36,6 +36,8 @@ EXPECTED = {
     "clustering": ["clustering rewrite: pyhudi (linear) / pyarrow read + sort + write",
                    "point filters on a, b after clustering: z-order / hilbert / linear",
                    "full scan: after clustering (z-order) / before"],
+    "pruned": ["pruned read, warm: 2 columns, with logs", "pruned read, warm: 2 columns, no logs",
+               "pruned read, cold: the read step of a fresh process"],
 }
 
 
@@ -74,7 +76,7 @@ def test_unknown_scenario_is_refused_with_the_choices():
     done = subprocess.run([sys.executable, "-m", "bench", "nosuch"], capture_output=True, text=True, cwd=ROOT,
                           env=ENV)
     assert done.returncode == 2
-    choices = "'w', 'rfc80', 'scaling', 'spark', 'peers', 'clustering', 'cold', 'all'"
+    choices = "'w', 'rfc80', 'scaling', 'spark', 'peers', 'clustering', 'pruned', 'cold', 'all'"
     assert f"invalid choice: 'nosuch' (choose from {choices})" in done.stderr
 
 

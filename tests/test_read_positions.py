@@ -43,13 +43,16 @@ def _table(tmp_path, key_type=pa.int64(), families=None, **options) -> pyhudi.Ta
     return table
 
 
-def _update(table, ids, a1, a2=None) -> None:
+def _update(table, ids, a1, a2=None, written_positions=False) -> None:
+    """An update of family fa; its log block carries no written positions unless asked (these
+    tests are about positions learnt from the keys: tests/test_read_written_positions.py covers
+    the written ones)."""
     key_type = table.schema.field("id").type
     columns = {"id": pa.array(ids if pa.types.is_integer(key_type) else [str(i) for i in ids], key_type),
                "a1": pa.array(a1, pa.float64())}
     if a2 is not None:
         columns["a2"] = pa.array(a2, pa.string())
-    table.upsert(pa.table(columns))
+    table.upsert(pa.table(columns), options=None if written_positions else {"hoodie.write.record.positions": "false"})
 
 
 def _read(table, columns, **options):

@@ -66,3 +66,11 @@ MERGE_ALLOW_DUPLICATE_ON_INSERTS = ConfigKey(
     "Copy-on-write ``insert`` into a small file: keep a record whose key the file already holds as a "
     "second record (true, Hudi's default: insert never looks keys up) instead of replacing it.",
 )
+
+WRITE_RECORD_POSITIONS = ConfigKey(
+    "hoodie.write.record.positions", bool, True,
+    "Write the base-file positions of an update block's records in its header (RECORD_POSITIONS and "
+    "BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS), so that readers merge it by position instead of by "
+    "key. An append looks its keys up in the family's base file (one column read) to find them.",
+)
+

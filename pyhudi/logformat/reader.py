@@ -74,10 +74,10 @@ class _RangeFile(io.RawIOBase):
 class FileSource:
     """Random access to one log file's bytes.
 
-    Bytes in memory and local files (memory-mapped) are served as zero-copy buffer slices; other
-    files go through ranged reads, so a Parquet block reads only its footer and the row groups
-    and columns asked for. A source given a ``Storage`` reopens its file if needed, so blocks can
-    be decoded after the reader that found them was closed.
+    Bytes in memory and local files (memory-mapped, unless ``memory_map=False``) are served as
+    zero-copy buffer slices; other files go through ranged reads, so a Parquet block reads only
+    its footer and the row groups and columns asked for. A source given a ``Storage`` reopens its
+    file if needed, so blocks can be decoded after the reader that found them was closed.
     """
 
     def __init__(
@@ -88,9 +88,10 @@ class FileSource:
         file: pa.NativeFile | None = None,
         data: bytes | pa.Buffer | None = None,
         size: int | None = None,
+        memory_map: bool = True,
     ) -> None:
         self.storage, self.relpath = storage, relpath
-        self._listed_size = size
+        self._listed_size, self._memory_map = size, memory_map
         self._file: pa.NativeFile | None = file
         self._buffer: pa.Buffer | None = None
         if data is not None:
@@ -108,9 +109,11 @@ class FileSource:
         size = self._listed_size if self._listed_size is not None else self.storage.size(self.relpath)
         if size == 0:
             self._buffer = pa.py_buffer(b"")
-        elif self.storage.is_local:
+        elif self.storage.is_local and self._memory_map:
             with pa.memory_map(self.storage.full_path(self.relpath), "r") as mm:
                 self._buffer = mm.read_buffer()  # the mapping lives as long as this buffer
+        elif self.storage.is_local:
+            self._file = self.storage.open_input(self.relpath)
         elif size <= _SMALL_FILE:
             self._buffer = pa.py_buffer(self.storage.read(self.relpath))
         else:
@@ -224,7 +227,8 @@ class LogReader:
     ``LogReader(storage, relpath)``, ``LogReader(file=native_file)`` or ``LogReader(data=bytes)``.
     Corrupt blocks are skipped and recorded in :attr:`corrupt_blocks` (yielded too when
     ``include_corrupt``); an empty file has no blocks. Use as a context manager to close a
-    remote file; local and in-memory sources need no closing.
+    remote file (or a local one read with ``memory_map=False``); mapped and in-memory sources
+    need no closing.
 
     A complete iteration leaves the file's :attr:`layout` (every block's place and framing);
     given back as ``layout`` for the same bytes, the blocks are rebuilt from it without reading
@@ -243,10 +247,14 @@ class LogReader:
     size: int | None = None
     """The file's size when listed (saves asking the storage; a file that grew since is read up
     to that size, as listed)."""
+    memory_map: bool = True
+    """Map a local file (blocks served as zero-copy slices); False reads the byte ranges asked
+    for, which costs less when only a few columns of its blocks are read."""
     corrupt_blocks: list[CorruptBlock] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
-        self.source = FileSource(self.storage, self.relpath, file=self.file, data=self.data, size=self.size)
+        self.source = FileSource(self.storage, self.relpath, file=self.file, data=self.data, size=self.size,
+                                 memory_map=self.memory_map)
 
     def __enter__(self) -> LogReader:
         return self

@@ -34,7 +34,8 @@ import pyarrow.parquet as pq
 from pyhudi.errors import StorageError
 from pyhudi.fsview.view import BaseFile, FileSlice, LogFile, Visibility
 from pyhudi.read.damage import check_log
-from pyhudi.logformat import CommandBlock, DataBlock, DeleteBlock, LogReader, ParquetDataBlock
+from pyhudi.logformat import AvroDataBlock, CommandBlock, DataBlock, DeleteBlock, LogReader, ParquetDataBlock
+from pyhudi.logformat.block import HeaderKey
 from pyhudi.read.keys import RECORD_KEY, key_text
 from pyhudi.read.merge import Versions, columns_of, merge_versions
 from pyhudi.read.metadata_cache import FOOTER, LOG_LAYOUT, METADATA_CACHE, FileKey
@@ -199,12 +200,13 @@ def _read(source: pa.NativeFile, offset: int, size: int) -> pa.Buffer:
 def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: pa.Schema,
                  visibility: Visibility, files: ExitStack, base_only: bool = False,
                  opened: dict[str, OpenedBase] | None = None, sorted_cache: dict | None = None,
-                 with_base: bool = True, skip_corrupt: bool = False) -> list:
+                 with_base: bool = True, skip_corrupt: bool = False, map_logs: bool = True) -> list:
     """The inputs of a file slice in processing order (base file, then visible log blocks).
 
     ``opened`` holds base files already opened (their footers read) by the caller;
     ``sorted_cache`` shares sortedness checks between base files with equal key fingerprints;
-    ``with_base=False`` leaves the base file out (the caller adds :func:`base_input` if needed).
+    ``with_base=False`` leaves the base file out (the caller adds :func:`base_input` if needed);
+    ``map_logs=False`` reads log files by byte ranges instead of mapping them.
     """
     inputs: list = []
     if file_slice.base_file is not None and with_base:
@@ -214,7 +216,7 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
     blocks = []
     for log in file_slice.log_files:
         key = file_key(storage, log)
-        blocks.extend((log, key, block) for block in _log_blocks(storage, log, key, files, skip_corrupt))
+        blocks.extend((log, key, block) for block in _log_blocks(storage, log, key, files, skip_corrupt, map_logs))
     rolled_back = {b.target_instant_time for _, _, b in blocks
                    if isinstance(b, CommandBlock) and b.target_instant_time}
     for log, key, block in blocks:
@@ -229,6 +231,7 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
             arrow_schema = _arrow_schema(f"block@{block.offset}", key, block.parquet_file())
         source = block_input(block, spec, schema, f"{log.relpath}@{block.offset}", arrow_schema)
         source.block_key = (key, block.offset)
+        source.written_positions = written_positions(block)
         inputs.append(source)
     return inputs
 
@@ -244,7 +247,19 @@ def base_input(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: 
                           arrow_schema=_arrow_schema(FOOTER, base.file_key, parquet))
     source.file_key = base.file_key
     source.is_base = True
+    source.instant = file_slice.base_file.instant
     return source
+
+
+def written_positions(block: DataBlock | DeleteBlock) -> tuple[str, str] | None:
+    """A Parquet or Avro data block's ``RECORD_POSITIONS`` header and the instant of the base
+    file it refers to (``BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS``), when the writer recorded
+    both (decoded only if the positional merge applies: :mod:`pyhudi.read.positions`)."""
+    if not isinstance(block, (ParquetDataBlock, AvroDataBlock)):
+        return None
+    text = block.header.get(HeaderKey.RECORD_POSITIONS)
+    instant = block.header.get(HeaderKey.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS)
+    return (text, instant) if text and instant else None
 
 
 def _arrow_schema(kind: str, key: FileKey | None, parquet: pq.ParquetFile) -> pa.Schema:
@@ -258,11 +273,12 @@ def _arrow_schema(kind: str, key: FileKey | None, parquet: pq.ParquetFile) -> pa
     return schema
 
 
-def _log_blocks(storage: Storage, log: LogFile, key: FileKey, files: ExitStack, skip_corrupt: bool = False) -> list:
+def _log_blocks(storage: Storage, log: LogFile, key: FileKey, files: ExitStack, skip_corrupt: bool = False,
+                memory_map: bool = True) -> list:
     """The blocks of a log file; their framing read once per file (the metadata cache). A corrupt
     block inside what a completed commit wrote fails the read (:mod:`pyhudi.read.damage`)."""
     reader = files.enter_context(LogReader(storage, log.relpath, layout=METADATA_CACHE.get(LOG_LAYOUT, key),
-                                           size=log.size))
+                                           size=log.size, memory_map=memory_map))
     blocks = list(reader)
     if log.committed:
         check_log(log, blocks, reader.corrupt_blocks, skip_corrupt, storage.base_uri)

@@ -2,21 +2,26 @@
 
 The usual file slice after an update is one base file plus log blocks that rewrite some of its
 rows. Merging by key decodes the base file's key column and searches every block key in it —
-for a read of two columns, more work than reading the columns themselves. Hudi 1.x writers may
-record the answer in the block header (``RECORD_POSITIONS``: the row numbers in the base file of
-the block's records) so that readers merge by position. pyhudi learns the same answer on the
-first read of a (block, base file) pair, from their key columns, and keeps it in the
+for a read of two columns, more work than reading the columns themselves. Hudi 1.x writers, and
+pyhudi's (:mod:`pyhudi.write.positions`), record the answer in the block header
+(``RECORD_POSITIONS``: the row numbers in the base file of the block's records, and
+``BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS``: which base file) so that readers merge by
+position, the first read of a process included. Written positions are used when they name this
+base file's instant, hold one distinct position per record of the block and each is a row of the
+base file — Parquet blocks and Apache Hudi's Avro blocks alike; otherwise (and for blocks
+written without them) pyhudi learns the same answer on the first read of a (block, base file)
+pair, from their key columns. Either way the answer is kept in the
 :data:`~pyhudi.read.metadata_cache.METADATA_CACHE`: it depends only on the two files' bytes,
-which never change. Later reads of the slice then read the requested columns of the base file
+which never change. Reads of the slice then read the requested columns of the base file
 without its keys and write each block's rows over the rows at their positions.
 
 The positional path is taken only where it gives the merge's exact result: one family, its base
-file holding distinct keys, Parquet blocks whose keys are all base keys (no new rows), nothing
-that deletes (no delete blocks, no soft deletes), the newer write winning (commit-time ordering,
-or no ordering column), every row read (no key filter, key split or incremental window) and no
-meta column asked for. A partial block overwrites only the columns it carries.
+file holding distinct keys, blocks whose keys are all base keys (no new rows), nothing that
+deletes (no delete blocks, no soft deletes), the newer write winning (commit-time ordering, or
+no ordering column), every row read (no key filter, key split or incremental window) and no
+meta column asked for. A partial block overwrites only the columns it carries. Positions are
+learnt for Parquet blocks only (an Avro block merges by position only by its written ones).
 """
-
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -24,10 +29,12 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
+from pyhudi.errors import LogFormatError
+from pyhudi.logformat.positions import decode_positions
 from pyhudi.read.family_reader import FamilyScan
 from pyhudi.read.keys import strictly_increasing
 from pyhudi.read.metadata_cache import METADATA_CACHE
-from pyhudi.read.sources import ParquetInput, Prefilter
+from pyhudi.read.sources import MemoryInput, ParquetInput, Prefilter
 from pyhudi.read.window import scatter, subset_positions
 
 LEARN_MAX_KEY_BYTES = 16 << 20
@@ -60,23 +67,40 @@ def _applies(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> bool:
         return False
     if any(f.name.startswith("_hoodie_") for f in scan.fields):
         return False
-    if any(type(source) is not ParquetInput or source.soft_deletes for source in inputs):
-        return False
     base, blocks = inputs[0], inputs[1:]
+    if not all(_whole_parquet(source) for source in (base, *(b for b in blocks if type(b) is not MemoryInput))):
+        return False
+    if any(type(b) is MemoryInput and not (b.updates_only and b.written_positions) for b in blocks):
+        return False  # (a decoded Avro block merges by position only by its written positions)
     if not base.is_base or base.file_key is None or any(b.block_key is None for b in blocks):
         return False
-    whole = [len(s.row_groups) == s.parquet.metadata.num_row_groups for s in inputs]
-    return all(whole) and any(f.name in base.arrow_schema.names for f in scan.fields)
+    return any(f.name in base.arrow_schema.names for f in scan.fields)
+
+
+def _whole_parquet(source) -> bool:
+    """A Parquet input without soft deletes, every row group of it read."""
+    return type(source) is ParquetInput and not source.soft_deletes and \
+        len(source.row_groups) == source.parquet.metadata.num_row_groups
+
+
+def _rows(source: ParquetInput | MemoryInput) -> int:
+    return len(source.versions.keys) if type(source) is MemoryInput else source.parquet.metadata.num_rows
 
 
 # --------------------------------------------------------------------------- positions
 def _positions(base: ParquetInput, blocks: list[ParquetInput], metrics: dict) -> list[np.ndarray] | None:
-    """Each block's record positions in ``base`` (increasing), from the cache or learnt now."""
+    """Each block's record positions in ``base`` (increasing): from the cache, from the block's
+    ``RECORD_POSITIONS`` header, or learnt now from the key columns."""
     known = [METADATA_CACHE.positions(block.block_key, base.file_key) for block in blocks]
     if any(isinstance(p, str) for p in known):
         return None
     if all(p is not None for p in known):
         return known
+    known = [p if p is not None else _written(base, block, metrics) for p, block in zip(known, blocks)]
+    if all(p is not None for p in known):
+        return known
+    if any(p is None and type(b) is MemoryInput for p, b in zip(known, blocks)):
+        return None  # (positions are learnt for Parquet blocks only)
     rows = base.parquet.metadata.num_rows
     for block, cached in zip(blocks, known):
         if cached is None and block.parquet.metadata.num_rows > rows:  # (more keys than the base)
@@ -101,6 +125,29 @@ def _positions(base: ParquetInput, blocks: list[ParquetInput], metrics: dict) ->
             METADATA_CACHE.put_block_within(block.block_key, base.file_key)
         out.append(found)
     return None if any(p is None for p in out) else out
+
+
+def _written(base: ParquetInput, block: ParquetInput, metrics: dict) -> np.ndarray | None:
+    """The positions a block's writer recorded in its header, if they are usable: they refer to
+    this base file (its instant time), there is one per record of the block, each is a row of the
+    base file, and no two are equal. The i-th record of the block then lands on the i-th smallest
+    position (writers list a block's records in position order). Kept in the metadata cache like
+    learnt positions; None: learn them from the keys instead."""
+    written = block.written_positions
+    if written is None or base.instant is None or written[1] != base.instant:
+        return None
+    try:
+        positions = decode_positions(written[0])
+    except LogFormatError:
+        return None  # (a header this reader cannot use: the key merge stays exact)
+    rows = base.parquet.metadata.num_rows
+    if len(positions) != _rows(block) or (len(positions) and positions[-1] >= rows):
+        return None
+    found = positions.astype(np.int32 if rows < 2**31 else np.int64)
+    metrics["positions_written"] = metrics.get("positions_written", 0) + 1
+    METADATA_CACHE.put_positions(block.block_key, base.file_key, found)
+    METADATA_CACHE.put_block_within(block.block_key, base.file_key)
+    return found
 
 
 def _learn(base_keys: pa.Array, block: ParquetInput) -> np.ndarray | None:
@@ -138,7 +185,8 @@ class _BlockRows:
     """A block's rows with their base positions, handed out in position order."""
 
     def __init__(self, block: ParquetInput, positions: np.ndarray, fields: list[pa.Field], batch_size: int) -> None:
-        available = set(block.arrow_schema.names)
+        data = block.versions.data if type(block) is MemoryInput else None
+        available = set(data.column_names if data is not None else block.arrow_schema.names)
         carried = [f for f in fields if f.name in available]  # (a partial block keeps the others)
         self.positions, self.taken, self.carries = positions, 0, bool(carried)
         self.tables = block.plain_tables(carried, batch_size) if carried else iter(())

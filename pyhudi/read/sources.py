@@ -203,6 +203,8 @@ class ParquetInput:
     block_key = None
     is_base = False  # a file slice's base file (its rows may hold a key twice: see merge_versions)
     key_bounds = None  # lowest and highest integer key by the statistics (set once they prove codes fit)
+    instant = None  # a base file's instant time
+    written_positions = None  # a block's RECORD_POSITIONS header and base instant (read.positions)
 
     def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema,
                  fingerprint: Callable[[], tuple | None] | None = None, sorted_cache: dict | None = None,
@@ -371,11 +373,17 @@ class ParquetInput:
     def plain_tables(self, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
         """The rows' ``fields`` alone, batch by batch: no keys, no versions (for an input whose
         rows are the result as they are, see ``ReadTask._keyless``)."""
+        if not self.row_groups:
+            return
         available = set(self.arrow_schema.names)
         names = [f.name for f in fields if f.name in available]
         schema = pa.schema(fields)
-        for batch in self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=names,
-                                               use_threads=self.spec.decode_threads):
+        if _rows_in(self.parquet.metadata, self.row_groups) <= batch_size:  # (one batch: no batch reader to set up)
+            parts = [self.parquet.read_row_groups(self.row_groups, columns=names, use_threads=self.spec.decode_threads)]
+        else:
+            parts = self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=names,
+                                              use_threads=self.spec.decode_threads)
+        for batch in parts:
             present = dict(zip(batch.schema.names, batch.columns))
             arrays = []
             for f in fields:
@@ -495,9 +503,24 @@ class MemoryInput:
 
     streamable = False
     block_key = None
+    written_positions = None  # an Avro block's RECORD_POSITIONS header and base instant (read.positions)
 
     def __init__(self, versions: Versions, label: str) -> None:
         self.versions, self.label = versions, label
+
+    @property
+    def updates_only(self) -> bool:
+        """A data block none of whose records deletes (no delete block, no soft delete)."""
+        return self.versions.data is not None and not np.any(self.versions.is_delete)
+
+    def plain_tables(self, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
+        """The block's ``fields`` alone (cast to their types), in batches: no keys."""
+        data = self.versions.data
+        arrays = [data.column(f.name).cast(f.type) if data.column(f.name).type != f.type else data.column(f.name)
+                  for f in fields]
+        table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+        for start in range(0, table.num_rows, batch_size):
+            yield table.slice(start, batch_size)
 
     def with_keys(self, keys: KeySpec) -> MemoryInput | None:
         """This block with key codes (``keys.integer``), or None if a record's key has no code.
@@ -510,7 +533,7 @@ class MemoryInput:
             return None
         v = Versions(values, v.data, v.is_delete, v.ordering, v.default_delete)
         converted = MemoryInput(filter_versions(v, canonical), self.label)
-        converted.block_key = self.block_key
+        converted.block_key, converted.written_positions = self.block_key, self.written_positions
         return converted
 
     def sorted_by_key(self, batch_size: int) -> bool:

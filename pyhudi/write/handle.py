@@ -64,6 +64,7 @@ from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import BaseFileName, LogFileName, WriteToken
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
+from pyhudi.write.positions import positions_header
 from pyhudi.write.prepare import latest_sorted
 from pyhudi.config.write import FSYNC_DATA_FILES  # noqa: F401 (declared there)
 
@@ -230,6 +231,9 @@ class FileGroupWriteTask:
     parquet_options: dict[str, Any] = field(default_factory=dict)
     insert_count: int = 0  # append / merge into an existing group: rows that are new records (small files)
     concat_inserts: bool = False  # KIND_MERGE of an ``insert``: new rows never replace stored ones
+    family_bases: dict = field(default_factory=dict)
+    """KIND_APPEND: family → (relpath, instant, file identity) of its base file, to record positions against
+    (:mod:`pyhudi.write.positions`; empty when ``hoodie.write.record.positions`` is off)."""
 
     def run(self) -> list[WriteStatus]:
         storage = Storage(self.base_uri)
@@ -314,8 +318,11 @@ class FileGroupWriteTask:
         else:
             name = LogFileName(self.file_id, self.instant, 1, self.write_token, family).name
             table, schema = self._with_meta(data, self._cached_meta(payload, data, self.file_id, cache))
+            key_columns = [RECORD_KEY] + ([payload.integer_key] if payload.integer_key in data.column_names else [])
+            positions = positions_header(storage, self.family_bases.get(payload.family),
+                                         data.select(key_columns), payload.integer_key)
             header = data_block_header(self.instant, avro_schema_json(schema, self.table_name),
-                                       table_name=self.table_name, is_partial=payload.is_partial)
+                                       table_name=self.table_name, is_partial=payload.is_partial, extra=positions)
             block = ParquetDataBlock(table, header, table_name=self.table_name, **self._options(payload))
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
             size = write_log_file(storage, self._relpath(name), [block], fsync=self.fsync)

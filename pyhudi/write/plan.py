@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from pyhudi.config.families import ColumnFamily
 from pyhudi.config.table import DROP_PARTITION_COLUMNS
 from pyhudi.fsview.view import FileGroup
+from pyhudi.read.family_reader import file_key
 from pyhudi.index.bucket import BucketFileIds
 from pyhudi.index.simple import groups_by_partition, groups_sharing_keys, partition_key_locations, tag_locations
 from pyhudi.logformat import parquet_options_for
@@ -58,7 +59,7 @@ from pyhudi.write.small_files import (
     pending_clustering_groups,
     small_file_candidates,
 )
-from pyhudi.config.write import MAX_FILE_SIZE, PARQUET_BLOCK_SIZE  # noqa: F401 (declared there)
+from pyhudi.config.write import MAX_FILE_SIZE, PARQUET_BLOCK_SIZE, WRITE_RECORD_POSITIONS  # noqa: F401 (declared there)
 
 if TYPE_CHECKING:
     from pyhudi.write.txn import WriteTxn
@@ -252,9 +253,25 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         file_id = file_id_of(partition, bucket)
         new_group = (partition, file_id) not in existing
         kind = KIND_CREATE if txn.operation == "bulk_insert" and new_group else KIND_APPEND
+        bases = _family_bases(txn, existing.get((partition, file_id)), payloads) if kind == KIND_APPEND else {}
         tasks.append(_task(txn, partition, file_id, kind, existing, token_for(index), row_group,
-                           payloads=payloads))
+                           payloads=payloads, family_bases=bases))
     return tasks
+
+
+def _family_bases(txn: "WriteTxn", group: FileGroup | None, payloads: list[FamilyPayload]) -> dict:
+    """Family → (relpath, instant, metadata-cache identity) of the base file its appended block's positions refer to
+    (:mod:`pyhudi.write.positions`), for the families of ``payloads`` that have one."""
+    if group is None or not WRITE_RECORD_POSITIONS.get(txn.options):
+        return {}
+    bases = {}
+    for payload in payloads:
+        family = payload.family or None
+        base = group.latest_slice(family, len(txn.families) > 1 or family is not None,
+                                  txn.config.layout_version).base_file
+        if base is not None:
+            bases[payload.family] = (base.relpath, base.instant, file_key(txn.storage, base))
+    return bases
 
 
 # ------------------------------------------------------------------------------ simple index
