@@ -90,6 +90,7 @@ class TableMachine(RuleBasedStateMachine):
         self.model: Model | None = None
         self.history: list[tuple[str, str, Model]] = []  # (instant, completion time, model after it)
         self.retained_from = ""  # requested time of the earliest commit the last clean retained
+        self.retained_index = 0  # (file-versions policy: only the snapshot current at the clean is kept)
 
     def teardown(self) -> None:
         """Every sequence ends with :meth:`every_instant` (when it wrote anything)."""
@@ -150,11 +151,13 @@ class TableMachine(RuleBasedStateMachine):
         cleans = [i for i in timeline.completed() if i.action.value == "clean"]
         if cleans:
             metadata = timeline.read_metadata(max(cleans, key=lambda i: i.requested_time))
-            ectr = metadata.earliest_commit_to_retain or self.history[-1][0]  # (file versions: the latest only)
-            self.retained_from = max(self.retained_from, ectr)
+            if metadata.earliest_commit_to_retain:
+                self.retained_from = max(self.retained_from, metadata.earliest_commit_to_retain)
+            else:  # file versions: the latest snapshot only (by completion: a compaction completes late)
+                self.retained_index = max(self.retained_index, len(self.history) - 1)
 
     def _retained(self, index: int) -> bool:
-        return self.history[index][0] >= self.retained_from
+        return self.history[index][0] >= self.retained_from and index >= self.retained_index
 
     def _read_or_cleaned(self, retained: bool, read, *args, **kwargs) -> pa.Table | None:
         """``read(...)``; a snapshot no clean retained may instead be refused, with the clear error
