@@ -94,14 +94,20 @@ def draw_timeline(ax: Any, rows: list[dict[str, Any]], timezone: str) -> None:
         label.set_fontsize(8)
 
 
-def draw_family(ax: Any, family: str, rows: list[tuple[str, list[tuple[int, bool]]]]) -> None:
-    shown = rows[:MAX_ROWS]
-    for y, (_, files) in enumerate(shown):
+def draw_file_bars(ax: Any, rows: list[tuple[str, list[tuple[int, bool]]]], linewidth: float = 0.5) -> None:
+    """One bar per file group: its files left to right, sized by bytes, base files and log files
+    in their colours."""
+    for y, (_, files) in enumerate(rows):
         left = 0
         for size, is_base in files:
             ax.barh(y, size, left=left, height=0.7, color=BASE_COLOUR if is_base else LOG_COLOUR,
-                    edgecolor="white", linewidth=0.5)
+                    edgecolor="white", linewidth=linewidth)
             left += size
+
+
+def draw_family(ax: Any, family: str, rows: list[tuple[str, list[tuple[int, bool]]]]) -> None:
+    shown = rows[:MAX_ROWS]
+    draw_file_bars(ax, shown)
     ax.set_yticks(range(len(shown)), [file_id[:8] for file_id, _ in shown], fontsize=7)
     ax.invert_yaxis()
     more = f", {len(rows) - len(shown)} more not drawn" if len(rows) > len(shown) else ""

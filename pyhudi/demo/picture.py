@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyhudi.cli.draw import BASE_COLOUR, DPI, LOG_COLOUR, draw_timeline, family_rows
+from pyhudi.cli.draw import DPI, draw_file_bars, draw_timeline, family_rows
 from pyhudi.cli.inspect import timeline_rows
 from pyhudi.cli.output import human_bytes
 
@@ -41,12 +41,7 @@ def run_timeline(users: Any, events: Any, writer_of: dict[str, str]) -> list[dic
 
 def _draw_layout(ax: Any, title: str, groups: list[tuple[str, list[tuple[int, bool]]]], scale: int) -> None:
     """One family (or the events table) at one moment, on a shared byte scale."""
-    for y, (_, files) in enumerate(groups):
-        left = 0
-        for size, is_base in files:
-            ax.barh(y, size, left=left, height=0.7, color=BASE_COLOUR if is_base else LOG_COLOUR,
-                    edgecolor="white", linewidth=0.4)
-            left += size
+    draw_file_bars(ax, groups, linewidth=0.4)
     total = sum(size for _, files in groups for size, _ in files)
     files = sum(len(f) for _, f in groups)
     ax.set_title(f"{title}: {len(groups)} groups, {files} files, {human_bytes(total)}", fontsize=8, loc="left")
