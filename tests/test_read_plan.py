@@ -149,3 +149,28 @@ def test_run_tasks_keeps_task_order_and_raises_the_first_error():
     with pytest.raises(ValueError, match="task 4 failed"):
         run_tasks([Task(i, fail=i == 4) for i in range(9)], 2)
     assert run_tasks([Task(i) for i in range(5)], 8) == list(range(5))  # more workers than cores: own pool
+
+
+def test_a_collected_read_of_a_final_base_file_reads_it_whole_and_a_scan_streams_it(tmp_path, monkeypatch):
+    """``read`` keeps every row anyway: a log-free slice is read in one multi-threaded call (as
+    ``pq.read_table``); ``scan`` streams it batch by batch (bounded memory)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import pyhudi
+
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.float64())])
+    t = pyhudi.create_table(str(tmp_path / "w"), schema, "id", table_type="COPY_ON_WRITE")
+    rows = 70_000  # more than one read batch (64k rows)
+    t.bulk_insert(pa.table({"id": list(range(rows)), "v": [i / 2 for i in range(rows)]}, schema=schema))
+    streamed = []
+    real = pq.ParquetFile.iter_batches
+
+    def spy(self, *args, **kwargs):
+        streamed.append(kwargs.get("batch_size"))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    assert t.read().sort_by("id").column("v").to_pylist() == [i / 2 for i in range(rows)]
+    assert streamed == []
+    assert sum(b.num_rows for b in t.scan()) == rows and streamed

@@ -45,6 +45,7 @@ DEFAULT_BATCH_SIZE = 16384
 """Rows per batch of a streaming scan: a scan holds about one batch per input and family, so
 this bounds its memory (16k rows x 100 double columns ≈ 13 MB per batch)."""
 READ_BATCH_SIZE = 65536
+_WHOLE_INPUT = 1 << 62  # (a batch size no input reaches)
 """Rows per batch when the whole result is collected anyway (``Table.read``): fewer, larger
 batches cost less per row."""
 
@@ -200,7 +201,10 @@ class ReadTask:
         elif self._keyless(kept, prefilter):
             scan, (source,) = kept[0]
             self._count("strategy.keyless", 1)
-            streams = [source.plain_tables(list(scan.fields), settings.batch_size)]
+            # a collected read keeps every row anyway: one multi-threaded read of the row groups
+            # (as pq.read_table) instead of a batch reader; a scan streams batch by batch
+            whole = settings.memory_map
+            streams = [source.plain_tables(list(scan.fields), _WHOLE_INPUT if whole else settings.batch_size)]
         else:
             streams = [read_family(inputs, scan, settings.batch_size, len(kept) > 1, settings.strategy, self.metrics)
                        for scan, inputs in kept]
