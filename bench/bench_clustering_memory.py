@@ -28,21 +28,12 @@ import numpy as np
 import pyarrow as pa
 
 import pyhudi
+from bench_compaction import PEAK_PREAMBLE
 
 FILES = 20
 COLUMNS = 10
 
-_CLUSTER = """
-import json, sys, time
-import pyhudi
-def status_kb(field):
-    for line in open("/proc/self/status"):
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-t = pyhudi.open_table(sys.argv[1])
-t.read(columns=["id"])  # imports and caches warm
-open("/proc/self/clear_refs", "w").write("5")  # the peak (VmHWM) restarts from the current RSS
-before = status_kb("VmRSS")
+_CLUSTER = PEAK_PREAMBLE + """
 wall, cpu = time.perf_counter(), time.process_time()
 t.cluster(sort_columns=["k1", "k2"], options=json.loads(sys.argv[2]))
 print(status_kb("VmHWM") - before, time.perf_counter() - wall, time.process_time() - cpu)

@@ -111,8 +111,8 @@ import bench_compaction as b
 from scenario_w import make_data
 b.updated_table(sys.argv[1], make_data(int(sys.argv[2])), 1)
 """
-_COMPACT = """
-import sys
+PEAK_PREAMBLE = """
+import json, sys, time
 import pyhudi
 def status_kb(field):
     for line in open("/proc/self/status"):
@@ -122,7 +122,10 @@ t = pyhudi.open_table(sys.argv[1])
 t.read(columns=["id"])  # imports and caches warm
 open("/proc/self/clear_refs", "w").write("5")  # the peak (VmHWM) restarts from the current RSS
 before = status_kb("VmRSS")
-if sys.argv[2] == "full":
+"""
+"""The start of a child process measuring the peak memory (kB above ``before``) of work on the
+table at ``sys.argv[1]`` (``t``), opened and warmed first."""
+_COMPACT = PEAK_PREAMBLE + """if sys.argv[2] == "full":
     t.compact(full=True)
 else:
     t.compact(families=["f0"])

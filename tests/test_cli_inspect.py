@@ -7,9 +7,9 @@ import os
 
 import pyarrow as pa
 import pytest
+from cli_helpers import run, run_json
 
 import pyhudi
-from pyhudi.cli import main
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.float64()), ("b", pa.string())])
 FID0 = "00000000-0000-0000-0000-000000000000-0"
@@ -25,17 +25,6 @@ def table(tmp_path, **options):
     t.upsert(pa.table({"id": [1, 5], "a": [1.7, 5.0], "b": ["X", "v"]}))
     t.compact(families=["fa"])
     return t
-
-
-def run(capsys, *argv, code=0):
-    assert main(list(argv)) == code, argv
-    return capsys.readouterr()
-
-
-def run_json(capsys, *argv):
-    captured = run(capsys, *argv, "--json")
-    assert captured.err == ""
-    return json.loads(captured.out)
 
 
 def cells(out: str) -> list[list[str]]:

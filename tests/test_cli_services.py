@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import pyarrow as pa
 import pytest
+from cli_helpers import run, run_json
 
 import pyhudi
-from pyhudi.cli import main
 from pyhudi.cli.services import SERVICES
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.float64()), ("b", pa.string())])
@@ -23,17 +22,6 @@ def table(tmp_path, writes=3):
     for i in range(writes):
         t.upsert(pa.table({"id": [1, 2], "a": [float(i), 2.0], "b": [f"v{i}", "w"]}))
     return t
-
-
-def run(capsys, *argv, code=0):
-    assert main(list(argv)) == code, argv
-    return capsys.readouterr()
-
-
-def run_json(capsys, *argv):
-    captured = run(capsys, *argv, "--json")
-    assert captured.err == ""
-    return json.loads(captured.out)
 
 
 def rows(t):
