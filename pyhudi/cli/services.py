@@ -47,8 +47,13 @@ class Service:
 
 
 # ------------------------------------------------------------------------------ compaction
+def _comma_list(value: str | None) -> list[str] | None:
+    """A comma-separated option as names (None: not given, the service's default)."""
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
 def _families(args: argparse.Namespace) -> list[str] | None:
-    return [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
+    return _comma_list(args.families)
 
 
 def _compaction_schedule(table: Any, args: argparse.Namespace, opts: dict[str, str]) -> Report:
@@ -156,7 +161,7 @@ SERVICES: tuple[Service, ...] = (
 
 # ------------------------------------------------------------------------------ clustering
 def _sort_columns(args: argparse.Namespace) -> list[str] | None:
-    return [c.strip() for c in args.sort_columns.split(",") if c.strip()] if args.sort_columns else None
+    return _comma_list(args.sort_columns)
 
 
 def _clustering_schedule(table: Any, args: argparse.Namespace, opts: dict[str, str]) -> Report:
