@@ -6,13 +6,16 @@ lifecycle of :mod:`pyhudi.write.commit`). One :class:`ClusteringTask` per plan g
 engine's threads or Spark tasks alike — reads the group's slices merged (base + logs, through the
 shared file-slice reader, every record's ``_hoodie_*`` values kept: ``preserveHoodieMetadata``),
 orders the rows by the sort columns with ``hoodie.layout.optimize.strategy`` (linear, z-order,
-hilbert: :func:`pyhudi.layout.curve_order`) — by record key when there are none — and writes them
-into ``numOutputFileGroups`` NEW file groups of equal row counts (so about
-``target.file.max.bytes`` each), named after the clustering instant, ``_hoodie_file_name``
-renamed. Memory: a group that fits ``hoodie.pyhudi.clustering.execution.buffer.bytes`` (Arrow
+hilbert: :func:`pyhudi.layout.curve_order`, the first column given
+``hoodie.pyhudi.layout.optimize.lead.bits`` more bits) — by record key when there are none — and
+writes them into ``numOutputFileGroups`` NEW file groups of near-equal row counts (so about
+``target.file.max.bytes`` each; a curve's files cut at its cells,
+:meth:`~pyhudi.layout.CurveLayout.file_bounds`), named after the clustering instant,
+``_hoodie_file_name`` renamed. Memory: a group that fits ``hoodie.pyhudi.clustering.execution.buffer.bytes`` (Arrow
 bytes) is ordered in memory as above; a larger one is ordered in sorted runs spilled to
 ``.hoodie/.temp/<instant>/.spill/`` and merged back streaming, in exactly the same order, into
-files rolled at ``target.file.max.bytes`` (:mod:`~pyhudi.services.clustering_sort` states the
+files rolled at ``target.file.max.bytes`` — a curve's cut at the same cells as in memory, from its
+rows counted per cell while spilling (:mod:`~pyhudi.services.clustering_sort` states the
 bound: about twice the budget + one output row group, whatever the group's size).
 
 **Key order.** Files ordered by record key declare it (Parquet ``sorting_columns``), so readers

@@ -28,7 +28,8 @@ was the threshold is used up, so every step makes progress.
 per run (≤ ``run_rows``) and the window cut from them and its sorted copy (≤ ``B`` together);
 the output writer one row group of ``B / 4``. Runs are read a row group at a time
 (``iter_batches`` reads ahead). A ``direct`` curve also holds the distinct values of its sort
-columns; ``sample`` at most ``sample_size`` keys per column. Measured (bench/
+columns; ``sample`` at most ``sample_size`` keys per column; a curve's :class:`CellCounts` one
+counter per cell its files are cut at (at most 8 per output file). Measured (bench/
 bench_clustering_memory.py, ``B`` = 8 MB): Arrow's pool peaks at 16 MB for 100k and 1M rows.
 """
 
