@@ -25,11 +25,13 @@ order of their index (stable: rows of equal index keep their input order).
 **Lead bits** (``hoodie.pyhudi.layout.optimize.lead.bits``, ``k``; 0 by default, Hudi's curves):
 the first sort column's top ``k`` bits go before the curve, a linear prefix, and the curve runs
 over its remaining bits (moved up to the coordinate's top) and the other columns. A prefix of
-the index then cuts the first column into ``2**k`` times as many ranges as each other column —
-with ``N`` files a point filter on the first column reads about ``2**(k/2) / sqrt(N)`` of them,
-one on another column ``2**(-k/2)`` times fewer ranges' worth more. Sort columns come in
-priority order, so the first may ask for more resolution; a prefix keeps the Hilbert curve on
-its square grid (a weighted interleaving would not), and cells stay rectangles on both curves.
+the index then cuts the first column into about ``2**k`` times as many ranges as each other
+column: with ``N`` files and two sort columns a point filter on the first reads about
+``2**(-k/2) / sqrt(N)`` of them, one on the second ``2**(k/2) / sqrt(N)`` (64 files, ``k = 2``:
+16 x 4 ranges, 1/16 and 1/4 of the files; z-order, whose levels put the first column's bit
+first, already gives it the odd bit of an odd prefix). Sort columns come in priority order, so
+the first may ask for more resolution; a prefix keeps the Hilbert curve on its square grid (a
+weighted bit interleaving would not), and cells stay rectangles on both curves.
 """
 
 from __future__ import annotations
@@ -154,7 +156,8 @@ def check_lead_bits(lead_bits: object) -> int:
     return int(lead_bits)
 
 
-def curve_index(strategy: str, coordinates: Sequence[np.ndarray], bits: int, lead_bits: int = 0) -> tuple[np.ndarray, int]:
+def curve_index(strategy: str, coordinates: Sequence[np.ndarray], bits: int,
+                lead_bits: int = 0) -> tuple[np.ndarray, int]:
     """The curve index of each row and its width in bits, from ``bits``-bit coordinates (the
     first column's first; module docstring: lead bits). Without lead bits, the plain curve."""
     lead = min(lead_bits, bits)

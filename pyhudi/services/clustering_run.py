@@ -11,8 +11,8 @@ hilbert: :func:`pyhudi.layout.curve_order`, the first column given
 writes them into ``numOutputFileGroups`` NEW file groups of near-equal row counts (so about
 ``target.file.max.bytes`` each; a curve's files cut at its cells,
 :meth:`~pyhudi.layout.CurveLayout.file_bounds`), named after the clustering instant,
-``_hoodie_file_name`` renamed. Memory: a group that fits ``hoodie.pyhudi.clustering.execution.buffer.bytes`` (Arrow
-bytes) is ordered in memory as above; a larger one is ordered in sorted runs spilled to
+``_hoodie_file_name`` renamed. Memory: a group that fits
+``hoodie.pyhudi.clustering.execution.buffer.bytes`` (Arrow bytes) is ordered in memory as above; a larger one is ordered in sorted runs spilled to
 ``.hoodie/.temp/<instant>/.spill/`` and merged back streaming, in exactly the same order, into
 files rolled at ``target.file.max.bytes`` — a curve's cut at the same cells as in memory, from its
 rows counted per cell while spilling (:mod:`~pyhudi.services.clustering_sort` states the
