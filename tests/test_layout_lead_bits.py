@@ -226,15 +226,19 @@ class Stop(Exception):
     """Ends the run after both executions (the clustering is then undone)."""
 
 
-@pytest.mark.parametrize("strategy,lead,files", [("z-order", "2", 16), ("hilbert", "1", 16), ("hilbert", "0", 6)])
-def test_a_spilled_curve_group_is_cut_into_the_in_memory_files(tmp_path, monkeypatch, strategy, lead, files):
+@pytest.mark.parametrize("strategy,lead,files,method", [
+    ("z-order", "2", 16, "direct"), ("hilbert", "1", 16, "direct"), ("hilbert", "0", 6, "direct"),
+    ("z-order", "3", 8, "sample"), ("hilbert", "2", 1, "direct")])
+def test_a_spilled_curve_group_is_cut_into_the_in_memory_files(tmp_path, monkeypatch, strategy, lead, files, method):
     t = grid_table(tmp_path)
+    curve = {"hoodie.layout.optimize.curve.build.method": method, "hoodie.layout.optimize.build.curve.sample.size": "300"}
     instant = t.schedule_clustering(sort_columns=["a", "b"], options={LAYOUT: strategy, LEAD: lead,
                                                                        TARGET: target_for(t, files)})
     got = []
 
     def run_twice(self, tasks):
         (task,) = tasks
+        assert (task.curve_method, task.lead_bits) == (method, int(lead))
         for budget in (task.buffer_bytes, 4_000):  # in memory, then spilled in runs of a few rows
             results = dataclasses.replace(task, buffer_bytes=budget).run()
             tables = [pq.read_table(Path(t.path) / s.relpath) for s, _ in results]
@@ -252,7 +256,7 @@ def test_a_spilled_curve_group_is_cut_into_the_in_memory_files(tmp_path, monkeyp
     monkeypatch.setattr(clustering_run.ClusteringTask, "_run_spilled", recording)
     monkeypatch.setattr("pyhudi.engine.local.LocalEngine.run_tasks", run_twice)
     with pytest.raises(Stop):
-        t.run_clustering(instant)
+        t.run_clustering(instant, options=curve)
     (memory, memory_ranges), (spilled, spilled_ranges) = got
     assert len(memory) == files and [len(f) for f in spilled] == [len(f) for f in memory]
     assert spilled == memory  # the same rows in the same files, in the same order

@@ -184,6 +184,9 @@ class CellCounts:
         self.rows = np.zeros(1 << self.prefix, dtype=np.int64)
 
     def add(self, keys: np.ndarray) -> None:
+        if not self.prefix:  # (one file, or no curve: one cell)
+            self.rows[0] += len(keys)
+            return
         cells = (np.asarray(keys, dtype=np.uint64) >> np.uint64(self.index_bits - self.prefix)).astype(np.int64)
         self.rows += np.bincount(cells, minlength=len(self.rows))
 
