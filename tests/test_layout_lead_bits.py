@@ -262,3 +262,14 @@ def test_a_spilled_curve_group_is_cut_into_the_in_memory_files(tmp_path, monkeyp
     assert spilled == memory  # the same rows in the same files, in the same order
     assert json.dumps(spilled_ranges, sort_keys=True) == json.dumps(memory_ranges, sort_keys=True)
     assert spills == [4_000]  # (the second run took the spill path)
+
+
+def test_a_plan_without_lead_bits_takes_them_from_the_run_options(tmp_path):
+    # (a plan Apache Hudi wrote has no pyhudi key: the executor's options decide, as for the layout)
+    t = grid_table(tmp_path)
+    instant = t.schedule_clustering(sort_columns=["a", "b"], options={LAYOUT: "hilbert", TARGET: target_for(t, 16)})
+    assert LEAD not in plan_params(t, instant)
+    t.run_clustering(instant, options={LEAD: "2"})
+    for column, value, read in (("a", 9, 2), ("b", 30, 8)):
+        metrics = t.plan_scan(None, [(column, "=", value)]).metrics
+        assert (metrics["files_considered"], metrics["files_skipped"]) == (16, 16 - read)
