@@ -5,7 +5,8 @@ A copy-on-write table without buckets, 4 partitions, fed by many small inserts
 touches) — by default 125 inserts of 16,000 rows × 20 columns, i.e. 500 small files and the
 2 million rows of the issue's "200 inserts of 10k rows" — is clustered by two sort columns
 ``a`` (int64) and ``b`` (float64) with ``target.file.max.bytes`` set so each partition's one
-group comes out as about :data:`OUTPUT_FILES_PER_PARTITION` files. Measured:
+group comes out as about :data:`OUTPUT_FILES_PER_PARTITION` files; the curves give ``a`` (the first
+sort column) :data:`LEAD_BITS` lead bits. Measured:
 
 1. **rewrite**: ``Table.cluster`` (linear and z-order layouts) against pyarrow reading the same
    500 files, sorting each partition's rows by ``(a, b)`` and writing as many files
@@ -43,10 +44,17 @@ from bench.harness import Comparison, Variant, compare, print_comparison  # noqa
 from pyhudi.read.metadata_cache import METADATA_CACHE  # noqa: E402
 
 PARTITIONS = 4
-OUTPUT_FILES_PER_PARTITION = 32
+OUTPUT_FILES_PER_PARTITION = 64
+LEAD_BITS = 2
+"""``hoodie.pyhudi.layout.optimize.lead.bits`` of the curves: 64 files = 16 ranges of ``a`` x 4 of
+``b`` (a point filter reads 1/16 and 1/4 of the files) instead of the plain curves' 8 x 8."""
 PAYLOAD_COLUMNS = 16  # + id, part, a, b = 20 columns
 SORT_COLUMNS = ["a", "b"]
-LAYOUTS = ["z-order", "hilbert", "linear"]
+LAYOUTS = {"z-order": ("z-order", LEAD_BITS), "hilbert": ("hilbert", LEAD_BITS),
+           "z-order lead 0": ("z-order", 0), "hilbert lead 1": ("hilbert", 1), "linear": ("linear", 0)}
+"""Layouts measured after clustering: name -> (strategy, lead bits). The first three are the
+figures of the targets; the other two show what the lead bits change (the plain curve, and the
+Hilbert curve's 2.5 levels)."""
 PROBES = 20
 WRITE_OPTIONS = {"hoodie.parquet.small.file.limit": "0"}
 
@@ -87,18 +95,18 @@ def base_files(path: str) -> dict[str, list[str]]:
     return out
 
 
-def cluster_options(path: str, layout: str, outputs: int) -> dict[str, str]:
+def cluster_options(path: str, layout: str, outputs: int, lead_bits: int = LEAD_BITS) -> dict[str, str]:
     """``target.file.max.bytes`` = a partition's bytes / ``outputs`` (files per partition)."""
     files = base_files(path)
     per_partition = max(sum(os.path.getsize(f) for f in fs) for fs in files.values())
     target = max(1, math.ceil(per_partition / outputs))
     return {"hoodie.clustering.plan.strategy.target.file.max.bytes": str(target),
-            "hoodie.layout.optimize.strategy": layout}
+            "hoodie.layout.optimize.strategy": layout, "hoodie.pyhudi.layout.optimize.lead.bits": str(lead_bits)}
 
 
-def cluster(path: str, layout: str, outputs: int) -> dict[str, Any]:
+def cluster(path: str, layout: str, outputs: int, lead_bits: int = LEAD_BITS) -> dict[str, Any]:
     table = pyhudi.open_table(path)
-    instant = table.cluster(sort_columns=SORT_COLUMNS, options=cluster_options(path, layout, outputs))
+    instant = table.cluster(sort_columns=SORT_COLUMNS, options=cluster_options(path, layout, outputs, lead_bits))
     assert instant is not None, "nothing was clustered"
     return {"files_after": table.plan_scan(["id"]).metrics["files_considered"]}
 
@@ -174,9 +182,9 @@ def run(work: str, inserts: int, rows_per_insert: int, repeat: int, probes: int 
                          zorder_cpu=zorder["median_cpu"] / max(base["median_cpu"], 1e-9))
 
     clustered = {}
-    for layout in LAYOUTS:
-        clustered[layout] = copy_of(source, work, f"done-{layout}", 0)
-        cluster(clustered[layout], layout, outputs)
+    for i, (layout, (strategy, lead_bits)) in enumerate(LAYOUTS.items()):
+        clustered[layout] = copy_of(source, work, f"done-{i}", 0)
+        cluster(clustered[layout], strategy, outputs, lead_bits)
     skipping = compare("point filters on a, b after clustering: z-order / hilbert / linear", [
         Variant(f"{layout}: plan + read", run=lambda _, p=clustered[layout]: point_filters(p, data, probes))
         for layout in LAYOUTS], max(1, min(repeat, 2)),

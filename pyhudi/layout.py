@@ -21,6 +21,17 @@ curve because it has more distinct values. The z-order index interleaves the coo
 (the first column's bit highest); the Hilbert index comes from Skilling's transform ("Programming
 the Hilbert curve", 2004), both vectorized over all rows with NumPy. Rows are returned in the
 order of their index (stable: rows of equal index keep their input order).
+
+**Lead bits** (``hoodie.pyhudi.layout.optimize.lead.bits``, ``k``; 0 by default, Hudi's curves):
+the first sort column's top ``k`` bits go before the curve, a linear prefix, and the curve runs
+over its remaining bits (moved up to the coordinate's top) and the other columns. A prefix of
+the index then cuts the first column into about ``2**k`` times as many ranges as each other
+column: with ``N`` files and two sort columns a point filter on the first reads about
+``2**(-k/2) / sqrt(N)`` of them, one on the second ``2**(k/2) / sqrt(N)`` (64 files, ``k = 2``:
+16 x 4 ranges, 1/16 and 1/4 of the files; z-order, whose levels put the first column's bit
+first, already gives it the odd bit of an odd prefix). Sort columns come in priority order, so
+the first may ask for more resolution; a prefix keeps the Hilbert curve on its square grid (a
+weighted bit interleaving would not), and cells stay rectangles on both curves.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.config.clustering import LAYOUT_LEAD_BITS
 from pyhudi.errors import ConfigError
 
 STRATEGIES = ("linear", "z-order", "hilbert")
@@ -42,15 +54,18 @@ SAMPLE_SEED = 20_240_101
 INDEX_BITS = 64
 FINE_CELL_BITS = 3
 """Extra index bits of the cells file cuts snap to when the file count is not a power of two."""
+MAX_LEAD_BITS = 16
+"""Most lead bits (``2**16`` times the first column's ranges: far past any useful file count)."""
 
 
 def curve_order(table: pa.Table, columns: Sequence[str], strategy: str = "linear", *,
-                method: str = "direct", sample_size: int = 200_000) -> pa.Array:
+                method: str = "direct", sample_size: int = 200_000, lead_bits: int = 0) -> pa.Array:
     """Row indices of ``table`` in the layout's order (an int64 array for ``table.take``).
 
-    ``method`` (``direct`` / ``sample``) and ``sample_size`` shape how the curves map values;
-    ``linear`` ignores them. Nulls sort last in every strategy."""
-    return curve_layout(table, columns, strategy, method=method, sample_size=sample_size).order
+    ``method`` (``direct`` / ``sample``), ``sample_size`` and ``lead_bits`` shape how the curves
+    map values; ``linear`` ignores them. Nulls sort last in every strategy."""
+    return curve_layout(table, columns, strategy, method=method, sample_size=sample_size,
+                        lead_bits=lead_bits).order
 
 
 @dataclass(frozen=True)
@@ -75,44 +90,102 @@ class CurveLayout:
         ``a = x`` / ``b = y`` instead of 12.5% / 25%). Cells of an index prefix are rectangles
         of the sort columns' space on both curves."""
         rows = len(self.keys)
-        count = max(1, min(count, rows))
-        ideal = np.round(np.arange(count + 1) * (rows / count)).astype(np.int64)
-        exact = count & (count - 1) == 0  # (a power of two: one file per cell)
-        prefix = min(self.index_bits, math.ceil(math.log2(count)) + (0 if exact else FINE_CELL_BITS)) \
-            if count > 1 else 0
-        if prefix and rows:
-            shift = np.uint64(self.index_bits - prefix)
-            inner = ideal[1:-1]
-            cell = self.keys[inner] >> shift
-            start = np.searchsorted(self.keys, cell << shift, side="left")
-            last = cell + np.uint64(1)
-            end = np.where(last >> np.uint64(prefix) != 0, rows,  # (the last cell: no later boundary)
-                           np.searchsorted(self.keys, last << shift, side="left"))
-            nearest = np.where(inner - start <= end - inner, start, end)
-            half = rows / count / 2
-            ideal[1:-1] = np.where(np.abs(nearest - inner) <= half, nearest, inner)
-        ideal = np.maximum.accumulate(ideal)
-        return [int(x) for x in np.unique(ideal)] if rows else [0]
+        prefix = cell_prefix_bits(count, self.index_bits)  # (fewer rows than files: a file per row)
+        if not prefix or not rows:
+            return cut_at_cells(np.array([0, rows], dtype=np.int64), count)
+        cells = self.keys >> np.uint64(self.index_bits - prefix)
+        starts = np.searchsorted(cells, np.arange((1 << prefix) + 1, dtype=np.uint64), side="left")
+        return cut_at_cells(starts, count)
+
+
+def cell_prefix_bits(count: int, index_bits: int) -> int:
+    """The index prefix whose cells ``count`` files are cut at (:meth:`CurveLayout.file_bounds`):
+    ``log2(count)`` bits for a power of two, :data:`FINE_CELL_BITS` more than ``ceil(log2(count))``
+    otherwise, at most ``index_bits`` (0: one file, or no curve)."""
+    if count <= 1 or index_bits <= 0:
+        return 0
+    exact = count & (count - 1) == 0
+    return min(index_bits, math.ceil(math.log2(count)) + (0 if exact else FINE_CELL_BITS))
+
+
+def cut_at_cells(starts: np.ndarray, count: int) -> list[int]:
+    """Row offsets of ``count`` files over rows grouped in consecutive cells (``starts``: the
+    first row of each cell, then the row count): each equal-row cut moved to the nearer end of
+    its cell when that is within half a file, else kept (empty files dropped).
+
+    Only cell sizes are needed, not the rows: the spill path counts its rows per cell while it
+    spills and cuts the merged stream at these offsets, as the in-memory path does."""
+    starts = np.asarray(starts, dtype=np.int64)
+    rows = int(starts[-1])
+    if not rows:
+        return [0]
+    count = max(1, min(count, rows))
+    ideal = np.round(np.arange(count + 1) * (rows / count)).astype(np.int64)
+    if len(starts) > 2 and count > 1:
+        inner = ideal[1:-1]
+        cell = np.searchsorted(starts, inner, side="right") - 1
+        start, end = starts[cell], starts[np.minimum(cell + 1, len(starts) - 1)]
+        nearest = np.where(inner - start <= end - inner, start, end)
+        ideal[1:-1] = np.where(np.abs(nearest - inner) <= rows / count / 2, nearest, inner)
+    ideal = np.maximum.accumulate(ideal)
+    return [int(x) for x in np.unique(ideal)]
 
 
 def curve_layout(table: pa.Table, columns: Sequence[str], strategy: str, *, method: str = "direct",
-                 sample_size: int = 200_000) -> CurveLayout:
+                 sample_size: int = 200_000, lead_bits: int = 0) -> CurveLayout:
     """:func:`curve_order` with the sorted curve index, for :meth:`CurveLayout.file_bounds`
     (``linear`` and no columns: no index, ``index_bits`` 0, so files are cut by rows alone)."""
-    order = _curve_checked(table, columns, strategy, method, sample_size)
+    order = _curve_checked(table, columns, strategy, method, sample_size, lead_bits)
     if isinstance(order, pa.Array):
         return CurveLayout(order, np.zeros(len(order), dtype=np.uint64), 0)
     strategy, columns = order
     codes = [_coordinates(table.column(c), method, sample_size) for c in columns]
-    bits = _common_bits(codes)
-    scaled = [_scale(c, bits) for c in codes]
-    index = z_index(scaled, bits) if strategy == "z-order" else hilbert_index(scaled, bits)
+    bits = common_bits([int(c.max()) for c in codes], lead_bits)
+    index, index_bits = curve_index(strategy, [_scale(c, bits) for c in codes], bits, lead_bits)
     positions = np.argsort(index, kind="stable")
-    return CurveLayout(pa.array(positions.astype(np.int64)), index[positions], bits * len(columns))
+    return CurveLayout(pa.array(positions.astype(np.int64)), index[positions], index_bits)
+
+
+def check_lead_bits(lead_bits: object) -> int:
+    """``lead_bits`` as checked: an integer from 0 to :data:`MAX_LEAD_BITS` (else an error naming
+    the key)."""
+    if isinstance(lead_bits, bool) or not isinstance(lead_bits, (int, np.integer)) \
+            or not 0 <= lead_bits <= MAX_LEAD_BITS:
+        raise ConfigError(f"{LAYOUT_LEAD_BITS.key} must be an integer from 0 to {MAX_LEAD_BITS} (the first sort "
+                          f"column's extra bits of resolution), got {lead_bits!r}")
+    return int(lead_bits)
+
+
+def curve_index(strategy: str, coordinates: Sequence[np.ndarray], bits: int,
+                lead_bits: int = 0) -> tuple[np.ndarray, int]:
+    """The curve index of each row and its width in bits, from ``bits``-bit coordinates (the
+    first column's first; module docstring: lead bits). Without lead bits, the plain curve."""
+    lead = min(lead_bits, bits)
+    n = len(coordinates)
+    if lead:
+        first = coordinates[0]
+        rest = (first << np.uint64(lead)) & np.uint64((1 << bits) - 1)  # its low bits, at the top
+        coordinates = [rest, *coordinates[1:]]
+    index = z_index(coordinates, bits) if strategy == "z-order" else hilbert_index(coordinates, bits)
+    if lead:
+        index |= (first >> np.uint64(bits - lead)) << np.uint64(bits * n)
+    return index, index_width(n, bits, lead_bits)
+
+
+def index_width(columns: int, bits: int, lead_bits: int = 0) -> int:
+    """Bits of a curve index over ``columns`` coordinates of ``bits`` bits (lead bits included)."""
+    return bits * columns + min(lead_bits, bits)
+
+
+def common_bits(largest_codes: Sequence[int], lead_bits: int = 0) -> int:
+    """Bits per coordinate: enough for the column with most distinct codes, at most
+    ``(64 - lead_bits) / columns`` so that the curve index fits in 64 bits."""
+    largest = max(largest_codes)
+    return max(1, min((INDEX_BITS - lead_bits) // len(largest_codes), largest.bit_length()))
 
 
 def _curve_checked(table: pa.Table, columns: Sequence[str], strategy: str, method: str,
-                   sample_size: int) -> pa.Array | tuple[str, list[str]]:
+                   sample_size: int, lead_bits: int) -> pa.Array | tuple[str, list[str]]:
     """The checked arguments of a curve (strategy, columns), or the order itself when no curve
     is needed (linear, no columns, no rows)."""
     strategy = str(strategy).strip().lower()
@@ -126,6 +199,7 @@ def _curve_checked(table: pa.Table, columns: Sequence[str], strategy: str, metho
     if strategy not in STRATEGIES:
         raise ConfigError(f"unknown layout strategy {strategy!r} for hoodie.layout.optimize.strategy: "
                           f"expected one of {', '.join(STRATEGIES)}")
+    check_lead_bits(lead_bits)
     if not columns:
         return pa.array(np.arange(table.num_rows, dtype=np.int64))
     if strategy == "linear":
@@ -228,13 +302,6 @@ def _prefix_keys(array: pa.Array) -> np.ndarray:
         byte[has] = data[starts[has] + j]
         keys |= byte << np.uint64(8 * (7 - j))
     return keys
-
-
-def _common_bits(codes: Sequence[np.ndarray]) -> int:
-    """Bits per coordinate: enough for the column with most distinct codes, at most
-    ``64 / columns`` so that the curve index fits in 64 bits."""
-    largest = max(int(c.max()) for c in codes)
-    return max(1, min(INDEX_BITS // len(codes), largest.bit_length()))
 
 
 def _scale(codes: np.ndarray, bits: int, top: int | None = None) -> np.ndarray:

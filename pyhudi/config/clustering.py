@@ -152,6 +152,14 @@ CURVE_SAMPLE_SIZE = ConfigKey(
     "hoodie.layout.optimize.build.curve.sample.size", int, 200_000,
     "Rows sampled to build the curve's boundaries with the sample method.",
 )
+LAYOUT_LEAD_BITS = ConfigKey(
+    "hoodie.pyhudi.layout.optimize.lead.bits", int, 0,
+    "pyhudi: z-order and hilbert give the first sort column this many more bits of resolution than the "
+    "others: its top bits order the rows linearly before the curve, so clustered files cut the first "
+    "column into 2^N times as many ranges as each other sort column (a point filter on it reads about "
+    "2^(N/2) times fewer files, one on the others about as many more). 0 (Hudi's curves): every sort "
+    "column alike. 0 to 16; the plan stores it.",
+)
 MAX_PARALLELISM = ConfigKey(
     "hoodie.clustering.max.parallelism", int, 15,
     "At most this many clustering groups run at once.",

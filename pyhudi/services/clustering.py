@@ -32,6 +32,7 @@ from pyhudi.context import TableContext
 from pyhudi.errors import ConfigError
 from pyhudi.fsview.view import FileSlice, FileSystemView
 from pyhudi.keygen import partition_layout
+from pyhudi.layout import check_lead_bits
 from pyhudi.read.skipping import COLUMN_RANGES_KEY
 from pyhudi.services.clustering_groups import (
     Candidate, GroupSpec, candidates_with_statistics, filter_partitions, group_candidates,
@@ -53,6 +54,8 @@ never imported)."""
 LAYOUT_PARAM = cl.LAYOUT_OPTIMIZE_STRATEGY.key
 """ReplaceCommitMetadata ``extraMetadata``: JSON ``{file path: {sort column: [min, max]}}`` of every
 file a clustering wrote (values as JSON scalars; dates, times and decimals as ISO / decimal strings)."""
+LEAD_BITS_PARAM = cl.LAYOUT_LEAD_BITS.key
+"""Strategy params of a plan: a curve's lead bits when not 0 (a re-executed plan orders alike)."""
 _MB = 1024 * 1024
 
 
@@ -177,6 +180,7 @@ def plan_clustering(context: TableContext, timeline: Timeline, instant_time: str
     strategy_name = cl.EXECUTION_STRATEGY.get(options)
     check_execution_strategy(strategy_name)
     layout = cl.LAYOUT_OPTIMIZE_STRATEGY.get(options)
+    lead_bits = check_lead_bits(cl.LAYOUT_LEAD_BITS.get(options))
     view = FileSystemView(context.storage, timeline, partition_layout(context.config).depth,
                           family_since=context.family_since)
     by_partition = eligible_candidates(context, view, instant_time, columns, options)
@@ -192,6 +196,8 @@ def plan_clustering(context: TableContext, timeline: Timeline, instant_time: str
     params = {cl.SORT_COLUMNS.key: ",".join(columns)} if columns else {}
     if columns and layout != cl.LAYOUT_OPTIMIZE_STRATEGY.default:
         params[LAYOUT_PARAM] = layout
+        if lead_bits:
+            params[LEAD_BITS_PARAM] = str(lead_bits)
     plan = ClusteringPlan(input_groups=groups,
                           strategy=ClusteringStrategy(strategy_class_name=strategy_name, strategy_params=params,
                                                       version=1),

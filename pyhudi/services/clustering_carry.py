@@ -251,7 +251,8 @@ def _ordered(task: ClusteringTask, rows: pa.Table) -> pa.Table:
     """The rows in the task's order (sort columns along its layout, else record key)."""
     sort = [c for c in task.sort_columns if c in rows.column_names]
     if sort:
-        order = curve_order(rows, sort, task.layout, method=task.curve_method, sample_size=task.sample_size)
+        order = curve_order(rows, sort, task.layout, method=task.curve_method, sample_size=task.sample_size,
+                            lead_bits=task.lead_bits)
     else:
         order = pc.sort_indices(rows, [(RECORD_KEY, "ascending")])
     return rows.take(order)

@@ -5,7 +5,11 @@ size, whatever ``numOutputFileGroups`` said), used by the spill path of
 
 Rows are gathered into row groups of at most ``row_group_bytes`` (Arrow bytes) and appended to
 the open file; before a row group would carry the file past the target (estimated from the
-file's compression so far) the file is closed and the next output file group opened. A file
+file's compression so far) the file is closed and the next output file group opened. A curve
+layout instead cuts its files at given row offsets — the cell-aligned bounds of
+:func:`pyhudi.layout.cut_at_cells`, from the rows counted per cell while spilling — so a spilled
+group is cut into the same files as in memory (``numOutputFileGroups`` files of near-equal rows,
+each a rectangle of the sort columns' space: tight min/max for data skipping). A file
 keeps what the in-memory path's files keep: a marker written first, every record's meta values
 with ``_hoodie_file_name`` renamed, the declared order, and the per-column ranges of the sort
 columns (:func:`~pyhudi.read.skipping.column_ranges`'s format, gathered per row group). Memory:
@@ -51,11 +55,12 @@ class _OpenFile:
 
 
 class SizedFiles:
-    """Ordered rows in, files of about ``target_bytes`` out (see the module docstring)."""
+    """Ordered rows in, files of about ``target_bytes`` out (see the module docstring); or, given
+    ``cuts`` (row offsets, a curve's cell-aligned file bounds), files cut exactly there."""
 
     def __init__(self, context, instant: str, partition_path: str, write_token: str, file_ids: Sequence[str],
                  sort_columns: Sequence[str], declared: Callable[[pa.Table], list[pq.SortingColumn] | None],
-                 target_bytes: int, row_group_bytes: int):
+                 target_bytes: int, row_group_bytes: int, cuts: Sequence[int] | None = None):
         self.context, self.instant, self.partition_path = context, instant, partition_path
         self.write_token, self.file_ids = write_token, list(file_ids)
         self.sort_columns, self.declared = list(sort_columns), declared
@@ -65,8 +70,26 @@ class SizedFiles:
         self._pending_bytes = 0
         self._file: _OpenFile | None = None
         self._options: dict | None = None
+        self._cuts = None if cuts is None else [int(c) for c in cuts if c > 0]
+        self._seen = 0
 
     def add(self, rows: pa.Table) -> None:
+        if self._cuts is None:
+            self._gather(rows)
+            return
+        while rows.num_rows:  # (split at the cuts: a file ends exactly at its bound)
+            cut = self._cuts[0] if self._cuts else self._seen + rows.num_rows
+            take = min(rows.num_rows, cut - self._seen)
+            self._seen += take
+            self._gather(rows.slice(0, take))
+            rows = rows.slice(take)
+            if self._seen == cut and self._cuts:
+                self._cuts.pop(0)
+                self._flush()
+                if self._file is not None:
+                    self._close_file()
+
+    def _gather(self, rows: pa.Table) -> None:
         if not rows.num_rows:
             return
         self._pending.append(rows)
@@ -94,7 +117,7 @@ class SizedFiles:
         rows = pa.concat_tables(self._pending)  # (chunks as they came: no copy)
         self._pending, self._pending_bytes = [], 0
         open_ = self._file
-        if open_ is not None and open_.rows:
+        if open_ is not None and open_.rows and self._cuts is None:
             ratio = open_.sink.tell() / max(1, open_.arrow_bytes)
             if open_.sink.tell() + rows.nbytes * ratio > self.target_bytes:
                 self._close_file()

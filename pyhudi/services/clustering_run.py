@@ -6,13 +6,16 @@ lifecycle of :mod:`pyhudi.write.commit`). One :class:`ClusteringTask` per plan g
 engine's threads or Spark tasks alike — reads the group's slices merged (base + logs, through the
 shared file-slice reader, every record's ``_hoodie_*`` values kept: ``preserveHoodieMetadata``),
 orders the rows by the sort columns with ``hoodie.layout.optimize.strategy`` (linear, z-order,
-hilbert: :func:`pyhudi.layout.curve_order`) — by record key when there are none — and writes them
-into ``numOutputFileGroups`` NEW file groups of equal row counts (so about
-``target.file.max.bytes`` each), named after the clustering instant, ``_hoodie_file_name``
-renamed. Memory: a group that fits ``hoodie.pyhudi.clustering.execution.buffer.bytes`` (Arrow
-bytes) is ordered in memory as above; a larger one is ordered in sorted runs spilled to
+hilbert: :func:`pyhudi.layout.curve_order`, the first column given
+``hoodie.pyhudi.layout.optimize.lead.bits`` more bits) — by record key when there are none — and
+writes them into ``numOutputFileGroups`` NEW file groups of near-equal row counts (so about
+``target.file.max.bytes`` each; a curve's files cut at its cells,
+:meth:`~pyhudi.layout.CurveLayout.file_bounds`), named after the clustering instant,
+``_hoodie_file_name`` renamed. Memory: a group that fits
+``hoodie.pyhudi.clustering.execution.buffer.bytes`` (Arrow bytes) is ordered in memory as above; a larger one is ordered in sorted runs spilled to
 ``.hoodie/.temp/<instant>/.spill/`` and merged back streaming, in exactly the same order, into
-files rolled at ``target.file.max.bytes`` (:mod:`~pyhudi.services.clustering_sort` states the
+files rolled at ``target.file.max.bytes`` — a curve's cut at the same cells as in memory, from its
+rows counted per cell while spilling (:mod:`~pyhudi.services.clustering_sort` states the
 bound: about twice the budget + one output row group, whatever the group's size).
 
 **Key order.** Files ordered by record key declare it (Parquet ``sorting_columns``), so readers
@@ -56,7 +59,7 @@ from pyhudi.engine.base import Engine, get_engine
 from pyhudi.errors import ClusteringConflictError, ConcurrentWriteError, CorruptFileError, TimelineError
 from pyhudi.fsview.view import FileGroup, FileSlice, FileSystemView, Visibility
 from pyhudi.keygen import partition_layout
-from pyhudi.layout import curve_layout
+from pyhudi.layout import check_lead_bits, curve_layout
 from pyhudi.logformat.parquet_options import constant_strings, parquet_options_for
 from pyhudi.read.file_slice import read_file_slices
 from pyhudi.read.skipping import COLUMN_RANGES_KEY, encode_column_ranges
@@ -65,10 +68,11 @@ from pyhudi.read.task import READ_BATCH_SIZE
 from pyhudi.schema import META_FIELDS, avro_schema_json
 from pyhudi.services.clustering_carry import CarryOver, complete_carrying, refuse_replaced_inputs
 from pyhudi.services.clustering_output import SizedFiles
-from pyhudi.services.clustering_sort import CurveMapping, ExternalSort, SortKey
+from pyhudi.services.clustering_sort import CURVE, CellCounts, CurveMapping, ExternalSort, SortKey
 from pyhudi.services.clustering import (
     CLUSTER_OPERATION,
     LAYOUT_PARAM,
+    LEAD_BITS_PARAM,
     check_clusterable,
     check_execution_strategy,
     plan_sort_columns,
@@ -114,6 +118,7 @@ class ClusteringTask:
 
     buffer_bytes: int = cl.EXECUTION_BUFFER_BYTES.default
     target_file_bytes: int = cl.TARGET_FILE_MAX_BYTES.default
+    lead_bits: int = cl.LAYOUT_LEAD_BITS.default
 
     def run(self) -> list[tuple[WriteStatus, Ranges]]:
         sort = [c for c in self.sort_columns if c in self._columns()]  # (not dropped partition columns)
@@ -122,7 +127,8 @@ class ClusteringTask:
             return self._run_spilled(sort, row_bytes)
         count = max(1, min(len(self.file_ids), table.num_rows))
         if sort:  # files cut at the curve's cell boundaries, so each file's min/max stays tight
-            layout = curve_layout(table, sort, self.layout, method=self.curve_method, sample_size=self.sample_size)
+            layout = curve_layout(table, sort, self.layout, method=self.curve_method, sample_size=self.sample_size,
+                                  lead_bits=self.lead_bits)
             table, bounds = table.take(layout.order), layout.file_bounds(count)
         else:
             table = table.take(pc.sort_indices(table, [(RECORD_KEY, "ascending")]))
@@ -163,22 +169,27 @@ class ClusteringTask:
         merged into files of about ``target_file_bytes`` (:mod:`~pyhudi.services.clustering_sort`)."""
         run_rows = max(1, int(self.buffer_bytes // 2 // (row_bytes + 16)))  # a run and its sorted copy
         batch_rows = max(1, min(READ_BATCH_SIZE, run_rows // 4))
-        curve = None
+        curve = cells = None
         if sort and self.layout != "linear":
             curve = CurveMapping(self.layout, sort, self.curve_method, self.sample_size,
-                                 lambda: self._batches(sort, batch_rows))
+                                 lambda: self._batches(sort, batch_rows), self.lead_bits)
+            cells = CellCounts(curve.index_bits, len(self.file_ids))
         key = SortKey(sort, self.layout, curve)
         spill = ExternalSort(self.context.storage, f"{marker_dir(self.instant)}/{SPILL_FOLDER}/{self.write_token}",
                              key, run_rows)
         try:
             seen = 0
             for batch in self._batches(None, batch_rows):
-                spill.add(key.decorate(batch, seen))
+                decorated = key.decorate(batch, seen)
+                if cells is not None:  # (the curve's files are cut at its cells, as in memory)
+                    cells.add(decorated.column(CURVE).to_numpy())
+                spill.add(decorated)
                 seen += batch.num_rows
             strict = not sort and _keys_strictly_increase(spill.merged([RECORD_KEY]))
             files = SizedFiles(self.context, self.instant, self.partition_path, self.write_token, self.file_ids,
                                sort, lambda first: self._stream_order(first, strict), self.target_file_bytes,
-                               min(PARQUET_BLOCK_SIZE.default, self.buffer_bytes // 4, self.target_file_bytes))
+                               min(PARQUET_BLOCK_SIZE.default, self.buffer_bytes // 4, self.target_file_bytes),
+                               cells.bounds() if cells is not None else None)
             try:
                 for window in spill.merged():
                     files.add(key.strip(window))
@@ -272,6 +283,9 @@ def _group_slices(groups: Mapping[tuple[str, str], FileGroup], group: Clustering
 def _tasks(context: TableContext, view: FileSystemView, instant: str, plan: ClusteringPlan,
            sort_columns: list[str], layout: str, options: Mapping[str, str]) -> list[ClusteringTask]:
     groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
+    params = (plan.strategy.strategy_params if plan.strategy else None) or {}
+    lead_bits = check_lead_bits(cl.LAYOUT_LEAD_BITS.parse(params.get(LEAD_BITS_PARAM))
+                                if LEAD_BITS_PARAM in params else cl.LAYOUT_LEAD_BITS.get(options))
     tasks = []
     for index, group in enumerate(plan.input_groups or ()):
         slices = [s for s in _group_slices(groups, group) if not s.is_empty]
@@ -282,7 +296,7 @@ def _tasks(context: TableContext, view: FileSystemView, instant: str, plan: Clus
             context, instant, slices[0].partition_path, slices, [new_file_id(0) for _ in range(outputs)],
             str(WriteToken(index, 0, 0)), sort_columns, layout, cl.CURVE_BUILD_METHOD.get(options),
             cl.CURVE_SAMPLE_SIZE.get(options), view.visibility, cl.EXECUTION_BUFFER_BYTES.get(options),
-            cl.TARGET_FILE_MAX_BYTES.get(options)))
+            cl.TARGET_FILE_MAX_BYTES.get(options), lead_bits))
     return tasks
 
 

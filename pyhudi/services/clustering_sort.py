@@ -28,7 +28,8 @@ was the threshold is used up, so every step makes progress.
 per run (≤ ``run_rows``) and the window cut from them and its sorted copy (≤ ``B`` together);
 the output writer one row group of ``B / 4``. Runs are read a row group at a time
 (``iter_batches`` reads ahead). A ``direct`` curve also holds the distinct values of its sort
-columns; ``sample`` at most ``sample_size`` keys per column. Measured (bench/
+columns; ``sample`` at most ``sample_size`` keys per column; a curve's :class:`CellCounts` one
+counter per cell its files are cut at (at most 8 per output file). Measured (bench/
 bench_clustering_memory.py, ``B`` = 8 MB): Arrow's pool peaks at 16 MB for 100k and 1M rows.
 """
 
@@ -42,7 +43,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pyhudi.layout import INDEX_BITS, SAMPLE_SEED, _check_sortable, _scale, _sort_keys, hilbert_index, z_index
+from pyhudi.layout import (SAMPLE_SEED, _check_sortable, _scale, _sort_keys, cell_prefix_bits, common_bits, curve_index,
+                           cut_at_cells, index_width)
 from pyhudi.schema import META_FIELDS
 
 SEQ = "_pyhudi_sort_seq"
@@ -90,16 +92,17 @@ class _Column:
 class CurveMapping:
     """Each row's curve index from the whole group's value coordinates (module docstring)."""
 
-    def __init__(self, strategy: str, columns: Sequence[str], method: str, sample_size: int, batches: Batches):
-        self.strategy, self.columns = strategy, list(columns)
+    def __init__(self, strategy: str, columns: Sequence[str], method: str, sample_size: int, batches: Batches,
+                 lead_bits: int = 0):
+        self.strategy, self.columns, self.lead_bits = strategy, list(columns), lead_bits
         self.mapped = (self._direct(batches) if method == "direct" else self._sampled(batches, sample_size))
-        largest = max(c.top for c in self.mapped)
-        self.bits = max(1, min(INDEX_BITS // len(self.columns), largest.bit_length()))
+        self.bits = common_bits([c.top for c in self.mapped], lead_bits)
+        self.index_bits = index_width(len(self.columns), self.bits, lead_bits)
 
     def index(self, table: pa.Table | pa.RecordBatch) -> np.ndarray:
         scaled = [_scale(m.codes(_plain(table.column(c), m.distinct is not None)), self.bits, m.top)
                   for c, m in zip(self.columns, self.mapped)]
-        return z_index(scaled, self.bits) if self.strategy == "z-order" else hilbert_index(scaled, self.bits)
+        return curve_index(self.strategy, scaled, self.bits, self.lead_bits)[0]
 
     def _direct(self, batches: Batches) -> list[_Column]:
         """Distinct values per column, merged as batches come (compacted when they double)."""
@@ -167,6 +170,29 @@ class CurveMapping:
             null_code = most + 1
             out.append(_Column(bounds=bounds, null_code=null_code, top=null_code if nulls[i] else max(0, most)))
         return out
+
+
+class CellCounts:
+    """Rows per cell of the curve prefix ``count`` files are cut at, counted as the rows are
+    spilled: :func:`pyhudi.layout.cut_at_cells` needs only these to cut the merged stream where
+    :meth:`pyhudi.layout.CurveLayout.file_bounds` cuts the same rows in memory. Memory: one
+    counter per cell (at most ``8 * count``)."""
+
+    def __init__(self, index_bits: int, count: int):
+        self.index_bits, self.count = index_bits, max(1, count)
+        self.prefix = cell_prefix_bits(self.count, index_bits)
+        self.rows = np.zeros(1 << self.prefix, dtype=np.int64)
+
+    def add(self, keys: np.ndarray) -> None:
+        if not self.prefix:  # (one file, or no curve: one cell)
+            self.rows[0] += len(keys)
+            return
+        cells = (np.asarray(keys, dtype=np.uint64) >> np.uint64(self.index_bits - self.prefix)).astype(np.int64)
+        self.rows += np.bincount(cells, minlength=len(self.rows))
+
+    def bounds(self) -> list[int]:
+        """The files' row offsets in the merged order (``file_bounds``'s)."""
+        return cut_at_cells(np.concatenate([[0], np.cumsum(self.rows)]), self.count)
 
 
 # ------------------------------------------------------------------------------ sort key
