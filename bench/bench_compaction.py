@@ -6,7 +6,8 @@ Prints ratios measured in one run, wall and CPU time side by side (machines diff
   (RFC-80's "real savings", target <= 0.3), and / the default full compaction, which copies the
   column chunks of the four families without log files;
 - a full compaction / ``pq.write_table`` of the same rows (target <= 1.5): the first in the process,
-  and the best of 3 on fresh copies of the table (each into a new file, as the raw write);
+  and the median of 5 interleaved rounds on fresh copies of the table (each into a new file, as the
+  raw write, the page cache flushed before each timed step), with the range of the rounds' ratios;
 - a full read after the full compaction / ``pq.read_table`` of the same data (target <= 1.2);
 - peak memory (VmHWM growth, in a child process) of compacting a 10x larger file group (2M rows)
   / the smaller one (200k rows; ``--memory-rows``), family and full compaction (target <= 1.5;
@@ -73,31 +74,53 @@ def family_vs_all(rows: int, rounds: int, work: str) -> None:
           f"({w1:.2f}s vs {wc:.2f}s)")
 
 
-def full_vs_raw(rows: int, rounds: int, work: str, repeats: int = 3) -> None:
-    """The first full compaction in this process, then the best of ``repeats`` on fresh copies of
-    the same table (as reads are timed: best of 3), each against ``pq.write_table`` into a new file."""
+def settle() -> None:
+    """Flush dirty pages before a timed step, so no step pays for the writeback of the one before
+    it (copying a 170 MB table just before a compaction made its system time swing 0.06-0.8 s)."""
+    if hasattr(os, "sync"):
+        os.sync()
+
+
+def spread(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def full_vs_raw(rows: int, rounds: int, work: str, repeats: int = 5) -> None:
+    """Full compaction against ``pq.write_table`` of the same rows into a new file, interleaved:
+    each round compacts a fresh copy of the table, then writes the raw file, both after the page
+    cache is flushed (:func:`settle`). Prints the first compaction in the process (it also pays
+    for importing the services), and the median of the ``repeats`` rounds after it with the
+    range of the per-round ratios — wall and CPU (every thread of the process) side by side."""
     data = make_data(rows)
     source = os.path.join(work, "full")
     updated_table(source, data, rounds)
-    runs, raws, t = [], [], None
+    expected = None
+    runs, raws = [], []
     for i in range(1 + repeats):
         copy = os.path.join(work, f"full{i}")
         shutil.copytree(source, copy)
         t = pyhudi.open_table(copy)
+        settle()
         runs.append(timed(lambda: t.compact(full=True))[1:])
-        expected = t.read()
+        if expected is None:
+            expected = t.read()
         raw = os.path.join(work, f"raw{i}.parquet")
+        settle()
         # pyarrow's best settings for random doubles (bench_write's raw baseline)
         raws.append(timed(lambda: pq.write_table(expected, raw, use_dictionary=False, compression="none"))[1:])
         if i < repeats:
             shutil.rmtree(copy, ignore_errors=True)
+            os.remove(raw)
     (wf, cf), (wr, cr) = runs[0], raws[0]
     print(f"full compaction / pq.write_table, first in the process: wall {wf / wr:.2f}, CPU {cf / cr:.2f} "
           f"({wf:.2f}s vs {wr:.2f}s; target <= 1.5)")
-    wf, cf = min(r[0] for r in runs[1:]), min(r[1] for r in runs[1:])
-    wr, cr = min(r[0] for r in raws[1:]), min(r[1] for r in raws[1:])
-    print(f"full compaction / pq.write_table, best of {repeats} on copies: wall {wf / wr:.2f}, CPU {cf / cr:.2f} "
-          f"({wf:.2f}s vs {wr:.2f}s; target <= 1.5)")
+    wall = [f[0] / r[0] for f, r in zip(runs[1:], raws[1:])]
+    cpu = [f[1] / r[1] for f, r in zip(runs[1:], raws[1:])]
+    med = [float(np.median([r[k] for r in runs[1:]])) for k in (0, 1)]
+    raw_med = [float(np.median([r[k] for r in raws[1:]])) for k in (0, 1)]
+    print(f"full compaction / pq.write_table, median of {repeats} interleaved rounds: wall {med[0] / raw_med[0]:.2f} "
+          f"(rounds {spread(wall)}), CPU {med[1] / raw_med[1]:.2f} (rounds {spread(cpu)}) "
+          f"({med[0]:.3f}s / {med[1]:.3f}s CPU vs {raw_med[0]:.3f}s / {raw_med[1]:.3f}s CPU; target <= 1.5)")
     best_read = min(timed(t.read)[1:] for _ in range(3))
     best_raw = min(timed(lambda: pq.read_table(raw))[1:] for _ in range(3))
     print(f"full read after full compaction / pq.read_table: wall {best_read[0] / best_raw[0]:.2f}, "
