@@ -250,7 +250,7 @@ def test_spliced_file_from_two_files_reads_back_exactly(tmp_path):
     assert meta.row_group(1).column(4).statistics == pq.ParquetFile(tmp_path / "r.parquet").metadata.row_group(1).column(2).statistics
 
 
-def test_spliced_file_into_a_local_descriptor_copies_in_the_kernel(tmp_path):
+def test_spliced_file_into_a_local_descriptor_copies_through_its_buffer(tmp_path):
     table = pa.table({"a": list(range(3000)), "b": [str(i) for i in range(3000)]})
     pq.write_table(table, tmp_path / "src.parquet", row_group_size=1000)
     path = str(tmp_path / "src.parquet")
@@ -345,8 +345,8 @@ def test_the_pipelined_output_writes_the_same_bytes_as_the_sequential_one(tmp_pa
     sequential = {}
     attempt = chunk_copy.copy_full_compaction
     threads = []
-    real_add = chunk_copy._encode_and_add
-    monkeypatch.setattr(chunk_copy, "_encode_and_add",
+    real_add = SplicedFileWriter.add_row_group
+    monkeypatch.setattr(SplicedFileWriter, "add_row_group",
                         lambda *a: threads.append(threading.current_thread().name) or real_add(*a))
 
     def both(context, slices, visibility, relpath, file_name, columns):
@@ -377,24 +377,24 @@ def test_a_failure_on_the_output_thread_fails_the_compaction_and_leaves_the_tabl
     t.upsert(pa.table({"id": [3, 4], "f": [0.5, 0.25]}))
     before = t.read(with_meta=True).sort_by("id")
     files_before = sorted(os.listdir(t.path))
-    real = chunk_copy._encode_and_add
+    real = SplicedFileWriter.add_row_group
     calls = []
 
-    def failing(plan, writer, state, fresh, index):
-        calls.append(index)
-        if index == 2:
+    def failing(writer, parts, rows, sorting):  # (runs on the output thread)
+        calls.append(threading.current_thread().name)
+        if len(calls) == 3:
             raise OSError("disk full (test)")
-        return real(plan, writer, state, fresh, index)
+        return real(writer, parts, rows, sorting)
 
-    monkeypatch.setattr(chunk_copy, "_encode_and_add", failing)
+    monkeypatch.setattr(SplicedFileWriter, "add_row_group", failing)
     instant = t.schedule_compaction(full=True)
     with pytest.raises(OSError, match="disk full"):
         t.run_compaction(instant)
-    assert calls == [0, 1, 2]  # the failure stopped the row groups after it
+    assert len(calls) == 3 and all(n.startswith("pyhudi-compaction-output") for n in calls)  # none after it
     assert sorted(os.listdir(t.path)) == files_before  # the partial full-row file is gone
     assert t.read(with_meta=True).sort_by("id").equals(before)
     assert t.active_timeline().reload().get(instant).is_requested
-    monkeypatch.setattr(chunk_copy, "_encode_and_add", real)
+    monkeypatch.setattr(SplicedFileWriter, "add_row_group", real)
     assert t.run_compaction(instant) is not None  # executed again from its plan
     [path] = full_files(t, instant)
     assert without_file_name(t.read(with_meta=True).sort_by("id")).equals(without_file_name(before))
