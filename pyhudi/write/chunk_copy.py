@@ -21,10 +21,11 @@ as does a mismatch found while writing: the partial file is deleted and never ke
 
 Row groups are written on an output thread (:class:`_Output`) while the next one is merged: the
 copy (``pread``/``write`` through one buffer) and the merge (Arrow decoding) both run outside
-the GIL, so on two cores the copy costs little wall time. Measured on Scenario W (200k rows x
-100 doubles, f0 with 3 logs, f1..f4 copied; load 4-7, medians): the merge of f0 ~0.05 s CPU,
-encoding its 20 columns and 3 meta columns ~0.02 s, copying 130 MB ~0.03 s (0.045 s with
-``copy_file_range``), against ~0.1 s for ``pq.write_table`` of the same rows.
+the GIL, so with a free core the copy costs little wall time (on a machine loaded beyond its
+cores it gains nothing, and costs nothing). Measured on Scenario W (200k rows x 100 doubles, f0
+with 3 logs, f1..f4 copied; load 4-7, medians): the merge of f0 0.05-0.07 s CPU, encoding its 20
+columns and 3 meta columns ~0.02 s, copying 130 MB ~0.03 s (0.045 s with ``copy_file_range``),
+against ~0.08 s for ``pq.write_table`` of the same rows (docs/benchmarks.md, Compaction).
 """
 
 from __future__ import annotations
@@ -91,9 +92,9 @@ def copy_full_compaction(context: TableContext, slices: Sequence[FileSlice], vis
                          pipelined: bool = True) -> tuple[int, str | None, str | None] | None:
     """Write the full-row base file ``relpath`` of ``slices`` (one per family of a file group)
     with the final families' chunks copied; returns (rows, first key, last key), or None when
-    the copy path does not apply (nothing is left at ``relpath`` then). ``pipelined``: encode
-    and write each row group on an output thread while the next is merged (:class:`_Output`;
-    the same bytes as without)."""
+    the copy path does not apply (nothing is left at ``relpath`` then). ``pipelined``: write
+    each row group (its chunks copied) on an output thread while the next is merged
+    (:class:`_Output`; the same bytes as without)."""
     if len(slices) < 2 or any(s.family is None for s in slices) or not copy_supported():
         return None
     storage = context.storage
