@@ -6,14 +6,17 @@ Prints ratios measured in one run, wall and CPU time side by side (machines diff
   (RFC-80's "real savings", target <= 0.3), and / the default full compaction, which copies the
   column chunks of the four families without log files;
 - a full compaction / ``pq.write_table`` of the same rows (target <= 1.5): the first in the process,
-  and the best of 3 on fresh copies of the table (each into a new file, as the raw write);
+  and the median of 7 interleaved rounds on fresh copies of the table (each into a new file, as the
+  raw write, the page cache flushed before each timed step), with the range of the rounds' ratios,
+  and the ratio of the best rounds;
 - a full read after the full compaction / ``pq.read_table`` of the same data (target <= 1.2);
 - peak memory (VmHWM growth, in a child process) of compacting a 10x larger file group (2M rows)
   / the smaller one (200k rows; ``--memory-rows``), family and full compaction (target <= 1.5;
   the merge streams and the writer buffers one bounded row group);
 - the read time after 1, 8, 32 and 128 commits of 1% updates, with inline compaction on
-  (``hoodie.compact.inline.max.delta.commits`` 5), against the freshly compacted table (target:
-  within 1.5x at every point) — and without compaction, for comparison.
+  (``hoodie.compact.inline.max.delta.commits`` 5), against a table loaded alike and never updated
+  (base files only, as freshly compacted; target: within 1.5x at every point) — and without
+  compaction, for comparison: median of 5 interleaved rounds with their range, wall and CPU.
 
 Run: ``.venv/bin/python bench/bench_compaction.py [--rows 200000] [--rounds 3]``.
 """
@@ -73,31 +76,56 @@ def family_vs_all(rows: int, rounds: int, work: str) -> None:
           f"({w1:.2f}s vs {wc:.2f}s)")
 
 
-def full_vs_raw(rows: int, rounds: int, work: str, repeats: int = 3) -> None:
-    """The first full compaction in this process, then the best of ``repeats`` on fresh copies of
-    the same table (as reads are timed: best of 3), each against ``pq.write_table`` into a new file."""
+def settle() -> None:
+    """Flush dirty pages before a timed step, so no step pays for the writeback of the one before
+    it (copying a 170 MB table just before a compaction made its system time swing 0.06-0.8 s)."""
+    if hasattr(os, "sync"):
+        os.sync()
+
+
+def spread(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def full_vs_raw(rows: int, rounds: int, work: str, repeats: int = 7) -> None:
+    """Full compaction against ``pq.write_table`` of the same rows into a new file, interleaved:
+    each round compacts a fresh copy of the table, then writes the raw file, both after the page
+    cache is flushed (:func:`settle`). Prints the first compaction in the process (it also pays
+    for importing the services), and the median of the ``repeats`` rounds after it with the
+    range of the per-round ratios — wall and CPU (every thread of the process) side by side."""
     data = make_data(rows)
     source = os.path.join(work, "full")
     updated_table(source, data, rounds)
-    runs, raws, t = [], [], None
+    expected = None
+    runs, raws = [], []
     for i in range(1 + repeats):
         copy = os.path.join(work, f"full{i}")
         shutil.copytree(source, copy)
         t = pyhudi.open_table(copy)
+        settle()
         runs.append(timed(lambda: t.compact(full=True))[1:])
-        expected = t.read()
+        if expected is None:
+            expected = t.read()
         raw = os.path.join(work, f"raw{i}.parquet")
+        settle()
         # pyarrow's best settings for random doubles (bench_write's raw baseline)
         raws.append(timed(lambda: pq.write_table(expected, raw, use_dictionary=False, compression="none"))[1:])
         if i < repeats:
             shutil.rmtree(copy, ignore_errors=True)
+            os.remove(raw)
     (wf, cf), (wr, cr) = runs[0], raws[0]
     print(f"full compaction / pq.write_table, first in the process: wall {wf / wr:.2f}, CPU {cf / cr:.2f} "
           f"({wf:.2f}s vs {wr:.2f}s; target <= 1.5)")
-    wf, cf = min(r[0] for r in runs[1:]), min(r[1] for r in runs[1:])
-    wr, cr = min(r[0] for r in raws[1:]), min(r[1] for r in raws[1:])
-    print(f"full compaction / pq.write_table, best of {repeats} on copies: wall {wf / wr:.2f}, CPU {cf / cr:.2f} "
-          f"({wf:.2f}s vs {wr:.2f}s; target <= 1.5)")
+    wall = [f[0] / r[0] for f, r in zip(runs[1:], raws[1:])]
+    cpu = [f[1] / r[1] for f, r in zip(runs[1:], raws[1:])]
+    med = [float(np.median([r[k] for r in runs[1:]])) for k in (0, 1)]
+    raw_med = [float(np.median([r[k] for r in raws[1:]])) for k in (0, 1)]
+    print(f"full compaction / pq.write_table, median of {repeats} interleaved rounds: wall {med[0] / raw_med[0]:.2f} "
+          f"(rounds {spread(wall)}), CPU {med[1] / raw_med[1]:.2f} (rounds {spread(cpu)}) "
+          f"({med[0]:.3f}s / {med[1]:.3f}s CPU vs {raw_med[0]:.3f}s / {raw_med[1]:.3f}s CPU; target <= 1.5)")
+    best = [min(r[k] for r in runs[1:]) / min(r[k] for r in raws[1:]) for k in (0, 1)]
+    print(f"full compaction / pq.write_table, best round of each: wall {best[0]:.2f}, CPU {best[1]:.2f} "
+          f"(the least disturbed by other processes)")
     best_read = min(timed(t.read)[1:] for _ in range(3))
     best_raw = min(timed(lambda: pq.read_table(raw))[1:] for _ in range(3))
     print(f"full read after full compaction / pq.read_table: wall {best_read[0] / best_raw[0]:.2f}, "
@@ -155,30 +183,55 @@ def memory(rows: int, work: str, kinds: tuple[str, ...] = ("family", "full")) ->
               f"({peaks[0] // 1024} MB vs {peaks[1] // 1024} MB; target <= 1.5)")
 
 
-def read_cost(rows: int, work: str, points: tuple[int, ...] = (1, 8, 32, 128)) -> None:
+def _logs_per_slice(t: pyhudi.Table) -> int:
+    """The most log files any slice of the latest snapshot merges on read."""
+    return max((len(part.file_slice.log_files) for task in t.plan_scan().tasks for part in task.families), default=0)
+
+
+def _best_read(t: pyhudi.Table, tries: int = 3) -> tuple[float, float]:
+    """(wall, CPU) of the fastest of ``tries`` full reads."""
+    return min(timed(t.read)[1:] for _ in range(tries))
+
+
+def read_cost(rows: int, work: str, points: tuple[int, ...] = (1, 8, 32, 128), rounds: int = 5) -> None:
+    """Read time after n commits of 1% updates (f0), with inline compaction on and off, against
+    a table loaded the same way and never updated (what a freshly compacted table is: base files
+    only). Reads of these tables take ~20 ms, so at every point the three tables are read in
+    ``rounds`` interleaved rounds (each the best of 3 reads) and the median of the rounds'
+    ratios is printed with their range, wall and CPU — a load spike moves one round, not the figure."""
     data = make_data(rows)
     rng = np.random.default_rng(5)
     tables = {}
-    for inline in (True, False):
-        t = pyhudi.create_table(os.path.join(work, f"cost{inline}"), SCHEMA, "id", num_buckets=4,
+    for name in ("fresh", "inline", "none"):
+        t = pyhudi.create_table(os.path.join(work, f"cost-{name}"), SCHEMA, "id", num_buckets=4,
                                 column_families=families())
         t.bulk_insert(data)
-        tables[inline] = t
-    options = {True: {"hoodie.compact.inline": "true"}, False: {}}
-    fresh = min(timed(tables[True].read)[1:] for _ in range(3))
+        tables[name] = t
+    options = {"inline": {"hoodie.compact.inline": "true"}, "none": {}}
     done = 0
-    print(f"read after n commits of 1% updates (freshly loaded table: {fresh[0]:.3f}s wall):")
+    print(f"read after n commits of 1% updates / a freshly loaded table ({rows} rows; median of {rounds} "
+          f"interleaved rounds, range in brackets):")
     for point in points:
         while done < point:
             ids = np.sort(rng.choice(rows, max(1, rows // 100), replace=False))
             update = data.take(pa.array(ids)).select(["id", *[f"c{c}" for c in range(PER)]])
-            for inline, t in tables.items():
-                t.upsert(update, options=options[inline])
+            for name, opts in options.items():
+                tables[name].upsert(update, options=opts)
             done += 1
-        on = min(timed(tables[True].read)[1:] for _ in range(3))
-        off = min(timed(tables[False].read)[1:] for _ in range(3))
-        print(f"  {point:4d} commits: inline compaction {on[0] / fresh[0]:.2f}x (CPU {on[1] / fresh[1]:.2f}x), "
-              f"none {off[0] / fresh[0]:.2f}x (CPU {off[1] / fresh[1]:.2f}x)  (target: inline <= 1.5x)")
+        ratios: dict[str, list[tuple[float, float]]] = {"inline": [], "none": []}
+        fresh_times = []
+        for _ in range(rounds):
+            base = _best_read(tables["fresh"])
+            fresh_times.append(base)
+            for name in ratios:
+                got = _best_read(tables[name])
+                ratios[name].append((got[0] / base[0], got[1] / base[1]))
+        cells = []
+        for name, values in ratios.items():
+            wall, cpu = [v[0] for v in values], [v[1] for v in values]
+            cells.append(f"{name} wall {np.median(wall):.2f}x [{spread(wall)}] CPU {np.median(cpu):.2f}x [{spread(cpu)}]")
+        print(f"  {point:4d} commits ({_logs_per_slice(tables['inline'])} log files per slice inline, fresh read "
+              f"{np.median([f[0] for f in fresh_times]) * 1000:.0f} ms): {'; '.join(cells)}  (target: inline <= 1.5x)")
 
 
 def main() -> int:

@@ -10,6 +10,7 @@ import decimal
 import glob
 import os
 import shutil
+import threading
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -249,7 +250,7 @@ def test_spliced_file_from_two_files_reads_back_exactly(tmp_path):
     assert meta.row_group(1).column(4).statistics == pq.ParquetFile(tmp_path / "r.parquet").metadata.row_group(1).column(2).statistics
 
 
-def test_spliced_file_into_a_local_descriptor_copies_in_the_kernel(tmp_path):
+def test_spliced_file_into_a_local_descriptor_copies_through_its_buffer(tmp_path):
     table = pa.table({"a": list(range(3000)), "b": [str(i) for i in range(3000)]})
     pq.write_table(table, tmp_path / "src.parquet", row_group_size=1000)
     path = str(tmp_path / "src.parquet")
@@ -330,3 +331,71 @@ def test_a_file_group_whose_records_were_all_deleted_falls_back_and_the_others_a
     expected = [{"k": k, "a": i, "b": i / 2} for i, k in enumerate(keys) if k not in doomed]
     assert t.read().sort_by("k").to_pylist() == sorted(expected, key=lambda r: r["k"])
     assert copy_results.count(None) == 1 and len(copy_results) == len(by_group)
+
+
+# ------------------------------------------------------------------------------ pipelined output
+def test_the_pipelined_output_writes_the_same_bytes_as_the_sequential_one(tmp_path, monkeypatch):
+    """By default each row group is encoded and copied on an output thread while the next one
+    merges; the file is byte for byte the one written row group after row group in one thread
+    (same instant, same file name), and reads back as the table's rows."""
+    t = loaded(tmp_path)
+    t.upsert(pa.table({"id": [5, 17, N - 1], "f": [1.5, None, 2.5], "g": ["G5", "G17", None]}))
+    t.upsert(pa.table({"id": [17, 300], "f": [7.0, 3.0], "g": ["again", "G300"]}))
+    before = t.read(with_meta=True).sort_by("id")
+    sequential = {}
+    attempt = chunk_copy.copy_full_compaction
+    threads = []
+    real_add = SplicedFileWriter.add_row_group
+    monkeypatch.setattr(SplicedFileWriter, "add_row_group",
+                        lambda *a: threads.append(threading.current_thread().name) or real_add(*a))
+
+    def both(context, slices, visibility, relpath, file_name, columns):
+        sequential["result"] = attempt(context, slices, visibility, relpath + ".sequential", file_name, columns,
+                                       pipelined=False)
+        return attempt(context, slices, visibility, relpath, file_name, columns)  # (the default: pipelined)
+
+    monkeypatch.setattr(compaction, "copy_full_compaction", both)
+    instant = t.compact(full=True)
+    [path] = full_files(t, instant)
+    with open(path, "rb") as a, open(path + ".sequential", "rb") as b:
+        pipelined_bytes, sequential_bytes = a.read(), b.read()
+    assert pipelined_bytes == sequential_bytes
+    assert sequential["result"] == (N, "0", "999")  # (first and last record keys, as strings sort)
+    groups = pq.ParquetFile(path).metadata.num_row_groups
+    assert groups > 3  # (several row groups in flight one after another)
+    assert threads[:groups] == ["MainThread"] * groups  # sequential: in the caller's thread
+    assert len(threads) == 2 * groups and all(n.startswith("pyhudi-compaction-output") for n in threads[groups:])
+    os.remove(path + ".sequential")
+    assert os.path.basename(path) == f"00000000-0000-0000-0000-000000000000-0_0-0-0_{instant}.parquet"
+    assert without_file_name(t.read(with_meta=True).sort_by("id")).equals(without_file_name(before))
+    assert set(pq.read_table(path).column("_hoodie_file_name").to_pylist()) == {os.path.basename(path)}
+
+
+def test_a_failure_on_the_output_thread_fails_the_compaction_and_leaves_the_table_as_it_was(
+        tmp_path, monkeypatch):
+    t = loaded(tmp_path)
+    t.upsert(pa.table({"id": [3, 4], "f": [0.5, 0.25]}))
+    before = t.read(with_meta=True).sort_by("id")
+    files_before = sorted(os.listdir(t.path))
+    real = SplicedFileWriter.add_row_group
+    calls = []
+
+    def failing(writer, parts, rows, sorting):  # (runs on the output thread)
+        calls.append(threading.current_thread().name)
+        if len(calls) == 3:
+            raise OSError("disk full (test)")
+        return real(writer, parts, rows, sorting)
+
+    monkeypatch.setattr(SplicedFileWriter, "add_row_group", failing)
+    instant = t.schedule_compaction(full=True)
+    with pytest.raises(OSError, match="disk full"):
+        t.run_compaction(instant)
+    assert len(calls) == 3 and all(n.startswith("pyhudi-compaction-output") for n in calls)  # none after it
+    assert sorted(os.listdir(t.path)) == files_before  # the partial full-row file is gone
+    assert t.read(with_meta=True).sort_by("id").equals(before)
+    assert t.active_timeline().reload().get(instant).is_requested
+    monkeypatch.setattr(SplicedFileWriter, "add_row_group", real)
+    assert t.run_compaction(instant) is not None  # executed again from its plan
+    [path] = full_files(t, instant)
+    assert without_file_name(t.read(with_meta=True).sort_by("id")).equals(without_file_name(before))
+    assert pq.read_table(path).num_rows == N

@@ -19,7 +19,6 @@ all of them as optional; min/max statistics, encodings and codecs are kept as in
 from __future__ import annotations
 
 import copy
-import errno
 import glob
 import importlib.util
 import os
@@ -183,8 +182,8 @@ def read_footer(source: pa.NativeFile, where: str) -> Footer:
 
 
 def read_range(source: pa.NativeFile, offset: int, size: int) -> pa.Buffer:
-    source.seek(offset)
-    data = source.read_buffer(size)
+    """``size`` bytes at ``offset`` (a positional read: threads may share ``source``)."""
+    data = pa.py_buffer(source.read_at(size, offset))
     if data.size != size:
         raise CorruptFileError(f"a Parquet file ended {size - data.size} bytes early (at byte {offset + data.size})")
     return data
@@ -193,10 +192,12 @@ def read_range(source: pa.NativeFile, offset: int, size: int) -> pa.Buffer:
 @dataclass(eq=False)
 class Source:
     """A file chunks are copied from: open for reading and, when it is a local file, its
-    descriptor too (its bytes are then copied inside the kernel, never through user memory)."""
+    descriptor too (its bytes are then copied through one reused buffer, outside the GIL) — or
+    a file in memory, as a buffer (its bytes are then sliced, never copied to be written)."""
 
-    file: pa.NativeFile
+    file: pa.NativeFile | None = None
     fd: int | None = None
+    buffer: pa.Buffer | None = None
 
 
 @dataclass
@@ -210,23 +211,28 @@ class Part:
     row_group: int
 
 
-_KERNEL_COPY_UNSUPPORTED = {errno.ENOSYS, errno.EXDEV, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
+COPY_BUFFER_BYTES = 4 << 20
+"""The buffer a local copy goes through (:func:`_buffered_copy`), allocated once per writer."""
 
 
-def _kernel_copy(source: int, target: int, offset: int, length: int) -> int:
-    """``os.copy_file_range`` until ``length`` bytes are copied or it is refused; returns the
-    bytes copied. Measured (ext4, 125 MB into a new file): 0.035 s CPU, against 0.25-0.3 s to
-    read into memory and write, which faults in fresh pages twice."""
+def _buffered_copy(source: int, target: int, offset: int, length: int, buffer: memoryview) -> int:
+    """Copy ``length`` bytes at ``offset`` of descriptor ``source`` to the end of ``target``
+    through ``buffer`` (``pread`` then ``write``, both outside the GIL); returns the bytes copied
+    (fewer: the source ended early).
+
+    Measured (ext4, 4 family files of 34 MB into a new file, page cache warm, median of 9):
+    0.030 s CPU through a reused 4 MB buffer, 0.045 s with ``os.copy_file_range`` (on a file
+    system without extent sharing the kernel splices page by page), 0.25-0.3 s reading each
+    chunk into fresh memory, which faults in new pages for every byte copied.
+    """
     done = 0
     while done < length:
-        try:
-            n = os.copy_file_range(source, target, length - done, offset + done)
-        except OSError as exc:
-            if done or exc.errno not in _KERNEL_COPY_UNSUPPORTED:
-                raise
-            return 0
+        n = os.preadv(source, [buffer[:min(len(buffer), length - done)]], offset + done)
         if n == 0:
             break
+        written = 0
+        while written < n:
+            written += os.write(target, buffer[written:n])
         done += n
     return done
 
@@ -236,13 +242,14 @@ class SplicedFileWriter:
 
     Every row group names its parts in the output's column order; all row groups the same
     columns from footers with the same schema elements for them. Contiguous chunks of one source
-    are copied in one read.
+    are copied in one run. A writer is used by one thread at a time (a pipelined compaction
+    hands it from row group to row group to its output thread).
     """
 
     def __init__(self, sink: pa.NativeFile | int) -> None:
         """``sink``: an output stream, or the descriptor of a local file open for writing."""
         self.sink = sink
-        self.kernel_copy = isinstance(sink, int) and hasattr(os, "copy_file_range")
+        self._buffer: memoryview | None = None  # (local copies: allocated on first use)
         self.offset = 0
         self._write(MAGIC)
         self.row_groups: list[dict] = []
@@ -310,13 +317,19 @@ class SplicedFileWriter:
         self.offset += len(data) if isinstance(data, bytes) else data.size
 
     def _copy(self, source: Source, begin: int, length: int) -> None:
-        if self.kernel_copy and source.fd is not None:
-            done = _kernel_copy(source.fd, self.sink, begin, length)
-            if done == length:
-                self.offset += length
-                return
-            if done:
+        if source.buffer is not None:
+            if begin + length > source.buffer.size:
+                raise CorruptFileError(f"a Parquet file in memory ends before byte {begin + length}")
+            self._write(source.buffer.slice(begin, length))
+            return
+        if isinstance(self.sink, int) and source.fd is not None:
+            if self._buffer is None:
+                self._buffer = memoryview(bytearray(COPY_BUFFER_BYTES))
+            done = _buffered_copy(source.fd, self.sink, begin, length, self._buffer)
+            self.offset += done
+            if done != length:
                 raise CorruptFileError(f"a Parquet file ended {length - done} bytes early (at byte {begin + done})")
+            return
         self._write(read_range(source.file, begin, length))
 
 

@@ -25,13 +25,15 @@ __all__ = ["TableContext", "read_file_slices"]
 
 def read_file_slices(context: TableContext, slices: Sequence[FileSlice], visibility: Visibility, *,
                      columns: Sequence[str] | None = None, with_meta: bool = False,
-                     batch_size: int = DEFAULT_BATCH_SIZE) -> pa.RecordBatchReader:
+                     batch_size: int = DEFAULT_BATCH_SIZE, decode_threads: bool = True) -> pa.RecordBatchReader:
     """Stream the merged rows of ``slices`` (one file group; one slice per family read).
 
     ``columns``: the data columns to return (None: every column of the families read, key and
     partition columns included, in schema order); ``with_meta`` puts the five meta columns first
     (a row's ``_hoodie_commit_time`` is the newest of its families'). ``visibility`` decides which
-    log blocks count (those of instants it shows as completed).
+    log blocks count (those of instants it shows as completed). ``decode_threads``: Parquet
+    decoding on Arrow's thread pool (False: in the calling thread, when the caller keeps the
+    other cores busy itself).
     """
     if not slices:
         raise ValueError("read_file_slices needs at least one slice")
@@ -56,6 +58,7 @@ def read_file_slices(context: TableContext, slices: Sequence[FileSlice], visibil
         keys=key_spec(context.config, schema),
         visibility=visibility,
         batch_size=batch_size,
+        decode_threads=decode_threads,
     )
     by_family = {s.family: s for s in slices}
     parts = [FamilyPart(scan, by_family[scan.family], own) for scan, own in scans]
