@@ -48,7 +48,7 @@ from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import parse_data_file_name
 from pyhudi.timeline.heartbeat import Heartbeat
 from pyhudi.timeline.instant import Action, Instant
-from pyhudi.timeline.metadata import SCHEMA_KEY, CommitMetadata
+from pyhudi.timeline.metadata_base import SCHEMA_KEY
 from pyhudi.timeline.timeline import COMMIT_ACTIONS, Timeline
 
 ALTER_OPERATION = "ALTER_SCHEMA"
@@ -286,6 +286,8 @@ def alter_table(table: Any, set_properties: Mapping[str, Any] | None = None,
 
 def _record_alter(timeline: Timeline, config: tc.TableConfig, plan: AlterPlan,
                   previous: Mapping[str, ColumnFamily], unset: tuple[str, ...]) -> str:
+    from pyhudi.timeline.metadata import CommitMetadata  # (an ALTER writes; reads need no model)
+
     edits = json.dumps({"set": plan.set_properties, "unset": list(unset)}, separators=(",", ":"))
     metadata = CommitMetadata.from_write_stats(
         [], operation_type=ALTER_OPERATION, schema=avro_schema_json(plan.schema, config.name),

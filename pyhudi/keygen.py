@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyhudi.lazy import pc
 
 from pyhudi.config import keygen as kg
 from pyhudi.errors import ConfigError, PathEscapeError, SchemaError

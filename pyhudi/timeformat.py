@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyhudi.lazy import pc
 
 from pyhudi.errors import ConfigError
 

@@ -13,7 +13,7 @@ import struct
 from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyhudi.lazy import pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import LogFormatError, SchemaError

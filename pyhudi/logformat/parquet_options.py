@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyhudi.lazy import pc
 import pyarrow.parquet as pq
 
 from pyhudi.schema import META_FIELDS

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyhudi.lazy import pc
 
 from pyhudi.errors import SchemaError
 

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyhudi.lazy import pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import ReadError

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyhudi.lazy import pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import LogFormatError, ReadError

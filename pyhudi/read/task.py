@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyhudi.lazy import pc
 
 from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.read.damage import blame, is_decode_error

@@ -26,7 +26,7 @@ from pyhudi.timeline.instant import (
     to_action,
 )
 from pyhudi.timeline.lock import FileLock
-from pyhudi.timeline.metadata import decode_commit_summary, decode_instant_metadata
+from pyhudi.timeline.metadata_base import decode_commit_summary, decode_record
 from pyhudi.timeline.timegen import InstantTimeGenerator, TimelineLock, _max_time
 
 DEFAULT_TIMELINE_DIR = ".hoodie/timeline"
@@ -300,6 +300,12 @@ class Timeline:
         (:func:`~pyhudi.timeline.metadata.decode_commit_summary`)."""
         return decode_commit_summary(instant.action.value, self.read_bytes(instant))
 
+    def read_record(self, instant: Instant) -> dict[str, Any] | None:
+        """The plain record of a completed instant's file (camelCase keys; None when empty), for
+        callers that need a few fields and not the model
+        (:func:`~pyhudi.timeline.metadata_base.decode_record`)."""
+        return decode_record(instant.action.value, self.read_bytes(instant))
+
     def read_metadata(self, instant: Instant) -> Any:
         """The decoded metadata (commit metadata, plan, ...) of the instant's file for its state.
 
@@ -307,6 +313,8 @@ class Timeline:
         so its decoded metadata is kept per process (:data:`_DECODED`; callers must not mutate
         it): cleaning, conflict checks and the fs view ask for the same retained commits on every
         write, and decoding them again made each write pay for the retained history."""
+        from pyhudi.timeline.metadata import decode_instant_metadata  # (its models load on first use)
+
         if not instant.is_completed or self.layout_version != 2:
             return decode_instant_metadata(instant.action.value, instant.state.value, self.read_bytes(instant))
         key = (self.storage.base_uri, self.timeline_dir, self.file_name_of(instant))
