@@ -341,9 +341,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     if dropped:  # (Hudi's schema resolver appends partition columns the recorded schema lacks as strings)
         schema = pa.schema([*schema, *[pa.field(n, pa.string()) for n in dropped if n not in schema.names]])
     output = _output_schema(schema, columns, with_meta)
-    filter_schema = schema
-    for i, name in enumerate(META_FIELDS):  # (inserted: building it from a wide schema's fields costs more)
-        filter_schema = filter_schema.insert(i, pa.field(name, pa.string()))
+    filter_schema = _with_meta_fields(schema)
     normalized = normalize_filters(filters, filter_schema)
     needed = set(output.names) | {f.column for f in normalized}
     if incremental is not None:
@@ -396,6 +394,25 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
         task = ReadTask(table.storage, group.partition_path, group.file_id, parts, settings, partition_values=values)
         tasks.extend(_split(task, max_rows) if max_rows else [task])
     return ScanPlan(output, pinned, tasks, query_type, view.as_of or pinned, skipper.metrics)
+
+
+_WITH_META: dict[int, tuple[pa.Schema, pa.Schema]] = {}
+
+
+def _with_meta_fields(schema: pa.Schema) -> pa.Schema:
+    """``schema`` after the five meta columns (strings), kept per schema object: the table
+    handle's schema history hands out the same object on every read, and inserting five fields
+    into a wide schema costs a warm read tens of microseconds."""
+    found = _WITH_META.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    out = schema
+    for i, name in enumerate(META_FIELDS):  # (inserted: building it from a wide schema's fields costs more)
+        out = out.insert(i, pa.field(name, pa.string()))
+    if len(_WITH_META) >= 64:
+        _WITH_META.clear()
+    _WITH_META[id(schema)] = (schema, out)
+    return out
 
 
 def _split(task: ReadTask, max_rows: int) -> list[ReadTask]:
