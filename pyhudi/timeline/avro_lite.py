@@ -102,9 +102,24 @@ def _read(data: bytes) -> tuple[str, Any]:
         return name, None
     if codec == b"deflate":
         block = zlib.decompress(block, -15)
-    names: dict[str, Any] = {}
-    _register(schema, "", names)
-    return name, _datum(_Reader(block), schema, "", names)
+    return name, _reader_of(schema_bytes, schema)(_Reader(block))
+
+
+_READERS: dict[bytes, Any] = {}
+
+
+def _reader_of(schema_bytes: bytes, schema: Any) -> Any:
+    """The datum reader of a writer schema, built once per schema text (every commit of a table
+    embeds the same one)."""
+    found = _READERS.get(schema_bytes)
+    if found is None:
+        names: dict[str, Any] = {}
+        _register(schema, "", names)
+        found = _compile(schema, "", names, {})
+        if len(_READERS) >= 64:
+            _READERS.clear()
+        _READERS[schema_bytes] = found
+    return found
 
 
 def _blocks(reader: _Reader, item: Any) -> list:
@@ -148,47 +163,84 @@ def _register(schema: Any, namespace: str, names: dict[str, Any]) -> None:
         _register(kind, namespace, names)
 
 
-def _datum(r: _Reader, schema: Any, namespace: str, names: dict[str, Any]) -> Any:
+def _read_long(r: _Reader) -> int:
+    return r.long()
+
+
+def _read_string(r: _Reader) -> str:
+    return r.bytes_().decode("utf-8")
+
+
+def _read_bytes(r: _Reader) -> bytes:
+    return r.bytes_()
+
+
+def _read_boolean(r: _Reader) -> bool:
+    return r.raw(1) != b"\x00"
+
+
+def _read_double(r: _Reader) -> float:
+    return _DOUBLE.unpack(r.raw(8))[0]
+
+
+def _read_float(r: _Reader) -> float:
+    return _FLOAT.unpack(r.raw(4))[0]
+
+
+def _read_null(r: _Reader) -> None:
+    return None
+
+
+_PRIMITIVE_READERS = {"null": _read_null, "long": _read_long, "int": _read_long, "string": _read_string,
+                      "boolean": _read_boolean, "double": _read_double, "float": _read_float, "bytes": _read_bytes}
+
+
+def _compile(schema: Any, namespace: str, names: dict[str, Any], built: dict[str, Any]) -> Any:
+    """A function reading one datum of ``schema`` (named types built once; a record that refers
+    to itself reads through a forward reference)."""
     if isinstance(schema, str):
-        if schema == "null":
-            return None
-        if schema in ("long", "int"):
-            return r.long()
-        if schema == "string":
-            return r.bytes_().decode("utf-8")
-        if schema == "boolean":
-            return r.raw(1) != b"\x00"
-        if schema == "double":
-            return _DOUBLE.unpack(r.raw(8))[0]
-        if schema == "float":
-            return _FLOAT.unpack(r.raw(4))[0]
-        if schema == "bytes":
-            return r.bytes_()
-        named = names.get(_full_name(schema, namespace)) or names.get(schema)
-        if named is None:
+        primitive = _PRIMITIVE_READERS.get(schema)
+        if primitive is not None:
+            return primitive
+        full = _full_name(schema, namespace) if _full_name(schema, namespace) in names else schema
+        if full not in names:
             raise NotLite(f"unknown type {schema!r}")
-        return _datum(r, named, namespace, names)
+        if full not in built:
+            cell: list = []
+            built[full] = lambda r: cell[0](r)  # (forward reference while it is being built)
+            cell.append(_compile(names[full], namespace, names, built))
+            built[full] = cell[0]
+        return built[full]
     if isinstance(schema, list):
-        index = r.long()
-        if not 0 <= index < len(schema):
-            raise NotLite(f"union branch {index}")
-        return _datum(r, schema[index], namespace, names)
+        branches = [_compile(branch, namespace, names, built) for branch in schema]
+
+        def read_union(r: _Reader) -> Any:
+            index = r.long()
+            if not 0 <= index < len(branches):
+                raise NotLite(f"union branch {index}")
+            return branches[index](r)
+        return read_union
     kind = schema["type"]
     if kind in ("record", "error"):
         inner = _full_name(schema["name"], schema.get("namespace", namespace)).rpartition(".")[0]
-        return {f["name"]: _datum(r, f["type"], inner, names) for f in schema["fields"]}
+        fields = [(f["name"], _compile(f["type"], inner, names, built)) for f in schema["fields"]]
+        return lambda r: {name: read(r) for name, read in fields}
     if kind == "array":
-        items = schema["items"]
-        return _blocks(r, lambda rr: _datum(rr, items, namespace, names))
+        items = _compile(schema["items"], namespace, names, built)
+        return lambda r: _blocks(r, items)
     if kind == "map":
-        values = schema["values"]
-        return dict(_blocks(r, lambda rr: (rr.bytes_().decode("utf-8"), _datum(rr, values, namespace, names))))
+        values = _compile(schema["values"], namespace, names, built)
+        return lambda r: dict(_blocks(r, lambda rr: (rr.bytes_().decode("utf-8"), values(rr))))
     if kind == "enum":
         symbols = schema["symbols"]
-        index = r.long()
-        if not 0 <= index < len(symbols):
-            raise NotLite(f"enum index {index}")
-        return symbols[index]
+
+        def read_enum(r: _Reader) -> str:
+            index = r.long()
+            if not 0 <= index < len(symbols):
+                raise NotLite(f"enum index {index}")
+            return symbols[index]
+        return read_enum
     if kind == "fixed":
-        return r.raw(schema["size"])
-    return _datum(r, kind, namespace, names)  # ({"type": "string", ...}: a primitive with properties)
+        size = schema["size"]
+        return lambda r: r.raw(size)
+    return _compile(kind, namespace, names, built)  # ({"type": "string", ...}: a primitive with properties)

@@ -181,7 +181,12 @@ def decode_commit_summary(action: str, data: bytes) -> tuple[str | None, dict[st
     Raises:
         MetadataError: naming the action, if the bytes are neither an Avro container nor JSON.
     """
-    record = decode_record(action, data) or {}
+    return commit_summary(action, decode_record(action, data))
+
+
+def commit_summary(action: str, record: dict[str, Any] | None) -> tuple[str | None, dict[str, str]]:
+    """:func:`decode_commit_summary` of a record already decoded (:func:`decode_record`)."""
+    record = record or {}
     extra = record.get("extraMetadata") or {}
     if not isinstance(extra, dict):
         raise MetadataError(f"{action.lower()} instant (COMPLETED): extraMetadata is a {type(extra).__name__}, "
@@ -393,6 +398,7 @@ __all__ = [
     "SCHEMA_KEY",
     "decode_commit_summary",
     "decode_record",
+    "commit_summary",
     "AvroModel",
     "avro_model",
     "detect_format",
