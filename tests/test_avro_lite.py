@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from types import SimpleNamespace
 
 import fastavro
 import numpy as np
@@ -126,6 +127,17 @@ def test_large_containers_and_a_loaded_fastavro_use_fastavro(monkeypatch):
     small = _container([_RECORD], _SCHEMA)
     assert read_container(small)[1] == _RECORD  # (fastavro is loaded in this process: it decodes)
     assert calls == []
-    monkeypatch.delitem(__import__("sys").modules, "fastavro")
+    monkeypatch.setattr(metadata_base, "sys", SimpleNamespace(modules={}))  # (as if fastavro were not loaded)
     assert read_container(small) == ("", None)  # (the stub answered)
     assert calls == [len(small)]
+
+
+def test_a_block_count_beyond_the_bytes_left_goes_to_fastavro(monkeypatch):
+    """A count larger than the bytes left (garbage, or items of no bytes such as nulls) is left
+    to fastavro: the decoder never loops on a garbled count."""
+    schema = {"type": "record", "name": "T", "fields": [{"name": "a", "type": {"type": "array", "items": "null"}}]}
+    data = _container([{"a": [None] * 3}], schema)
+    with pytest.raises(NotLite, match="block of 3 items"):
+        read_container_lite(data)
+    monkeypatch.setattr(metadata_base, "sys", SimpleNamespace(modules={}))  # (as if fastavro were not loaded)
+    assert read_container(data) == ("T", {"a": [None, None, None]})

@@ -132,6 +132,8 @@ def _blocks(reader: _Reader, item: Any) -> list:
         if count < 0:
             count = -count
             reader.long()  # (the block's byte size: not needed to read it)
+        if count > len(reader.data) - reader.pos:  # (more items than bytes left: garbage, or nulls fastavro can take)
+            raise NotLite(f"block of {count} items")
         for _ in range(count):
             out.append(item(reader))
 
