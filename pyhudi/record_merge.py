@@ -47,6 +47,7 @@ from typing import Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
+
 from pyhudi.lazy import pc
 
 EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-from pyhudi.lazy import pc
 
 from pyhudi.errors import ConfigError
+from pyhudi.lazy import pc
 
 FORMAT_LETTERS = frozenset("yYxMdDweEHkKhamsSZ")
 PARSE_LETTERS = frozenset("yMdDEHkKhamsSZ")

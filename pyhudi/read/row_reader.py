@@ -15,8 +15,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pyhudi.lazy import pc
 
+from pyhudi.lazy import pc
 from pyhudi.read.keys import key_text, single_array, sorted_keys, text_keys
 from pyhudi.read.window import subset_positions
 from pyhudi.schema import META_FIELDS

@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-from pyhudi.lazy import pc
 import pyarrow.parquet as pq
 
 from pyhudi.fsview.view import BaseFile
+from pyhudi.lazy import pc
 from pyhudi.read.family_reader import file_key
 from pyhudi.read.filters import NULL_REJECTING, Filter
 from pyhudi.read.metadata_cache import METADATA_CACHE

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
-from pyhudi.lazy import pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import LogFormatError, ReadError
+from pyhudi.lazy import pc
 from pyhudi.logformat import AvroDataBlock, DataBlock, DeleteBlock, ParquetDataBlock
 from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.keys import (
