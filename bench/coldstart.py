@@ -4,8 +4,10 @@ Each variant is a fresh interpreter, timed from the parent (wall: ``subprocess.r
 children's user + system time from ``getrusage``), in turns with:
 
 - the CLI, ``pyhudi read PATH --columns c0,c1`` (rich's tables included);
-- the floor no pyhudi code is part of: ``import pyarrow, pyarrow.compute, pyarrow.fs,
-  pyarrow.parquet`` (what any pyhudi read needs), and the bare interpreter.
+- the floor no pyhudi code is part of: ``import pyarrow, pyarrow.parquet`` (what a pyhudi read
+  of base files and log blocks loads of pyarrow: ``pyarrow.compute`` loads only when a read
+  calls a kernel, :mod:`pyhudi.lazy`), the same with ``pyarrow.compute`` (the floor of earlier
+  runs), and the bare interpreter.
 
 The children run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed) after one
 untimed warm-up, as an installed package runs; the pyhudi child also reports its own split
@@ -23,7 +25,8 @@ import sys
 from bench.harness import Comparison, Variant, compare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEAVY = ("pandas", "pyspark", "fastavro", "rich", "hypothesis", "pyarrow.dataset")
+HEAVY = ("pandas", "pyspark", "fastavro", "rich", "hypothesis", "pyarrow.dataset", "pyarrow.compute",
+         "concurrent.futures")
 
 _PYHUDI = f"""
 import sys, time, json
@@ -37,7 +40,8 @@ t3 = time.perf_counter()
 print(json.dumps({{"import_s": t1 - t0, "open_s": t2 - t1, "read_s": t3 - t2, "rows": rows.num_rows,
                   "loaded": ",".join(m for m in {HEAVY!r} if m in sys.modules) or "-"}}))
 """
-_FLOOR = "import pyarrow, pyarrow.compute, pyarrow.fs, pyarrow.parquet"
+_FLOOR = "import pyarrow, pyarrow.parquet"
+_FLOOR_COMPUTE = "import pyarrow, pyarrow.compute, pyarrow.fs, pyarrow.parquet"
 
 
 def _children_cpu() -> float:
@@ -67,13 +71,14 @@ def measure(table_path: str, repeat: int) -> Comparison:
         out = json.loads(_child(pyhudi_args).strip().splitlines()[-1])
         return {k: round(v, 4) if isinstance(v, float) else v for k, v in out.items()}
 
-    for args in (pyhudi_args, cli_args, ["-c", _FLOOR]):  # warm-up: writes the bytecode caches
+    for args in (pyhudi_args, cli_args, ["-c", _FLOOR], ["-c", _FLOOR_COMPUTE]):  # warm-up: bytecode caches
         _child(args)
     variants = [
         Variant("pyhudi: import + open + read 2 columns", pyhudi_run),
         Variant("CLI: pyhudi read --columns c0,c1", lambda _: _child(cli_args) and None),
         Variant("python: -c pass", lambda _: _child(["-c", "pass"]) and None),
-        Variant("floor: import pyarrow (+compute, fs, parquet)", lambda _: _child(["-c", _FLOOR]) and None),
+        Variant("import pyarrow (+compute, fs, parquet)", lambda _: _child(["-c", _FLOOR_COMPUTE]) and None),
+        Variant("floor: import pyarrow (+parquet)", lambda _: _child(["-c", _FLOOR]) and None),
     ]
     return compare("cold start: fresh process, read 2 columns", variants, repeat, target="pyhudi <= 0.1 s wall",
                    note="subprocesses; ratio = pyhudi / pyarrow import floor", cpu_clock=_children_cpu)

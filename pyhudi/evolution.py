@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
 from pyhudi.config import table as tc
-from pyhudi.config.alter import AlterPlan, plan_alter
 from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS
 from pyhudi.config.families import (
     ColumnFamily,
@@ -46,10 +45,12 @@ from pyhudi.errors import ColumnFamilyError, CommitConflictError, FileNameError,
 from pyhudi.schema import META_FIELDS, arrow_schema_from_avro, avro_schema_json
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import parse_data_file_name
-from pyhudi.timeline.heartbeat import Heartbeat
 from pyhudi.timeline.instant import Action, Instant
-from pyhudi.timeline.metadata import SCHEMA_KEY, CommitMetadata
+from pyhudi.timeline.metadata_base import SCHEMA_KEY
 from pyhudi.timeline.timeline import COMMIT_ACTIONS, Timeline
+
+if TYPE_CHECKING:
+    from pyhudi.config.alter import AlterPlan
 
 ALTER_OPERATION = "ALTER_SCHEMA"
 SERVICE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
@@ -264,6 +265,8 @@ def alter_table(table: Any, set_properties: Mapping[str, Any] | None = None,
                 unset_properties: Iterable[str] | str | None = None,
                 new_columns: Mapping[str, Any] | pa.Schema | None = None) -> tuple[str | None, tc.TableConfig]:
     """Validate and apply an ALTER; returns (ALTER instant or None, the new table config)."""
+    from pyhudi.config.alter import plan_alter  # (ALTERs only: a read imports less, issue 15)
+
     history: SchemaHistory = table.history
     storage: Storage = table.storage
     timeline = table.active_timeline()
@@ -286,6 +289,8 @@ def alter_table(table: Any, set_properties: Mapping[str, Any] | None = None,
 
 def _record_alter(timeline: Timeline, config: tc.TableConfig, plan: AlterPlan,
                   previous: Mapping[str, ColumnFamily], unset: tuple[str, ...]) -> str:
+    from pyhudi.timeline.metadata import CommitMetadata  # (an ALTER writes; reads need no model)
+
     edits = json.dumps({"set": plan.set_properties, "unset": list(unset)}, separators=(",", ":"))
     metadata = CommitMetadata.from_write_stats(
         [], operation_type=ALTER_OPERATION, schema=avro_schema_json(plan.schema, config.name),
@@ -298,6 +303,8 @@ def _record_alter(timeline: Timeline, config: tc.TableConfig, plan: AlterPlan,
     content = metadata.to_avro_bytes()
     # a heartbeat, as every writer keeps: no concurrent writer rolls back the pending ALTER
     instant_time = timeline.new_instant_time()
+    from pyhudi.timeline.heartbeat import Heartbeat
+
     heartbeat = Heartbeat(timeline.storage, instant_time, HEARTBEAT_INTERVAL_MS.get(config.props)).start()
     try:
         requested = timeline.create_requested(Action.DELTACOMMIT, instant_time)

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pyhudi.config import keygen as kg
 from pyhudi.errors import ConfigError, PathEscapeError, SchemaError
+from pyhudi.lazy import pc
 from pyhudi.timeformat import (
     FORMAT_LETTERS,
     PARSE_LETTERS,

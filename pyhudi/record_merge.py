@@ -47,7 +47,8 @@ from typing import Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from pyhudi.lazy import pc
 
 EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"

@@ -7,12 +7,14 @@ works through the table's public handle (storage, config, a fresh timeline, its 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pyhudi.config.keys import format_value
-from pyhudi.context import TableContext
 from pyhudi.timeline.instant import Instant
 from pyhudi.timeline.timeline import Timeline
+
+if TYPE_CHECKING:
+    from pyhudi.context import TableContext
 
 
 def _string_options(options: Mapping[str, Any] | None) -> dict[str, str]:
@@ -26,6 +28,8 @@ class TableServices:
 
     def table_context(self, timeline: Timeline | None = None) -> TableContext:
         """What services and file-slice readers need of the table now (picklable)."""
+        from pyhudi.context import TableContext  # (services only: a read imports less, issue 15)
+
         return TableContext.of(self, timeline if timeline is not None else self.active_timeline())
 
     def schedule_compaction(self, families: Sequence[str] | str | None = None, full: bool = False,

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pyhudi.errors import ConfigError
+from pyhudi.lazy import pc
 
 FORMAT_LETTERS = frozenset("yYxMdDweEHkKhamsSZ")
 PARSE_LETTERS = frozenset("yMdDEHkKhamsSZ")

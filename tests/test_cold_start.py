@@ -21,7 +21,9 @@ import pytest
 import pyhudi
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-HEAVY = ("pandas", "pyspark", "fastavro", "rich", "hypothesis", "pyarrow.dataset")
+HEAVY = ("pandas", "pyspark", "fastavro", "rich", "hypothesis", "pyarrow.dataset", "pyarrow.compute",
+         "concurrent.futures", "logging", "pyhudi.timeline.metadata", "pyhudi.timeline.archived",
+         "pyhudi.logformat.writer")
 
 _PROBE = """
 import json, sys
@@ -74,8 +76,9 @@ def test_import_open_and_read_load_neither_pandas_nor_pyspark(family_table):
     out = _run(path)
     assert out["import"] == []
     assert out["open"] == []
-    # the read decodes the commit metadata (Avro, so fastavro) and nothing heavier
-    assert out["read"] == ["fastavro"]
+    # the commit metadata (small Avro containers) is decoded without fastavro, the files read
+    # without pyarrow.compute, on read threads without concurrent.futures (issue 15)
+    assert out["read"] == []
     assert out["rows"] == 1_000
     assert out["sums"] == sums
 
@@ -95,7 +98,7 @@ table.upsert(update)
 out["after_write"] = table.read(columns=["c0"], filters=[("id", "=", 1)]).column("c0").to_pylist()
 """
     out = _run(path, after)
-    assert out["read"] == ["fastavro"]
+    assert out["read"] == []
     assert out["frame"] == ["DataFrame", ["id", "c5"], [0.0, 1.5, 3.0]]
     assert out["from_frame"] == [1, 2]
     assert out["after_write"] == [9.0]
@@ -131,5 +134,42 @@ exec("def load():\\n    import pandas\\n    return pandas.__name__\\n", scope)
 out["by_name"] = scope["load"]()
 """
     out = _run(path, after)
-    assert out["read"] == ["fastavro"]
+    assert out["read"] == []
     assert out["by_name"] == "pandas"
+
+
+def test_lazily_loaded_modules_load_when_a_read_needs_them(family_table):
+    """A filtered read needs pyarrow.compute, and a write the timeline's models and fastavro:
+    each loads on first use, in the same process as a cold read, with the right results."""
+    path, _ = family_table
+    after = """
+import sys
+filtered = table.read(columns=["id", "c5"], filters=[("c5", ">=", 1497.0)])
+out["filtered"] = sorted(filtered.column("id").to_pylist())
+out["after_filter"] = sorted(m for m in HEAVY if m in sys.modules)
+import pyarrow as pa
+table.upsert(pa.table({"id": pa.array([3], pa.int64()), "c0": [7.5], "c1": [0.5]}))
+out["written"] = table.read(columns=["c0"], filters=[("id", "=", 3)]).column("c0").to_pylist()
+out["after_write"] = sorted(m for m in HEAVY if m in sys.modules)
+"""
+    out = _run(path, after)
+    assert out["read"] == []
+    assert out["filtered"] == [998, 999]
+    assert out["after_filter"] == ["pyarrow.compute", "pyarrow.dataset"]  # (filter expressions)
+    assert out["written"] == [7.5]
+    assert {"fastavro", "pyhudi.timeline.metadata", "pyhudi.logformat.writer"} <= set(out["after_write"])
+
+
+def test_cli_read_builds_only_its_command(family_table):
+    """``pyhudi read`` imports the read command's module, not every command's (services,
+    drawing, demo, inspection), and prints the rows."""
+    path, _ = family_table
+    code = ("import sys, json\nfrom pyhudi.cli import main\n"
+            "status = main(['read', sys.argv[1], '--columns', 'id,c5', '--sort', 'id', '--limit', '2', '--json'])\n"
+            "mods = sorted(m for m in sys.modules if m.startswith('pyhudi.cli.'))\n"
+            "print(json.dumps({'status': status, 'mods': mods}))")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=True)
+    *printed, last = done.stdout.strip().splitlines()
+    assert json.loads("\n".join(printed)) == [{"id": 0, "c5": 0.0}, {"id": 1, "c5": 1.5}]
+    assert json.loads(last) == {"status": 0, "mods": ["pyhudi.cli.io", "pyhudi.cli.output", "pyhudi.cli.tables"]}

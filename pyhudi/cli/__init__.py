@@ -56,8 +56,19 @@ def cmd_docs(args: argparse.Namespace, console: Any) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from pyhudi.cli import demo, draw, inspect, services, stats, tables
+_COMMAND_MODULES = {
+    **dict.fromkeys(("create", "describe", "write", "read", "show", "alter"), "tables"),
+    **dict.fromkeys(("timeline", "show-instant", "files", "fsview"), "inspect"),
+    "stats": "stats", "draw": "draw", "demo": "demo",
+}
+"""Commands whose module alone registers them: a command line naming one builds only its parser
+(``pyhudi read`` need not import the services, drawing and demo commands: cold start, issue 15)."""
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command-line parser: every command's, or only the named command's when ``argv``
+    names one of :data:`_COMMAND_MODULES` (its help and errors are the same)."""
+    import importlib
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -66,8 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-    for module in (tables, inspect, stats, services, draw, demo):
-        module.register(sub, common)
+    command = next((a for a in argv or () if not a.startswith("-")), None)
+    only = _COMMAND_MODULES.get(command)
+    names = [only] if only else ["tables", "inspect", "stats", "services", "draw", "demo"]
+    for name in names:
+        importlib.import_module(f"pyhudi.cli.{name}").register(sub, common)
+    if only:
+        return parser
     docs = sub.add_parser("docs", parents=[common], help="generated documentation (the configuration reference)")
     docs.add_argument("topic", choices=["config"])
     docs.add_argument("--output", help="write to this file instead of stdout")
@@ -80,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pyhudi.errors import HudiError
 
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     except SystemExit as exc:  # --help / --version (0) or a bad command line (2, already reported)
         return int(exc.code or 0)
     try:

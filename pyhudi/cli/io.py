@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.csv as pa_csv
-import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from pyhudi.errors import HudiError
@@ -50,8 +48,12 @@ def load_input(path: str, fmt: str | None, schema: pa.Schema) -> pa.Table:
         if fmt == "parquet":
             return pq.read_table(path)
         if fmt == "csv":
+            import pyarrow.csv as pa_csv  # (CSV and JSON readers load on use: `pyhudi read` starts faster)
+
             types = {field.name: field.type for field in schema}  # columns absent from the file are ignored
             return pa_csv.read_csv(path, convert_options=pa_csv.ConvertOptions(column_types=types))
+        import pyarrow.json as pa_json
+
         return _conform(pa_json.read_json(path), schema)
     except (pa.ArrowInvalid, OSError) as exc:
         raise CliInputError(f"cannot read {fmt} input {path!r}: {exc}") from exc
@@ -118,6 +120,8 @@ def write_output(table: pa.Table, path: str) -> None:
     if fmt == "parquet":
         pq.write_table(table, path)
     elif fmt == "csv":
+        import pyarrow.csv as pa_csv
+
         pa_csv.write_csv(table, path)
     else:
         import json

@@ -107,6 +107,9 @@ def table_checksum(table_name: str, database: str | None = None) -> int:
     return zlib.crc32(f"{database or ''}.{table_name}".encode("utf-8")) & 0xFFFFFFFF
 
 
+_PARSED_FAMILIES: dict[tuple, dict[str, ColumnFamily]] = {}
+
+
 @dataclass
 class TableConfig:
     """The parsed content of ``hoodie.properties`` (raw strings kept, typed accessors on top)."""
@@ -201,7 +204,15 @@ class TableConfig:
 
     @property
     def column_families(self) -> dict[str, ColumnFamily]:
-        return families_from_properties(self.props)
+        # (asked several times per read: parsed once per distinct set of family entries)
+        entries = tuple((k, v) for k, v in self.props.items() if is_family_key(k))
+        found = _PARSED_FAMILIES.get(entries)
+        if found is None:
+            found = families_from_properties(self.props)
+            if len(_PARSED_FAMILIES) >= 256:
+                _PARSED_FAMILIES.clear()
+            _PARSED_FAMILIES[entries] = found
+        return dict(found)
 
     # ------------------------------------------------------------------------ checks
     def validate_for_read(self) -> None:

@@ -33,7 +33,7 @@ from functools import cached_property, lru_cache
 from pyhudi.errors import FileNameError
 from pyhudi.storage.fs import FileInfo, Storage
 from pyhudi.storage.naming import PARTITION_METAFILE, BaseFileName, LogFileName, parse_data_file_name
-from pyhudi.timeline.archived import ArchivedCompletions
+from pyhudi.timeline.archive_times import ArchivedCompletions
 from pyhudi.timeline.timeline import Timeline
 
 FULL_ROW = None

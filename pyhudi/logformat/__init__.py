@@ -41,15 +41,19 @@ from pyhudi.logformat.parquet_options import (
     write_parquet,
 )
 from pyhudi.logformat.reader import FileSource, LogReader, read_log_blocks
-from pyhudi.logformat.writer import (
-    BlockLocation,
-    LogWriter,
-    append_log_blocks,
-    data_block_header,
-    encode_block,
-    encode_blocks,
-    write_log_file,
-)
+
+_WRITER_NAMES = frozenset({"BlockLocation", "LogWriter", "append_log_blocks", "data_block_header", "encode_block",
+                           "encode_blocks", "write_log_file"})
+
+
+def __getattr__(name: str) -> object:
+    """The writer's names, imported on first use (a read never writes a log file: issue 15)."""
+    if name in _WRITER_NAMES:
+        from pyhudi.logformat import writer
+
+        return getattr(writer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BLOCK_CLASSES",

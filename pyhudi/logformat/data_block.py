@@ -13,10 +13,10 @@ import struct
 from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import LogFormatError, SchemaError
+from pyhudi.lazy import pc
 from pyhudi.logformat.block import (
     _U32,
     CONTENT_VERSION,

@@ -14,9 +14,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyhudi.lazy import pc
 from pyhudi.schema import META_FIELDS
 
 

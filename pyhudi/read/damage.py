@@ -87,23 +87,31 @@ def _cached(cache: OrderedDict, key: tuple, limit: int, compute: Callable[[], An
     return value
 
 
-def _written_by(timeline: Any, instant: Any) -> tuple:
+def _written_by(timeline: Any, instant: Any) -> tuple | None:
     """``(relpath, partition, file_id, is_log, start, end)`` per write stat of ``instant``;
-    None when its metadata cannot be decoded (nothing is checked against it then)."""
+    None when its metadata cannot be decoded (nothing is checked against it then). Read from the
+    plain record (``Timeline.read_record``): the write stat models cost a cold read more to load
+    than these few fields cost to pick (issue 15)."""
     try:
-        metadata = timeline.read_metadata(instant)
+        record = timeline.read_record(instant) or {}
     except (HudiError, OSError, ValueError):
         return None
+    stats = record.get("partitionToWriteStats") if isinstance(record, dict) else None
+    if not isinstance(stats, dict):
+        return None if stats is not None else ()
     out = []
-    for partition, stats in (getattr(metadata, "partition_to_write_stats", None) or {}).items():
-        for stat in stats or ():
-            if not stat.path or not stat.file_id:
+    for partition, entries in stats.items():
+        if not isinstance(entries, list) or not all(isinstance(stat, dict) for stat in entries):
+            return None
+        for stat in entries:
+            path, file_id = stat.get("path"), stat.get("fileId")
+            if not path or not file_id:
                 continue
-            name = stat.path.rpartition("/")[2]
+            name = path.rpartition("/")[2]
             is_log = name.startswith(".") and ".log." in name
-            start = (stat.log_offset or 0) if is_log else 0
-            end = max(stat.file_size_in_bytes or 0, start + (stat.total_write_bytes or 0) if is_log else 0)
-            out.append((stat.path, partition or "", stat.file_id, is_log, start, end))
+            start = (stat.get("logOffset") or 0) if is_log else 0
+            end = max(stat.get("fileSizeInBytes") or 0, start + (stat.get("totalWriteBytes") or 0) if is_log else 0)
+            out.append((path, partition or "", file_id, is_log, start, end))
     return tuple(out)
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pyhudi.errors import SchemaError
+from pyhudi.lazy import pc
 
 _BINARY = {"=": "__eq__", "==": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
 _STRING_OPS = ("starts_with", "ends_with", "contains")

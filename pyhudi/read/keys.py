@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from pyhudi.lazy import pc
 from pyhudi.schema import META_FIELDS
 from pyhudi.keygen import record_keys
 

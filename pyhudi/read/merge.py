@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from pyhudi.lazy import pc
 from pyhudi.read.keys import text_keys
 from pyhudi.record_merge import (
     cast_ordering,

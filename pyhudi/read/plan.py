@@ -23,7 +23,6 @@ import os
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -43,6 +42,7 @@ from pyhudi.read.pruning import partition_columns_from_path, partition_may_match
 from pyhudi.read.skipping import FileSkipper
 from pyhudi.read.split import key_splits, split_rows
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
+from pyhudi.read.threads import own_thread, shared_threads
 from pyhudi.schema import META_FIELDS
 from pyhudi.timeline.instant import format_instant_time
 from pyhudi.timeline.timeline import COMMIT_ACTIONS
@@ -110,20 +110,6 @@ class ScanPlan:
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
 
-_POOL: tuple[int, ThreadPoolExecutor] | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _shared_pool() -> ThreadPoolExecutor:
-    """The process's read threads, started once: starting threads on every read costs as much
-    as a small read (a forked child starts its own)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None or _POOL[0] != os.getpid():
-            _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="pyhudi-read"))
-        return _POOL[1]
-
-
 def run_tasks(tasks: Sequence[ReadTask], workers: int) -> list[pa.Table]:
     """Run ``tasks`` on ``workers`` threads (the caller's and pool threads); results in task order.
 
@@ -149,22 +135,17 @@ def run_tasks(tasks: Sequence[ReadTask], workers: int) -> list[pa.Table]:
                 failed.set()
                 raise
 
-    pool = _shared_pool() if workers <= (os.cpu_count() or 1) else None
-    own = ThreadPoolExecutor(max_workers=workers - 1) if pool is None else None
+    shared = workers <= (os.cpu_count() or 1)
+    pool = shared_threads() if shared else None
+    helpers = [pool.submit(runner) if shared else own_thread(runner) for _ in range(workers - 1)]
     try:
-        helpers = [(pool or own).submit(runner) for _ in range(workers - 1)]
-        try:
-            runner()
-        finally:
-            for helper in helpers:
-                if not helper.cancel():  # (one still queued behind other reads has nothing left to do)
-                    helper.exception()  # wait for every running helper before raising or returning
-        for helper in helpers:
-            if not helper.cancelled():
-                helper.result()
+        runner()
     finally:
-        if own is not None:
-            own.shutdown()
+        for helper in helpers:
+            if not helper.cancel():  # (one still queued behind other reads has nothing left to do)
+                helper.wait()  # wait for every running helper before raising or returning
+    for helper in helpers:
+        helper.result()
     return results
 
 
@@ -360,9 +341,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     if dropped:  # (Hudi's schema resolver appends partition columns the recorded schema lacks as strings)
         schema = pa.schema([*schema, *[pa.field(n, pa.string()) for n in dropped if n not in schema.names]])
     output = _output_schema(schema, columns, with_meta)
-    filter_schema = schema
-    for i, name in enumerate(META_FIELDS):  # (inserted: building it from a wide schema's fields costs more)
-        filter_schema = filter_schema.insert(i, pa.field(name, pa.string()))
+    filter_schema = _with_meta_fields(schema)
     normalized = normalize_filters(filters, filter_schema)
     needed = set(output.names) | {f.column for f in normalized}
     if incremental is not None:
@@ -415,6 +394,25 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
         task = ReadTask(table.storage, group.partition_path, group.file_id, parts, settings, partition_values=values)
         tasks.extend(_split(task, max_rows) if max_rows else [task])
     return ScanPlan(output, pinned, tasks, query_type, view.as_of or pinned, skipper.metrics)
+
+
+_WITH_META: dict[int, tuple[pa.Schema, pa.Schema]] = {}
+
+
+def _with_meta_fields(schema: pa.Schema) -> pa.Schema:
+    """``schema`` after the five meta columns (strings), kept per schema object: the table
+    handle's schema history hands out the same object on every read, and inserting five fields
+    into a wide schema costs a warm read tens of microseconds."""
+    found = _WITH_META.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    out = schema
+    for i, name in enumerate(META_FIELDS):  # (inserted: building it from a wide schema's fields costs more)
+        out = out.insert(i, pa.field(name, pa.string()))
+    if len(_WITH_META) >= 64:
+        _WITH_META.clear()
+    _WITH_META[id(schema)] = (schema, out)
+    return out
 
 
 def _split(task: ReadTask, max_rows: int) -> list[ReadTask]:

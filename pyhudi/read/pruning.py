@@ -25,10 +25,10 @@ from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import ReadError
+from pyhudi.lazy import pc
 from pyhudi.read.filters import NULL_REJECTING, Filter, typed_values
 from pyhudi.read.keys import text_keys
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH

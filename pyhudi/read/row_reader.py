@@ -15,8 +15,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from pyhudi.lazy import pc
 from pyhudi.read.keys import key_text, single_array, sorted_keys, text_keys
 from pyhudi.read.window import subset_positions
 from pyhudi.schema import META_FIELDS
@@ -97,7 +97,8 @@ def _aligned(live: list[pa.Table]) -> bool:
     for other in live[1:]:
         if other.num_rows != len(first):
             return False
-    return all(pc.all(pc.equal(first, other.column(KEY))).as_py() for other in live[1:])
+    # (``equals`` compares values whatever the chunking, without loading pyarrow.compute)
+    return all(first.equals(other.column(KEY)) for other in live[1:])
 
 
 def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = None,

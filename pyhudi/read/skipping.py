@@ -35,16 +35,15 @@ from __future__ import annotations
 import json
 import math
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.fsview.view import BaseFile
+from pyhudi.lazy import pc
 from pyhudi.read.family_reader import file_key
 from pyhudi.read.filters import NULL_REJECTING, Filter
 from pyhudi.read.metadata_cache import METADATA_CACHE
@@ -165,6 +164,8 @@ class FileSkipper:
                         and METADATA_CACHE.footer(file_key(self.storage, base)) is None:
                     wanted[base.relpath] = base
         if len(wanted) > 1:
+            from concurrent.futures import ThreadPoolExecutor  # (object stores only: a local read needs none)
+
             with ThreadPoolExecutor(max_workers=min(PREFETCH_THREADS, len(wanted))) as pool:
                 list(pool.map(self._footer, wanted.values()))
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import LogFormatError, ReadError
+from pyhudi.lazy import pc
 from pyhudi.logformat import AvroDataBlock, DataBlock, DeleteBlock, ParquetDataBlock
 from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.keys import (
@@ -384,6 +384,9 @@ class ParquetInput:
             parts = self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=names,
                                               use_threads=self.spec.decode_threads)
         for batch in parts:
+            if batch.schema.equals(schema, check_metadata=True):  # (the usual case: the columns as asked for)
+                yield batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+                continue
             present = dict(zip(batch.schema.names, batch.columns))
             arrays = []
             for f in fields:

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pyhudi.fsview.view import FileSlice, Visibility
+from pyhudi.lazy import pc
 from pyhudi.read.damage import blame, is_decode_error
 from pyhudi.read.family_reader import FamilyScan, OpenedBase, base_input, file_key, read_family, slice_inputs
 from pyhudi.read.filters import Filter, filter_expression

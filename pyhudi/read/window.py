@@ -24,8 +24,8 @@ import functools
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from pyhudi.lazy import pc
 from pyhudi.read.keys import single_array, sorted_keys
 from pyhudi.read.merge import Versions, columns_of, merge_versions
 from pyhudi.record_merge import advance, cast_ordering, commit_time_deletes, comparable_ordering

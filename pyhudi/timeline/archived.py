@@ -39,7 +39,8 @@ import pyarrow.parquet as pq
 from pyhudi.errors import MetadataError, StorageError, TimelineError
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.instant import Action, Instant, State
-from pyhudi.timeline.metadata import decode_commit_summary, decode_instant_metadata
+from pyhudi.timeline.archive_times import ArchivedCompletions  # noqa: F401 (re-exported)
+from pyhudi.timeline.metadata_base import decode_commit_summary
 
 VERSION_FILE = "_version_"
 MANIFEST_PREFIX = "manifest_"
@@ -286,10 +287,14 @@ class ArchivedTimeline:
 
     def read_metadata(self, instant: Instant) -> Any:
         """The decoded completed metadata of an archived instant."""
+        from pyhudi.timeline.metadata import decode_instant_metadata
+
         return decode_instant_metadata(instant.action.value, State.COMPLETED.value, self.metadata_bytes(instant))
 
     def read_plan(self, instant: Instant) -> Any:
         """The decoded plan of an archived instant (None when it had none)."""
+        from pyhudi.timeline.metadata import decode_instant_metadata
+
         return decode_instant_metadata(instant.origin_action.value, State.REQUESTED.value, self.plan_bytes(instant))
 
     def read_commit_summary(self, instant: Instant) -> tuple[str | None, dict[str, str]]:
@@ -314,6 +319,8 @@ def _pending_action(action: str, plan: bytes | None) -> Action | None:
     if action == "deltacommit":
         return Action.LOGCOMPACTION
     if action == "replacecommit":
+        from pyhudi.timeline.metadata import decode_instant_metadata
+
         try:
             requested = decode_instant_metadata("clustering", State.REQUESTED.value, plan)
         except MetadataError:
@@ -365,44 +372,6 @@ def _file_entries(storage: Storage, history_dir: str, name: str, size: int) -> l
             _FILE_ENTRIES.clear()
         _FILE_ENTRIES[key] = found
     return found
-
-
-class ArchivedCompletions:
-    """Completion times of archived instants, loaded on the first question (picklable: a read
-    task on another process loads them there, through the same per-process cache)."""
-
-    def __init__(self, storage: Storage, history_dir: str) -> None:
-        self.storage = storage
-        self.history_dir = history_dir
-        self._times: dict[str, str] | None = None
-        self._first: str | None = None
-
-    def __reduce__(self):
-        return (ArchivedCompletions, (self.storage, self.history_dir))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ArchivedCompletions) and (self.storage.base_uri, self.history_dir) == (
-            other.storage.base_uri, other.history_dir)
-
-    def __hash__(self) -> int:
-        return hash((self.storage.base_uri, self.history_dir))
-
-    def _load(self) -> dict[str, str]:
-        if self._times is None:
-            archived = load_archived(self.storage, self.history_dir)
-            self._times = archived.completion_times()
-            self._first = archived.first_time
-        return self._times
-
-    def get(self, requested_time: str) -> str | None:
-        """The completion time of an archived instant; None if the archive does not hold it."""
-        return self._load().get(requested_time)
-
-    def covers(self, requested_time: str) -> bool:
-        """Whether the archive reaches back to ``requested_time`` (an instant there that it does
-        not hold never completed; older ones may have been archived by an older layout)."""
-        self._load()
-        return self._first is not None and requested_time >= self._first
 
 
 _CACHE: dict[tuple[str, str, int, tuple[str, ...]], ArchivedTimeline] = {}

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import socket
 import threading
 import time
@@ -215,6 +214,8 @@ class FileLock:
                     f"({retries} retries): held by {who}"
                 )
             retries += 1
+            import random  # (only a contended lock waits: a read never does)
+
             time.sleep(min(delay * random.uniform(0.5, 1.0), max(0.0, deadline - now)))
             delay = min(delay * 2.0, self.max_retry_interval_s)
 

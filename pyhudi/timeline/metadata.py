@@ -26,9 +26,11 @@ from collections.abc import Iterable, Iterator
 
 from pyhudi.errors import MetadataError
 from pyhudi.timeline import schemas
-from pyhudi.timeline.metadata_base import (
+from pyhudi.timeline.metadata_base import (  # noqa: F401 (SCHEMA_KEY, decode_commit_summary: re-exported)
+    SCHEMA_KEY,
     AvroModel,
     avro_model,
+    decode_commit_summary,
     detect_format,
     model_for_record,
     read_container,
@@ -55,8 +57,6 @@ from pyhudi.timeline.metadata_plans import (
     SliceInfo,
 )
 
-#: extraMetadata key holding the writer's Avro schema (JSON, without ``_hoodie_*`` fields)
-SCHEMA_KEY = "schema"
 
 
 @avro_model(schemas.RUNTIME_STATS)
@@ -260,37 +260,6 @@ def decode_instant_metadata(action: str, state: str, data: bytes) -> object | No
     except MetadataError as exc:
         raise MetadataError(f"{where}: {exc}") from exc
     raise MetadataError(f"{where}: content is neither an Avro container nor JSON (starts with {bytes(data[:8])!r})")
-
-
-def decode_commit_summary(action: str, data: bytes) -> tuple[str | None, dict[str, str]]:
-    """``(operationType, extraMetadata)`` of a completed commit's file, without building the
-    whole model.
-
-    Every write looks up the schema and families the latest commit recorded; decoding every
-    write stat of a large commit into model objects for two fields would cost milliseconds.
-
-    Raises:
-        MetadataError: naming the action, if the bytes are neither an Avro container nor JSON.
-    """
-    fmt = detect_format(data)
-    if fmt == "empty":
-        return None, {}
-    where = f"{action.lower()} instant (COMPLETED)"
-    try:
-        if fmt == "avro":
-            record = read_container(data)[1]
-        elif fmt == "json":
-            record = read_json(data)
-        else:
-            raise MetadataError(f"content is neither an Avro container nor JSON (starts with {bytes(data[:8])!r})")
-    except MetadataError as exc:
-        raise MetadataError(f"{where}: {exc}") from exc
-    record = record or {}
-    extra = record.get("extraMetadata") or {}
-    if not isinstance(extra, dict):
-        raise MetadataError(f"{where}: extraMetadata is a {type(extra).__name__}, not a map")
-    operation = record.get("operationType")
-    return (str(operation) if operation is not None else None), {str(k): v for k, v in extra.items()}
 
 
 def _model_for(expected: type[AvroModel], record_name: str, where: str) -> type[AvroModel]:

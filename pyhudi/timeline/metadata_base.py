@@ -20,17 +20,20 @@ Wire formats:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import inspect
 import io
 import json
 import re
+import sys
 from typing import Any, Callable, ClassVar, TypeVar
 
 from pyhudi.errors import MetadataError
 from pyhudi.timeline import schemas
+from pyhudi.timeline.avro_lite import LITE_MAX_BYTES, NotLite, read_container_lite
 
 AVRO_MAGIC = b"Obj\x01"
+SCHEMA_KEY = "schema"
+"""extraMetadata key holding the writer's Avro schema (JSON, without ``_hoodie_*`` fields)."""
 
 _M = TypeVar("_M", bound="AvroModel")
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -79,6 +82,8 @@ def encode_container(schema_json: str, datum: bytes) -> bytes:
     The sync marker is derived from the content instead of being random, so the same metadata
     always serialises to the same bytes (a retried commit writes an identical instant file).
     """
+    import hashlib  # (writes only: a read imports less, issue 15)
+
     schema_bytes = schema_json.encode("utf-8")
     sync = hashlib.md5(schema_bytes + datum).digest()
     header = (
@@ -101,6 +106,19 @@ def read_container(data: bytes) -> tuple[str, dict[str, Any] | None]:
     """
     if data[:4] != AVRO_MAGIC:
         raise MetadataError("not an Avro container file (no 'Obj\\x01' magic)")
+    if len(data) <= LITE_MAX_BYTES and "fastavro" not in sys.modules:
+        try:  # (small files without fastavro loaded: decoded without importing it, issue 15)
+            name, record = read_container_lite(data)
+        except NotLite:
+            pass  # (fastavro decodes it, or says what is wrong with it)
+        else:
+            return _container_result(name, record)
+    return read_container_fastavro(data)
+
+
+def read_container_fastavro(data: bytes) -> tuple[str, dict[str, Any] | None]:
+    """:func:`read_container` through fastavro (large files, and whatever the small decoder of
+    :mod:`pyhudi.timeline.avro_lite` does not take)."""
     import fastavro  # (on first use: `import pyhudi` stays light, issue 15)
 
     try:
@@ -111,7 +129,10 @@ def read_container(data: bytes) -> tuple[str, dict[str, Any] | None]:
         raise
     except Exception as exc:  # fastavro raises a zoo of types on truncated/garbled input
         raise MetadataError(f"undecodable Avro container: {exc}") from exc
-    name = writer_schema.get("name", "") if isinstance(writer_schema, dict) else ""
+    return _container_result(writer_schema.get("name", "") if isinstance(writer_schema, dict) else "", record)
+
+
+def _container_result(name: str, record: Any) -> tuple[str, dict[str, Any] | None]:
     if record is not None and not isinstance(record, dict):
         raise MetadataError(f"Avro container holds a {type(record).__name__}, not a record")
     return name, record
@@ -125,6 +146,53 @@ def read_json(data: bytes) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise MetadataError(f"JSON metadata is a {type(obj).__name__}, not an object")
     return obj
+
+
+def decode_record(action: str, data: bytes) -> dict[str, Any] | None:
+    """The plain record of a completed instant's file (camelCase keys, as Avro or JSON holds it;
+    None for an empty file), without building a model: a read asks a few fields of each commit
+    (its schema, the files it wrote), and the models cost more to load than a cold read's
+    metadata work (issue 15).
+
+    Raises:
+        MetadataError: naming the action, if the bytes are neither an Avro container nor JSON.
+    """
+    fmt = detect_format(data)
+    if fmt == "empty":
+        return None
+    where = f"{action.lower()} instant (COMPLETED)"
+    try:
+        if fmt == "avro":
+            return read_container(data)[1]
+        if fmt == "json":
+            return read_json(data)
+        raise MetadataError(f"content is neither an Avro container nor JSON (starts with {bytes(data[:8])!r})")
+    except MetadataError as exc:
+        raise MetadataError(f"{where}: {exc}") from exc
+
+
+def decode_commit_summary(action: str, data: bytes) -> tuple[str | None, dict[str, str]]:
+    """``(operationType, extraMetadata)`` of a completed commit's file, without building the
+    whole model.
+
+    Every write looks up the schema and families the latest commit recorded; decoding every
+    write stat of a large commit into model objects for two fields would cost milliseconds.
+
+    Raises:
+        MetadataError: naming the action, if the bytes are neither an Avro container nor JSON.
+    """
+    return commit_summary(action, decode_record(action, data))
+
+
+def commit_summary(action: str, record: dict[str, Any] | None) -> tuple[str | None, dict[str, str]]:
+    """:func:`decode_commit_summary` of a record already decoded (:func:`decode_record`)."""
+    record = record or {}
+    extra = record.get("extraMetadata") or {}
+    if not isinstance(extra, dict):
+        raise MetadataError(f"{action.lower()} instant (COMPLETED): extraMetadata is a {type(extra).__name__}, "
+                            "not a map")
+    operation = record.get("operationType")
+    return (str(operation) if operation is not None else None), {str(k): v for k, v in extra.items()}
 
 
 # --- schema-driven conversion ------------------------------------------------------------------
@@ -327,6 +395,10 @@ def model_for_record(full_record_name: str) -> type[AvroModel] | None:
 
 __all__ = [
     "AVRO_MAGIC",
+    "SCHEMA_KEY",
+    "decode_commit_summary",
+    "decode_record",
+    "commit_summary",
     "AvroModel",
     "avro_model",
     "detect_format",

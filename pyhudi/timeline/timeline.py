@@ -26,7 +26,7 @@ from pyhudi.timeline.instant import (
     to_action,
 )
 from pyhudi.timeline.lock import FileLock
-from pyhudi.timeline.metadata import decode_commit_summary, decode_instant_metadata
+from pyhudi.timeline.metadata_base import commit_summary, decode_record
 from pyhudi.timeline.timegen import InstantTimeGenerator, TimelineLock, _max_time
 
 DEFAULT_TIMELINE_DIR = ".hoodie/timeline"
@@ -298,7 +298,26 @@ class Timeline:
     def read_commit_summary(self, instant: Instant) -> tuple[str | None, dict[str, str]]:
         """``(operationType, extraMetadata)`` of a completed commit, decoded cheaply
         (:func:`~pyhudi.timeline.metadata.decode_commit_summary`)."""
-        return decode_commit_summary(instant.action.value, self.read_bytes(instant))
+        return commit_summary(instant.action.value, self.read_record(instant))
+
+    def read_record(self, instant: Instant) -> dict[str, Any] | None:
+        """The plain record of a completed instant's file (camelCase keys; None when empty), for
+        callers that need a few fields and not the model
+        (:func:`~pyhudi.timeline.metadata_base.decode_record`). A completed layout-2 instant's
+        record is decoded once per process (callers must not mutate it): a read asks each
+        commit for its schema and for the files it wrote."""
+        if not instant.is_completed or self.layout_version != 2:
+            return decode_record(instant.action.value, self.read_bytes(instant))
+        key = (self.storage.base_uri, self.timeline_dir, self.file_name_of(instant))
+        found = _RECORDS.get(key, _MISSING)
+        if found is _MISSING:
+            data = self.read_bytes(instant)
+            found = decode_record(instant.action.value, data)
+            if len(data) <= _RECORD_MAX_BYTES:  # (large commits are decoded again: memory stays small)
+                if len(_RECORDS) >= _RECORDS_MAX:
+                    _RECORDS.clear()
+                _RECORDS[key] = found
+        return found
 
     def read_metadata(self, instant: Instant) -> Any:
         """The decoded metadata (commit metadata, plan, ...) of the instant's file for its state.
@@ -307,6 +326,8 @@ class Timeline:
         so its decoded metadata is kept per process (:data:`_DECODED`; callers must not mutate
         it): cleaning, conflict checks and the fs view ask for the same retained commits on every
         write, and decoding them again made each write pay for the retained history."""
+        from pyhudi.timeline.metadata import decode_instant_metadata  # (its models load on first use)
+
         if not instant.is_completed or self.layout_version != 2:
             return decode_instant_metadata(instant.action.value, instant.state.value, self.read_bytes(instant))
         key = (self.storage.base_uri, self.timeline_dir, self.file_name_of(instant))
@@ -525,6 +546,10 @@ class Locked:
 _DECODED: dict[tuple[str, str, str], Any] = {}
 """(table, timeline dir, completed instant file) → its decoded metadata (:meth:`Timeline.read_metadata`)."""
 _DECODED_MAX = 4096
+_RECORDS: dict[tuple[str, str, str], Any] = {}
+"""Plain records of small completed instant files (:meth:`Timeline.read_record`)."""
+_RECORDS_MAX, _RECORD_MAX_BYTES = 256, 64 << 10
+_MISSING = object()
 
 _PARSED: dict[tuple[str, int], Instant | None] = {}
 """Instant file name -> what it says (None: not an instant file). Names never change meaning, so
