@@ -25,8 +25,7 @@ import sys
 from bench.harness import Comparison, Variant, compare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEAVY = ("pandas", "pyspark", "fastavro", "rich", "hypothesis", "pyarrow.dataset", "pyarrow.compute",
-         "concurrent.futures")
+HEAVY = ("pandas", "pyspark", "rich", "hypothesis", "pyarrow.dataset", "pyarrow.compute")
 
 _PYHUDI = f"""
 import sys, time, json

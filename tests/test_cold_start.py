@@ -21,9 +21,8 @@ import pytest
 import pyhudi
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-HEAVY = ("pandas", "pyspark", "fastavro", "rich", "hypothesis", "pyarrow.dataset", "pyarrow.compute",
-         "concurrent.futures", "logging", "pyhudi.timeline.metadata", "pyhudi.timeline.archived",
-         "pyhudi.logformat.writer")
+HEAVY = ("pandas", "pyspark", "rich", "hypothesis", "pyarrow.dataset", "pyarrow.compute",
+         "pyhudi.timeline.metadata", "pyhudi.timeline.archived", "pyhudi.logformat.writer")
 
 _PROBE = """
 import json, sys
@@ -76,8 +75,8 @@ def test_import_open_and_read_load_neither_pandas_nor_pyspark(family_table):
     out = _run(path)
     assert out["import"] == []
     assert out["open"] == []
-    # the commit metadata (small Avro containers) is decoded without fastavro, the files read
-    # without pyarrow.compute, on read threads without concurrent.futures (issue 15)
+    # the files are read without pyarrow.compute and the commit metadata decoded without the
+    # timeline's models (issue 15)
     assert out["read"] == []
     assert out["rows"] == 1_000
     assert out["sums"] == sums
@@ -139,7 +138,7 @@ out["by_name"] = scope["load"]()
 
 
 def test_lazily_loaded_modules_load_when_a_read_needs_them(family_table):
-    """A filtered read needs pyarrow.compute, and a write the timeline's models and fastavro:
+    """A filtered read needs pyarrow.compute, and a write the timeline's models and log writer:
     each loads on first use, in the same process as a cold read, with the right results."""
     path, _ = family_table
     after = """
@@ -157,7 +156,7 @@ out["after_write"] = sorted(m for m in HEAVY if m in sys.modules)
     assert out["filtered"] == [998, 999]
     assert out["after_filter"] == ["pyarrow.compute", "pyarrow.dataset"]  # (filter expressions)
     assert out["written"] == [7.5]
-    assert {"fastavro", "pyhudi.timeline.metadata", "pyhudi.logformat.writer"} <= set(out["after_write"])
+    assert {"pyhudi.timeline.metadata", "pyhudi.logformat.writer"} <= set(out["after_write"])
 
 
 def test_cli_read_builds_only_its_command(family_table):

@@ -29,7 +29,6 @@ from typing import Any, Callable, ClassVar, TypeVar
 
 from pyhudi.errors import MetadataError
 from pyhudi.timeline import schemas
-from pyhudi.timeline.avro_lite import LITE_MAX_BYTES, NotLite, read_container_lite
 
 AVRO_MAGIC = b"Obj\x01"
 SCHEMA_KEY = "schema"
@@ -106,19 +105,6 @@ def read_container(data: bytes) -> tuple[str, dict[str, Any] | None]:
     """
     if data[:4] != AVRO_MAGIC:
         raise MetadataError("not an Avro container file (no 'Obj\\x01' magic)")
-    if len(data) <= LITE_MAX_BYTES and "fastavro" not in sys.modules:
-        try:  # (small files without fastavro loaded: decoded without importing it, issue 15)
-            name, record = read_container_lite(data)
-        except NotLite:
-            pass  # (fastavro decodes it, or says what is wrong with it)
-        else:
-            return _container_result(name, record)
-    return read_container_fastavro(data)
-
-
-def read_container_fastavro(data: bytes) -> tuple[str, dict[str, Any] | None]:
-    """:func:`read_container` through fastavro (large files, and whatever the small decoder of
-    :mod:`pyhudi.timeline.avro_lite` does not take)."""
     import fastavro  # (on first use: `import pyhudi` stays light, issue 15)
 
     try:
