@@ -9,9 +9,10 @@ full-row base file (the layout full compaction writes, DESIGN §4) is one file S
 
 The file holds the meta columns once, then every family's file columns (key and partition columns
 once). It is written only when no family is partial and every family's rows hold the same keys in
-the same order (always, unless a family with its own ordering column de-duplicated a repeated key
-differently — then each family's row is still the one its own file would hold, so the full row
-reads exactly as the family files would); otherwise each family gets its own file.
+the same order — as they do in a bulk insert, whose families are cut from the same input rows
+(when a family with its own ordering column keeps another copy of a repeated key than the others,
+each family's columns in the full row are its own choice, exactly what its own file would hold);
+otherwise each family gets its own file.
 """
 
 from __future__ import annotations

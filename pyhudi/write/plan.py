@@ -59,7 +59,8 @@ from pyhudi.write.small_files import (
     pending_clustering_groups,
     small_file_candidates,
 )
-from pyhudi.config.write import FULL_ROW_INSERT, MAX_FILE_SIZE, PARQUET_BLOCK_SIZE, WRITE_RECORD_POSITIONS  # noqa: F401 (declared there)
+from pyhudi.config.write import FULL_ROW_INSERT
+from pyhudi.config.write import MAX_FILE_SIZE, PARQUET_BLOCK_SIZE, WRITE_RECORD_POSITIONS  # noqa: F401 (declared there)
 
 if TYPE_CHECKING:
     from pyhudi.write.txn import WriteTxn
