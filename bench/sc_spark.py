@@ -6,8 +6,12 @@
 - native-path reads (``pyhudi.spark.read``: final file groups through Spark's Parquet reader,
   :mod:`pyhudi.spark.native`) against ``spark.read.parquet`` of the same rows and columns: the
   table without families (every file group native), and the 5-family table pruned to one family's
-  columns (native: the other families' aligned base files prove row existence). A full read of the
-  5-family table joins families by key and stays on the Python source (the row above).
+  columns (native: the other families' aligned base files prove row existence);
+- full reads of the 5-family table (``pyhudi.spark.read``) against ``spark.read.parquet`` of the
+  same rows: bulk-inserted with one base file per family (the default: families are joined by the
+  Python source), bulk-inserted with ``hoodie.pyhudi.insert.full.row`` (one full-row base file
+  per file group: native), and that table after a one-family update of 10% of the rows (log files
+  in every file group: the Python source merges them).
 
 The session, the warm-up and the CPU clock (this process + the Spark JVM + its Python workers)
 are ``bench_spark``'s; run ``bench/bench_spark.py`` for the shares and floors of each cost.
@@ -105,4 +109,39 @@ def _native_reads(ctx: Context, spark, source: str, options: dict, clock) -> lis
         Variant("pyhudi.spark.read(columns) -> noop", lambda _: noop(pyhudi.spark.read(spark, family, columns=one))),
         Variant("spark.read.parquet.select -> noop", lambda _: noop(spark.read.parquet(source).select(*one))),
     ], ctx.read_repeat, target="<= 1.0", cpu_clock=clock)
-    return [full, pruned]
+    return [full, pruned, *_family_full_reads(ctx, spark, source, options, clock, family)]
+
+
+def _family_full_reads(ctx: Context, spark, source: str, options: dict, clock, per_family: str) -> list[Comparison]:
+    """Full reads of the 5-family table: per-family base files, full-row base files, after an update."""
+    import numpy as np
+
+    import pyhudi.spark
+    from pyhudi.spark.native import split_scan
+
+    def noop(df) -> None:
+        df.write.format("noop").mode("overwrite").save()
+
+    def scan() -> Variant:
+        return Variant("spark.read.parquet -> noop", lambda _: noop(spark.read.parquet(source)))
+
+    full_row = ctx.path("spark-full-row")
+    pyhudi.spark.write(spark.read.parquet(source), full_row, operation="bulk_insert",
+                       **{**options, "hoodie.pyhudi.insert.full.row": "true"})
+    assert split_scan(pyhudi.open_table(full_row), [], None, as_of=None, query_type="snapshot").python == []
+    updated = ctx.path("spark-full-row-updated")
+    shutil.copytree(full_row, updated)
+    ids = np.sort(np.random.default_rng(3).choice(ctx.rows, max(1, ctx.rows // 10), replace=False))
+    f0 = ["id", *families()["f0"].split(",")]
+    pyhudi.open_table(updated).upsert(make_data(ctx.rows, seed=9).take(ids).select(f0))
+    for path in (per_family, full_row, updated):
+        assert pyhudi.spark.read(spark, path).count() == ctx.rows
+    out = []
+    for title, path in [("per-family base files (default)", per_family),
+                        ("full-row base files (hoodie.pyhudi.insert.full.row)", full_row),
+                        ("full-row base files + one family updated (10% of rows)", updated)]:
+        out.append(compare(f"Spark read, 5 families, {title}: pyhudi.spark.read / spark.read.parquet (noop sink)", [
+            Variant("pyhudi.spark.read -> noop", lambda _, p=path: noop(pyhudi.spark.read(spark, p))),
+            scan(),
+        ], ctx.read_repeat, target="<= 1.0", cpu_clock=clock))
+    return out

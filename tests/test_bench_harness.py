@@ -32,7 +32,10 @@ EXPECTED = {
     "spark": ["Spark write: pyhudi / Spark's df.write.parquet",
               "Spark read: pyhudi / Spark's own Parquet scan (noop sink)",
               "Spark read, native path: pyhudi.spark.read / spark.read.parquet (no families, noop sink)",
-              "Spark read, native path: one family of 5 (21 columns) / spark.read.parquet of them"],
+              "Spark read, native path: one family of 5 (21 columns) / spark.read.parquet of them",
+              *(f"Spark read, 5 families, {layout}: pyhudi.spark.read / spark.read.parquet (noop sink)" for layout in (
+                  "per-family base files (default)", "full-row base files (hoodie.pyhudi.insert.full.row)",
+                  "full-row base files + one family updated (10% of rows)"))],
     "peers": ["one-family table, full read: pyhudi / hudi-rs"],
     "clustering": ["clustering rewrite: pyhudi (linear) / pyarrow read + sort + write",
                    "point filters on a, b after clustering: z-order / hilbert / linear",

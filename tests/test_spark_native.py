@@ -138,3 +138,41 @@ def test_native_scan_can_be_turned_off_and_sql_reads_natively(spark, cow, tmp_pa
     instant = pyhudi.open_table(str(tmp_path / "sql")).timeline[0].requested_time
     old = sql(f"SELECT id FROM native_cow VERSION AS OF '{instant}'")
     assert sorted(r["id"] for r in old.collect()) == [1, 2, 3] and scans(old) == (True, False)
+
+
+def test_full_row_insert_reads_natively_and_merges_only_updated_file_groups(spark, tmp_path):
+    """``hoodie.pyhudi.insert.full.row`` (a bulk insert through pyhudi.spark.write): every family of
+    a file group in one base file, so a full read of the family table is Spark's Parquet scan; after
+    a one-family update only the file group with logs goes through the Python source."""
+    path = str(tmp_path / "full_row")
+    options = {"hoodie.table.name": "fr", "hoodie.datasource.write.recordkey.field": "id",
+               "hoodie.datasource.write.partitionpath.field": "p", "hoodie.index.type": "BUCKET",
+               "hoodie.bucket.index.num.buckets": "2", **{f"hoodie.colFamily.{k}": v for k, v in FAMILIES.items()}}
+    pyhudi.spark.write(spark.createDataFrame(full_rows(range(12))), path, operation="bulk_insert",
+                       **{**options, "hoodie.pyhudi.insert.full.row": "true"})
+    t = pyhudi.open_table(path)
+    bases = [b.name.family for g in t.file_groups() for b in g.base_files]
+    assert bases == [None] * len(t.file_groups()) and len(bases) == 4  # one full-row file per file group
+    split = split_scan(t, SCHEMA.names, None, as_of=None, query_type="snapshot")
+    assert len(split.native) == 4 and split.python == []
+    df = pyhudi.spark.read(spark, path)
+    assert df.schema == spark.read.format("pyhudi").load(path).schema
+    assert rows(df) == rows(t.read()) and len(rows(df)) == 12 and scans(df) == (True, False)
+    first = completion_times(t)[0]
+    t.upsert(pa.table({"id": pa.array([1], pa.int64()), "c": [-10], "p": ["x"]}))  # fc logs in one file group
+    split = split_scan(t, SCHEMA.names, None, as_of=None, query_type="snapshot")
+    assert len(split.native) == 3 and list(split.reasons.values()) == ["several families to join"]
+    every = pyhudi.spark.read(spark, path)
+    assert rows(every) == rows(t.read()) and [r["c"] for r in rows(every) if r["id"] == 1] == [-10]
+    assert scans(every) == (True, True)
+    # filters prune to the other partition (no logs): native only, pruned to two columns
+    y = pyhudi.spark.read(spark, path, columns=["id", "a"], filters=[("p", "=", "y"), ("a", ">", 4)])
+    assert rows(y) == rows(t.read(columns=["id", "a"], filters=[("p", "=", "y"), ("a", ">", 4)]))
+    assert [r["id"] for r in rows(y)] == [4, 6, 8, 10] and scans(y) == (True, False)
+    # time travel to the insert: every file group native, id 1 as inserted
+    old = pyhudi.spark.read(spark, path, **{"as.of.instant": first})
+    assert rows(old) == rows(t.read(as_of=first)) and [r["c"] for r in rows(old) if r["id"] == 1] == [10]
+    assert scans(old) == (True, False)
+    inc = pyhudi.spark.read(spark, path, **{"hoodie.datasource.query.type": "incremental",
+                                             "hoodie.datasource.read.begin.instanttime": first})
+    assert [(r["id"], r["a"], r["c"]) for r in rows(inc)] == [(1, 1.5, -10)] and scans(inc) == (False, True)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import os
 import shutil
 import tempfile
@@ -189,11 +190,12 @@ class TableMachine(RuleBasedStateMachine):
         return frame
 
     # ------------------------------------------------------------------ writes
-    def _batch(self, data: st.DataObject, keys: list) -> tuple[list[str], list[dict]]:
-        """Random columns (at least one besides key and partition) and 1-4 rows of ``keys``."""
+    def _batch(self, data: st.DataObject, keys: list, every_column: bool = False) -> tuple[list[str], list[dict]]:
+        """Random columns (at least one besides key and partition; all with ``every_column``) and
+        1-4 rows of ``keys``."""
         names = self.columns[2 if self.shape.partitioned else 1:]
-        present = data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=len(names), unique=True),
-                            label="columns")
+        present = list(names) if every_column else data.draw(
+            st.lists(st.sampled_from(names), min_size=1, max_size=len(names), unique=True), label="columns")
         ids = data.draw(st.lists(st.sampled_from(keys), min_size=1, max_size=4), label="ids")
         rows = []
         for key in ids:
@@ -228,10 +230,17 @@ class TableMachine(RuleBasedStateMachine):
             keys = [k for k in self.keys if k not in self.model.rows]
             if not keys:
                 operation, keys = "upsert", self.keys
-        present, rows = self._batch(data, keys)
-        instant = self._attempt(data, getattr(self.table, operation), self._input(data, self._frame(present, rows)))
+        full_row = operation == "bulk_insert" and data.draw(st.booleans(), label="full-row base files")
+        present, rows = self._batch(data, keys, every_column=full_row)  # (a partial input keeps family files)
+        method = getattr(self.table, operation)
+        if full_row:
+            method = functools.partial(method, options={"hoodie.pyhudi.insert.full.row": "true"})
+        instant = self._attempt(data, method, self._input(data, self._frame(present, rows)))
         if instant is None:
             return
+        if full_row and self.shape.layout == "families" and any(
+                b.name.family is None and b.instant == instant for g in self.table.file_groups() for b in g.base_files):
+            event("full-row base file written by a bulk insert")
         self.model.write(operation, set(present), rows, instant, self._base_keys())
         self._record(instant)
 

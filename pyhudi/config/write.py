@@ -74,3 +74,12 @@ WRITE_RECORD_POSITIONS = ConfigKey(
     "key. An append looks its keys up in the family's base file (one column read) to find them.",
 )
 
+
+FULL_ROW_INSERT = ConfigKey(
+    "hoodie.pyhudi.insert.full.row", bool, False,
+    "pyhudi: a bulk insert into new file groups of a column-family table writes ONE full-row base file "
+    "per file group (no family suffix, as a full compaction does) instead of one base file per family, "
+    "when the input holds every family in full with one ordering. Spark reads such file groups with its "
+    "own Parquet reader (pyhudi.spark.read: one file, no join of families); later family updates and "
+    "family compactions apply on top of it per family, as after a full compaction.",
+)

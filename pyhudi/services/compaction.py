@@ -147,6 +147,8 @@ def _before(file_slice: FileSlice, instant_time: str) -> FileSlice:
 def _group_units(group: FileGroup, families: Sequence[str | None], family_table: bool, full: bool,
                  instant_time: str, max_file_size: int) -> list[_Unit]:
     present = group.families()
+    if family_table and None in present:  # a full-row base file (full compaction or insert) serves every family
+        present = present | set(families)
     slices = [_before(group.latest_slice(f, family_table), instant_time) for f in families if f in present]
     slices = [s for s in slices if not s.is_empty]
     if not full:

@@ -17,6 +17,13 @@ and sorts its file groups:
   inside the file, incremental queries, remote storage) goes through the ``pyhudi`` Python source,
   restricted to those file groups (:data:`FILE_GROUPS`).
 
+A whole row of a family table is native only where one full-row base file serves every family (a
+full compaction, or a bulk insert with ``hoodie.pyhudi.insert.full.row``): Spark cannot zip the
+aligned base files of several families. Measured on Scenario W (1M rows, 5 families, local[2]):
+joining the five native family scans on (file, ``_metadata.row_index``) costs 4–6x Spark's scan
+of the same rows (sort-merge or shuffled hash join: every row crosses a shuffle), more than the
+Python source; Spark has no positional zip of two scans, and ``RDD.zip`` runs in Python workers.
+
 :func:`native_frame` reads the native files with ``spark.read.parquet`` under the exact Spark
 schema of the Python source (record keys NOT NULL, everything else nullable), partition columns
 the files do not store added from the path; :func:`pyhudi.spark.read` unions both. Filters given

@@ -62,6 +62,7 @@ from pyhudi.read.damage import decoding
 from pyhudi.schema import META_FIELDS, avro_schema_json, with_meta_fields
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import BaseFileName, LogFileName, WriteToken
+from pyhudi.write.full_row import full_row_payload
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
 from pyhudi.write.positions import positions_header
@@ -234,6 +235,7 @@ class FileGroupWriteTask:
     family_bases: dict = field(default_factory=dict)
     """KIND_APPEND: family → (relpath, instant, file identity) of its base file, to record positions against
     (:mod:`pyhudi.write.positions`; empty when ``hoodie.write.record.positions`` is off)."""
+    full_row: bool = False  # KIND_CREATE of every family: one full-row base file if they can share it (FULL_ROW_INSERT)
 
     def run(self) -> list[WriteStatus]:
         storage = Storage(self.base_uri)
@@ -242,7 +244,11 @@ class FileGroupWriteTask:
         if self.kind == KIND_MERGE:
             return [self._merge_base(storage)]
         meta_cache: dict = {}
-        return [self._write_family(storage, payload, meta_cache) for payload in self.payloads]
+        payloads = self.payloads
+        if self.full_row and self.kind == KIND_CREATE:
+            merged = full_row_payload(payloads, meta_cache)
+            payloads = [merged] if merged is not None else payloads
+        return [self._write_family(storage, payload, meta_cache) for payload in payloads]
 
     def _relpath(self, name: str) -> str:
         return f"{self.partition_path}/{name}" if self.partition_path else name

@@ -59,6 +59,7 @@ from pyhudi.write.small_files import (
     pending_clustering_groups,
     small_file_candidates,
 )
+from pyhudi.config.write import FULL_ROW_INSERT
 from pyhudi.config.write import MAX_FILE_SIZE, PARQUET_BLOCK_SIZE, WRITE_RECORD_POSITIONS  # noqa: F401 (declared there)
 
 if TYPE_CHECKING:
@@ -254,8 +255,10 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         new_group = (partition, file_id) not in existing
         kind = KIND_CREATE if txn.operation == "bulk_insert" and new_group else KIND_APPEND
         bases = _family_bases(txn, existing.get((partition, file_id)), payloads) if kind == KIND_APPEND else {}
+        full_row = (kind == KIND_CREATE and len(families) > 1 and len(payloads) == len(families)
+                    and FULL_ROW_INSERT.get(txn.options))
         tasks.append(_task(txn, partition, file_id, kind, existing, token_for(index), row_group,
-                           payloads=payloads, family_bases=bases))
+                           payloads=payloads, family_bases=bases, full_row=full_row))
     return tasks
 
 

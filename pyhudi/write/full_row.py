@@ -1,0 +1,68 @@
+"""One full-row base file for a new file group of a column-family table (``FULL_ROW_INSERT``).
+
+A bulk insert into an empty file group writes, by default, one base file per family. Each holds
+the same keys in the same order, so a reader that wants whole rows must join them: cheap for the
+kernel (it zips aligned files), but impossible to do cheaply in Spark, whose Parquet reader reads
+one file per row and has no positional zip — a join of five 1M-row family scans by
+(file, row index) measured 4–6x Spark's scan of the same rows (docs/benchmarks.md, Spark). A
+full-row base file (the layout full compaction writes, DESIGN §4) is one file Spark reads itself.
+
+The file holds the meta columns once, then every family's file columns (key and partition columns
+once). It is written only when no family is partial and every family's rows hold the same keys in
+the same order — as they do in a bulk insert, whose families are cut from the same input rows
+(when a family with its own ordering column keeps another copy of a repeated key than the others,
+each family's columns in the full row are its own choice, exactly what its own file would hold);
+otherwise each family gets its own file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from pyhudi.schema import META_FIELDS
+
+RECORD_KEY = META_FIELDS[2]
+
+
+def full_row_payload(payloads: Sequence[Any], cache: dict) -> Any | None:
+    """One payload holding every family's rows of ``payloads`` (the ``FamilyPayload`` of each
+    family of one file group) with the default family's name ``""`` (a file without suffix), or
+    None when they cannot share one file (see the module docstring). ``cache`` is the task's
+    shared key sort and meta columns."""
+    if len(payloads) < 2 or any(p.is_partial or p.file_schema is None for p in payloads):
+        return None
+    tables = [p.rows(cache) for p in payloads]
+    keys = tables[0].column(RECORD_KEY)
+    if any(t.column(RECORD_KEY) is not keys and not t.column(RECORD_KEY).equals(keys) for t in tables[1:]):
+        return None  # (not expected: every family is cut from the same input rows)
+    fields: dict[str, pa.Field] = {}
+    columns: dict[str, Any] = {}
+    for payload, data in zip(payloads, tables):
+        for f in payload.file_schema:
+            fields.setdefault(f.name, f)
+        for name, column in zip(data.column_names, data.columns):
+            columns.setdefault(name, column)
+    names = [RECORD_KEY, *(n for n in fields if n in columns)]
+    data = pa.table({n: columns[n] for n in names})
+    return dataclasses.replace(payloads[0], family="", data=data, file_schema=pa.schema(list(fields.values())),
+                               parquet_options=merged_options([p.parquet_options for p in payloads]))
+
+
+def merged_options(options: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The Parquet writer options of several families' files as one file's: per-column settings
+    united, file-wide ones from the first family (they are one sample of the same input)."""
+    out: dict[str, Any] = dict(options[0]) if options else {}
+    for other in options[1:]:
+        for key, value in other.items():
+            mine = out.get(key)
+            if isinstance(mine, Mapping) and isinstance(value, Mapping):
+                out[key] = {**mine, **value}
+            elif isinstance(mine, (list, tuple)) and isinstance(value, (list, tuple)):
+                out[key] = list(dict.fromkeys([*mine, *value]))
+            else:
+                out.setdefault(key, value)
+    return out
