@@ -85,6 +85,7 @@ class SchemaHistory:
         self._cache: dict[tuple[str, str | None], InstantSchema] = {}
         self._schemas: dict[str, pa.Schema] = {}  # recorded Avro schema JSON -> table schema
         self._families: dict[str, dict[str, ColumnFamily]] = {}  # recorded families JSON -> families
+        self._archived_added: tuple[tuple[int, str | None], dict[str, str]] | None = None
 
     def _schema(self, recorded: str) -> pa.Schema:
         """The table schema a recorded Avro schema spells (parsed once per handle: every write
@@ -191,9 +192,18 @@ class SchemaHistory:
     def families_added(self, timeline: Timeline) -> dict[str, str]:
         """Families an ALTER added, by name: the completion time of that ALTER. A full-row base
         file written before a family existed holds none of its records (DESIGN §4: a family's
-        base is its own or a newer full-row file — newer than the family, too)."""
+        base is its own or a newer full-row file — newer than the family, too).
+
+        Archival moves ALTERs off the active timeline, but the full-row files older than them
+        stay until a clean: so the archived ALTERs count too, searched once per archive state
+        (a long history is not walked again on every read)."""
+        added = self._archived_families_added(timeline)
+        added.update(self._added_by(timeline, self.commits(timeline)))
+        return added
+
+    def _added_by(self, timeline: Timeline, commits: list[Instant]) -> dict[str, str]:
         added: dict[str, str] = {}
-        for instant in self.commits(timeline):
+        for instant in commits:
             info = self.of(timeline, instant)
             if info.operation != ALTER_OPERATION or info.families is None:
                 continue
@@ -202,6 +212,19 @@ class SchemaHistory:
                 if name not in before:
                     added[name] = instant.completion_time or instant.requested_time
         return added
+
+    def _archived_families_added(self, timeline: Timeline) -> dict[str, str]:
+        """:meth:`families_added` of the archived commits alone (empty without an archive)."""
+        if not getattr(timeline, "has_archive", lambda: False)():
+            return {}
+        archived = timeline.archived().instants
+        state = (len(archived), archived[-1].requested_time if archived else None)
+        if self._archived_added is None or self._archived_added[0] != state:
+            active = {i.requested_time for i in timeline.completed()}
+            commits = sorted((i for i in archived if i.action in COMMIT_ACTIONS and i.requested_time not in active),
+                             key=lambda i: (i.sort_time, i.requested_time))
+            self._archived_added = (state, self._added_by(timeline, commits))
+        return dict(self._archived_added[1])
 
     def latest_alter(self, timeline: Timeline) -> tuple[Instant, InstantSchema] | None:
         """The last completed ALTER commit recorded by pyhudi, if any."""

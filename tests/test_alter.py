@@ -390,3 +390,24 @@ def test_concurrent_alters_serialise_and_keep_both_changes(table):
     assert sorted(reopened.schema.names[-2:]) == ["g1col", "g2col"]
     alters = [i for i in reopened.timeline[1:]]
     assert [(str(i.action), i.state.value) for i in alters] == [("deltacommit", "COMPLETED")] * 2
+
+
+def test_a_family_added_after_a_full_row_base_stays_empty_after_archival(tmp_path):
+    """A full-row base file written before an ALTER added a family holds none of that family's
+    records, also once archival has moved the ALTER off the active timeline (the view then
+    learns when the family was added from the archive): with the older families dropped, the
+    table has no rows, at the latest instant and time travelling to it."""
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=1,
+                            column_families={"f1": "a,b,ts", "f2": "c"})
+    t.upsert(FIRST)
+    t.compact(full=True)  # one full-row base file without a family suffix
+    added = t.alter(set_properties={"hoodie.colFamily.f3": "d"}, new_columns={"d": pa.int64()})
+    t.alter(unset_properties=["hoodie.colFamily.f1"])
+    last = t.alter(unset_properties=["hoodie.colFamily.f2"])
+    assert t.read().to_pylist() == []
+    archived = t.archive(options={"hoodie.keep.min.commits": 1, "hoodie.keep.max.commits": 2})
+    assert added in archived and all(i.requested_time != added for i in t.timeline)
+    assert t.read().to_pylist() == []
+    assert pyhudi.open_table(t.path).read(as_of=last).to_pylist() == []
+    t.upsert(pa.table({"id": ["k3"], "d": pa.array([30], pa.int64())}))
+    assert pyhudi.open_table(t.path).read().to_pylist() == [{"id": "k3", "d": 30}]

@@ -445,3 +445,21 @@ def test_partitions_must_be_a_collection_not_one_path_or_mapping(tmp_path):
     assert read(t) == expected and (timeline_files(t), data_files(t)) == snapshot
     t.insert_overwrite(None, partitions=("x1",))  # a tuple of one path: partition "x1" (absent) only
     assert read(t) == expected
+
+
+def test_a_bucket_keeps_the_group_an_overwrite_wrote_after_a_clean_removed_its_files(tmp_path):
+    """An insert overwrite writes a new file group for bucket 0; once the family it held is
+    dropped and a clean has removed its files, a later write to bucket 0 still goes to that group
+    (not to the bucket's first id, which two groups of one bucket would then claim) and commits."""
+    schema = pa.schema([pa.field("id", pa.string(), nullable=False), ("a", pa.int64()), ("c", pa.string())])
+    t = pyhudi.create_table(str(tmp_path / "t"), schema, "id", num_buckets=1, column_families={"f1": "a", "f2": "c"})
+    t.insert_overwrite(pa.table({"id": ["k0"], "a": pa.array([0], pa.int64())}))
+    (group,) = [g.file_id for g in t.file_groups()]
+    assert not group.startswith("00000000-0000-")
+    t.alter(unset_properties=["hoodie.colFamily.f1"])
+    assert t.clean(options={"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+                            "hoodie.cleaner.fileversions.retained": 1}) is not None
+    assert t.file_groups() == [] and t.read().to_pylist() == []
+    t.bulk_insert(pa.table({"id": ["k0", "k2"], "c": ["x", "y"]}))
+    assert [g.file_id for g in t.file_groups()] == [group]
+    assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == [{"id": "k0", "c": "x"}, {"id": "k2", "c": "y"}]

@@ -276,13 +276,20 @@ class FileSystemView:
         return out
 
     def _replaced_file_groups(self) -> set[tuple[str, str]]:
+        """File groups completed replacecommits replaced; also keeps, in
+        :attr:`replace_written`, the groups they wrote (the bucket index needs them: a group an
+        overwrite wrote stays its bucket's group even once a clean has removed its files)."""
         replaced: set[tuple[str, str]] = set()
+        self.replace_written: set[tuple[str, str]] = set()
         for instant in self.timeline.completed():
             if str(instant.action) != "replacecommit" or instant.requested_time not in self.completion:
                 continue
             metadata = self.timeline.read_metadata(instant)
             for partition, file_ids in (getattr(metadata, "partition_to_replace_file_ids", None) or {}).items():
                 replaced.update((partition, fid) for fid in file_ids)
+            written = getattr(metadata, "partition_file_ids", None)
+            for partition, file_ids in (written() if written is not None else {}).items():
+                self.replace_written.update((partition, fid) for fid in file_ids)
         return replaced
 
     def _data_files(self, partitions: set[str] | None = None) -> Iterable[FileInfo]:

@@ -195,12 +195,22 @@ class BucketFileIds:
     bucket number — after an insert overwrite that is the overwrite's new group, never the
     replaced one. A bucket without one gets the fixed non-blocking-concurrency id
     ``%08d-0000-0000-0000-000000000000-<n>``, with the smallest ``n`` whose file group was never
-    replaced (Hudi bumps the suffix the same way), so concurrent writers still agree on it.
+    replaced (Hudi bumps the suffix the same way), so concurrent writers still agree on it —
+    unless a completed replacecommit wrote a group for the bucket that nothing replaced since
+    (``replace_written``): that group stays the bucket's, also once a clean removed all its
+    files (e.g. those of a dropped family), so two groups never hold one bucket.
     """
 
     def __init__(self, existing: Mapping[tuple[str, str], object],
-                 replaced: Iterable[tuple[str, str]] = ()) -> None:
+                 replaced: Iterable[tuple[str, str]] = (),
+                 replace_written: Iterable[tuple[str, str]] = ()) -> None:
         self.replaced = set(replaced)
+        self.overwritten: dict[tuple[str, int], str] = {}
+        for partition, file_id in sorted(set(replace_written) - self.replaced):
+            try:
+                self.overwritten[(partition, bucket_id_from_file_id(file_id))] = file_id
+            except FileNameError:
+                continue
         self.live: dict[tuple[str, int], tuple[str, str]] = {}
         for partition, file_id in existing:
             try:
@@ -218,6 +228,8 @@ class BucketFileIds:
         found = self.live.get((partition, bucket))
         if found is not None:
             return found[1]
+        if (partition, bucket) in self.overwritten:
+            return self.overwritten[(partition, bucket)]
         file_id, n = bucket_file_id(bucket), 0
         while (partition, file_id) in self.replaced:
             n += 1

@@ -73,6 +73,7 @@ class Timeline:
         self._loaded = False
         self.history_dir = posixpath.join(self.timeline_dir, checked_history_path(history_path))
         self._archived: Any = None
+        self._archive_listed: bool | None = None
 
     def __repr__(self) -> str:
         return f"Timeline({self.storage.base_uri!r}, {self.timeline_dir!r}, layout={self.layout_version})"
@@ -86,6 +87,7 @@ class Timeline:
         if not self._loaded or self._entries != previous:  # (a reload that finds nothing new is a listing)
             self._rebuild()
             self._archived = None
+            self._archive_listed = None
         self._loaded = True
         return self
 
@@ -216,6 +218,16 @@ class Timeline:
             self._archived = load_archived(self.storage, self.history_dir) if self.layout_version == 2 \
                 else _NO_ARCHIVE
         return self._archived
+
+    def has_archive(self) -> bool:
+        """Whether anything was ever archived (one listing of ``history/``, kept until
+        :meth:`load`): lets a question that would search the archive skip it on young tables
+        without loading the archive's module."""
+        if self._archived is not None:
+            return len(self._archived) > 0
+        if self._archive_listed is None:
+            self._archive_listed = self.layout_version == 2 and bool(self.storage.list_files(self.history_dir))
+        return self._archive_listed
 
     @property
     def first_active_time(self) -> str | None:

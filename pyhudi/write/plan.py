@@ -205,12 +205,13 @@ def _delete_keys(keys: pa.Array) -> pa.Table:
 
 # ------------------------------------------------------------------------------ bucket index
 def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for: TokenFor,
-                  replaced: Iterable[tuple[str, str]] = ()) -> list[FileGroupWriteTask]:
+                  replaced: Iterable[tuple[str, str]] = (),
+                  replace_written: Iterable[tuple[str, str]] = ()) -> list[FileGroupWriteTask]:
     """One task per (partition, bucket): log files per family (base files for bulk inserts
     into empty file groups), or delete blocks to every family. ``replaced``: file groups replaced
-    by completed replacecommits (a bucket's file group is never one of them, see
-    :class:`~pyhudi.index.bucket.BucketFileIds`)."""
-    file_id_of = BucketFileIds(existing, replaced)
+    by completed replacecommits (a bucket's file group is never one of them), ``replace_written``:
+    file groups they wrote (see :class:`~pyhudi.index.bucket.BucketFileIds`)."""
+    file_id_of = BucketFileIds(existing, replaced, replace_written)
     key_fields, partition_fields = txn.config.record_key_fields, txn.config.partition_fields
     families = txn.families
     row_group = rows_per_row_group(txn, rows)

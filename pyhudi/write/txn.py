@@ -166,7 +166,8 @@ class WriteTxn:
         touched = set(prepared.column(PARTITION_COLUMN).unique().to_pylist()) if prepared.num_rows else set()
         existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}
         if self.config.num_buckets is not None:
-            return plan_bucketed(self, prepared, existing, token_for, replaced=view.replaced)
+            return plan_bucketed(self, prepared, existing, token_for, replaced=view.replaced,
+                                 replace_written=view.replace_written)
         # Copy-on-write small files take a new base file version: safe only when one planner sees
         # every row (several executor tasks padding one small file would each write a version).
         small_files = write_token is None or self.config.table_type != "COPY_ON_WRITE"
