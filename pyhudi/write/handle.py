@@ -65,7 +65,7 @@ from pyhudi.storage.naming import BaseFileName, LogFileName, WriteToken
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
 from pyhudi.write.positions import positions_header
-from pyhudi.write.prepare import latest_sorted
+from pyhudi.write.shared_gather import SharedGather
 from pyhudi.config.write import FSYNC_DATA_FILES  # noqa: F401 (declared there)
 
 KIND_APPEND = "append"  # log data blocks (upsert / insert on merge-on-read)
@@ -115,62 +115,40 @@ class FamilyPayload:
     partly given: the block's schema is then the present columns and the header says IS_PARTIAL.
     ``file_schema`` is every data column of the family's files (base files hold all of them).
 
-    The rows may be given lazily as ``source.take(indices)``, so the gather runs inside the task
-    (in parallel on the engine's workers); with ``sort_by = (ordering,)`` the task first sorts
-    them by key and keeps the latest row per key (:func:`~pyhudi.write.prepare.latest_sorted`).
-    Pickling materialises them, so a shipped task carries only its own rows. Payloads of one
-    task with the same ``plan`` hold the same keys in the same order: their key sort, key
-    gather and meta columns are computed once.
+    The rows may be given lazily as group ``group`` of a :class:`~pyhudi.write.shared_gather.SharedGather`
+    (``shared``, with the ``columns`` wanted): the key sort, de-duplication and gather of every
+    file group of a write happen once, inside the tasks, on the engine's workers — each task then
+    holds a zero-copy slice. Pickling materialises (and compacts) them, so a shipped task carries
+    only its own rows. Payloads of one task with the same ``plan`` hold the same keys in the same
+    order: their meta columns are computed once.
     """
 
     family: str
     data: pa.Table | None = None
     is_partial: bool = False
     file_schema: pa.Schema | None = None
-    source: pa.Table | None = None
-    indices: pa.Array | None = None
     plan: str | None = None
     parquet_options: dict[str, Any] = field(default_factory=dict)
-    sort_by: tuple[str | None] | None = None
     integer_key: str | None = None  # the one key field, if integer: sorted by key codes (latest_sorted)
-
-    def _sorted_indices(self, cache: dict | None) -> pa.Array:
-        """``indices`` in key order, latest row per key (shared by the payloads of one plan)."""
-        assert self.source is not None and self.indices is not None and self.sort_by is not None
-        found = cache.get(("order", self.plan)) if cache is not None and self.plan is not None else None
-        if found is None:
-            (ordering,) = self.sort_by
-            columns = [RECORD_KEY] if ordering is None else [RECORD_KEY, ordering]
-            if self.integer_key is not None and self.integer_key not in columns:
-                columns.append(self.integer_key)
-            order = latest_sorted(self.source.select(columns).take(self.indices), ordering, self.integer_key)
-            found = self.indices.take(pa.array(order))
-            if cache is not None and self.plan is not None:
-                cache[("order", self.plan)] = found
-        return found
+    shared: SharedGather | None = None
+    group: int = 0
+    columns: tuple[str, ...] = ()
 
     def rows(self, cache: dict | None = None) -> pa.Table:
-        """The rows; ``cache`` (one per task) shares the key sort and key gather of a plan."""
+        """The rows (``cache``: kept for callers sharing per-task state; the gather is shared
+        through :attr:`shared`)."""
         if self.data is None:
-            assert self.source is not None and self.indices is not None
-            if self.sort_by is not None:
-                self.indices = self._sorted_indices(cache)
-                self.sort_by = None
-            shared = cache is not None and self.plan is not None
-            cached = cache.get(("keys", self.plan)) if shared else None
-            if cached is None:
-                self.data = gather(self.source, self.indices)
-                if shared:
-                    cache[("keys", self.plan)] = self.data.column(RECORD_KEY)
-            else:
-                rest = gather(self.source.drop_columns([RECORD_KEY]), self.indices)
-                self.data = rest.add_column(0, self.source.schema.field(RECORD_KEY), cached)
-            self.source = self.indices = None
+            assert self.shared is not None
+            self.data = self.shared.rows(self.group, self.columns)
+            self.shared = None
         return self.data
 
     def __getstate__(self) -> dict:
-        self.rows()
-        return dict(self.__dict__)
+        sliced = self.data is None
+        rows = self.rows()
+        if sliced and len(rows):  # a slice pickles its whole buffers: ship a compact copy
+            rows = rows.take(pa.array(np.arange(len(rows), dtype=np.int64)))
+        return {**self.__dict__, "data": rows}
 
 
 @dataclass

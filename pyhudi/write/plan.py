@@ -51,6 +51,7 @@ from pyhudi.write.handle import (
     FamilyPayload,
     FileGroupWriteTask,
 )
+from pyhudi.write.shared_gather import SharedGather
 from pyhudi.write.small_files import (
     MERGE_ALLOW_DUPLICATE_ON_INSERTS,
     SMALL_FILE_LIMIT,
@@ -230,6 +231,7 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     integer_key = single if single is not None and pa.types.is_integer(txn.schema.field(single).type) else None
     all_options = parquet_options_for(rows.select(written), fixed=META_PARQUET_OPTIONS,  # one sample for all families
                                       delta_columns=key_fields)
+    written_families = []
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
         given = [c for c in own if c in present]
@@ -237,14 +239,22 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
             continue  # family not touched by this write
         file_columns = family_file_columns(family, key_fields, partition_fields, txn.config.get(DROP_PARTITION_COLUMNS))
         cols = [c for c in file_columns if c in present]
-        file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
         ordering = family.ordering_field if family.ordering_field in present else None
-        source = rows.select([RECORD_KEY, *cols])
-        options = options_for_columns(all_options, [*META_PARQUET_OPTIONS, *source.column_names])
-        for (group, _, _), indices in zip(runs, group_rows):  # sort, de-duplication, gather: in the task
-            payload = FamilyPayload(family.name, None, len(given) < len(own), file_schema, source=source,
-                                    indices=indices, plan=f"plan:{ordering!r}", parquet_options=options,
-                                    sort_by=(ordering,), integer_key=integer_key)
+        written_families.append((family, cols, file_columns, ordering, len(given) < len(own)))
+    shared: dict[str | None, SharedGather] = {}  # one key sort and gather per ordering, shared by its families
+    for ordering in dict.fromkeys(f[3] for f in written_families):
+        sets = [cols for _, cols, _, o, _ in written_families if o == ordering]
+        needed = list(dict.fromkeys(c for cols in sets for c in cols))
+        extra = [c for c in (ordering, integer_key) if c is not None and c not in needed]
+        shared[ordering] = SharedGather(rows.select([RECORD_KEY, *needed, *extra]), group_rows, ordering,
+                                        integer_key, RECORD_KEY, sets)
+    for family, cols, file_columns, ordering, partial in written_families:
+        file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
+        options = options_for_columns(all_options, [*META_PARQUET_OPTIONS, RECORD_KEY, *cols])
+        for index, (group, _, _) in enumerate(runs):  # sort, de-duplication, gather: in the tasks
+            payload = FamilyPayload(family.name, None, partial, file_schema, plan=f"plan:{ordering!r}",
+                                    parquet_options=options, integer_key=integer_key, shared=shared[ordering],
+                                    group=index, columns=(RECORD_KEY, *cols))
             groups.setdefault(group, []).append(payload)
     tasks = []
     for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):
