@@ -133,6 +133,7 @@ class FamilyPayload:
     shared: SharedGather | None = None
     group: int = 0
     columns: tuple[str, ...] = ()
+    sliced: bool = False  # ``data`` is a slice of the shared gather (pickled as a compact copy)
 
     def rows(self, cache: dict | None = None) -> pa.Table:
         """The rows (``cache``: kept for callers sharing per-task state; the gather is shared
@@ -140,15 +141,14 @@ class FamilyPayload:
         if self.data is None:
             assert self.shared is not None
             self.data = self.shared.rows(self.group, self.columns)
-            self.shared = None
+            self.shared, self.sliced = None, True
         return self.data
 
     def __getstate__(self) -> dict:
-        sliced = self.data is None
         rows = self.rows()
-        if sliced and len(rows):  # a slice pickles its whole buffers: ship a compact copy
+        if self.sliced and len(rows):  # a slice pickles its whole buffers: ship a compact copy
             rows = rows.take(pa.array(np.arange(len(rows), dtype=np.int64)))
-        return {**self.__dict__, "data": rows}
+        return {**self.__dict__, "data": rows, "sliced": False}
 
 
 @dataclass
