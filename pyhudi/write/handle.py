@@ -17,22 +17,29 @@ engines distribute. Depending on its kind it writes, for each family present:
 A marker is created before every data file, so a failed task can be rolled back.
 
 Where an insert's CPU goes (Scenario W, issue 15: 200k rows x (id + 100 float64), 5 families,
-4 buckets, one thread, best of 6; ``pq.write_table`` of the same table uncompressed without
-dictionaries: 0.085 s): 0.25–0.27 s in all — Parquet encoding 0.10 s (data 0.055, the five meta
-columns ~0.045: ~2.2 ms per 50k-row family file, of which sequence numbers 0.6, record key 0.5,
-commit time 0.3 with statistics), the gather into bucket and key order 0.042 s, writing the
-bytes 0.032 s, creating 20 markers and 20 files 0.013 s, the rest (planning, hashing, commit)
-~0.04 s. Measured and kept: the gather runs in the tasks (in parallel) and is skipped for rows
-already in one run in key order (:func:`gather`); meta columns are computed once per task and
-shared by its families; encoding into one pre-sized buffer costs no more than streaming into
-the file (54 + 34 ms against 96 ms for the 20 files). Measured and left: one gather per family
-over all buckets reads each column once instead of once per bucket (25 ms instead of 45 at 200k
-rows, no gain at 2M where a column no longer fits the cache); uncompressed sequence numbers
-encode 0.34 ms faster per file but write 1.2 MB more; DELTA_BYTE_ARRAY record keys and
-sequence numbers are smaller but encode 2–3x slower. The remaining floor is the layout: every
-family file carries the five meta columns (Hudi's data-file contract), and bucket files need
-the gather; ``hoodie.populate.meta.fields=false`` (virtual keys) would remove the first, but
-pyhudi creates tables with meta fields only.
+4 buckets, one thread, best of 9; ``pq.write_table`` of the same table uncompressed without
+dictionaries: 0.077–0.085 s): 0.21 s in all (no families: 0.15 s) — Parquet encoding 0.10 s
+(0.06 s without families; per 50k-row family file ~2.1 ms of data with statistics and ~1.8 ms
+of meta columns and key: sequence numbers 0.58, record key 0.40, commit time 0.30 with
+statistics, partition path and file name 0.15 each, ``id`` 0.24), writing the bytes 0.035 s
+(page cache: on a loaded machine anything up to 0.2 s, as for ``pq.write_table``), the gather
+into bucket and key order 0.025 s, creating 20 markers 0.004 s, preparing and planning (record
+keys, bucket hashes, grouping, Parquet options) 0.015 s, meta columns 0.006 s. Measured and
+kept: one gather per block of columns over all buckets, shared by the tasks
+(:mod:`~pyhudi.write.shared_gather`: 46 ms -> 25 ms at 200k rows, 580 -> 355 ms at 2M), sliced
+instead of gathered when the rows already come in bucket and key order; meta columns computed
+once per task and shared by its families; encoding into one pre-sized buffer costs no more than
+streaming into the file. Measured and left: uncompressed sequence numbers encode 0.3 ms faster
+per file but write 1.2 MB (14%) more per 50k rows; DELTA_BYTE_ARRAY / DELTA_LENGTH_BYTE_ARRAY
+record keys (1.4 / 1.0 ms) and sequence numbers (1.3 / 0.9 ms) encode 2–3x slower than plain
+(pyarrow 26); sequence numbers built with NumPy instead of Arrow's cast save 0.5 ms per task.
+The remaining floor is the layout: every family file carries the five meta columns and the key
+(Hudi's data-file contract; ~36 ms for 20 family files against ~7 ms for 4 full-row files),
+and bucket files need the gather. A new file group written as one full-row base file would
+remove the first, but under non-blocking concurrency control (the default of merge-on-read
+bucket tables) a base file makes concurrent inserts into one bucket conflict;
+``hoodie.populate.meta.fields=false`` (virtual keys) would too, but pyhudi creates tables with
+meta fields only.
 """
 
 from __future__ import annotations
