@@ -95,34 +95,42 @@ def test_rows_already_in_group_and_key_order_are_sliced_without_a_copy():
     assert first.column("x").chunk(0).buffers()[1].address == source_address  # the input itself
 
 
-def test_threads_share_the_blocks_and_both_see_the_same_rows(monkeypatch):
+@pytest.mark.parametrize("round_", range(10))  # (repeated: races show up as flaky failures)
+def test_threads_share_the_key_sort_and_the_blocks_and_see_the_same_rows(monkeypatch, round_):
     monkeypatch.setattr(shared_gather, "BLOCK_COLUMNS", 1)
     gathered_by: dict[str, str] = {}
-    real = handle.gather
+    sorted_groups: list[int] = []
+    real_gather, real_sort = handle.gather, SharedGather._sorted_group
 
     def tracking(table, order):
         gathered_by.setdefault(table.column_names[0], threading.current_thread().name)
-        return real(table, order)
+        return real_gather(table, order)
+
+    def sorting(self, indices):
+        sorted_groups.append(int(indices[0].as_py()))
+        return real_sort(self, indices)
 
     monkeypatch.setattr(handle, "gather", tracking)
+    monkeypatch.setattr(SharedGather, "_sorted_group", sorting)
     source = pa.table({KEY: [f"k{i:03d}" for i in range(200)][::-1], **{f"c{j}": np.arange(200.0) * j for j in range(8)}})
-    groups = _groups(200, 2)
+    groups = _groups(200, 3)
     columns = [KEY, *[f"c{j}" for j in range(8)]]
     shared = SharedGather(source, groups, None, None, KEY, [columns[1:]])
     out: dict[int, pa.Table] = {}
-    barrier = threading.Barrier(2)
+    barrier = threading.Barrier(3)
 
     def task(g: int) -> None:
         barrier.wait()
         out[g] = shared.rows(g, columns)
 
-    threads = [threading.Thread(target=task, args=(g,), name=f"t{g}") for g in range(2)]
+    threads = [threading.Thread(target=task, args=(g,), name=f"t{g}") for g in range(3)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert sorted(gathered_by) == columns  # every block gathered exactly once, by one thread or the other
-    for g in range(2):
+    assert sorted(sorted_groups) == [0, 1, 2]  # each group's key order computed once
+    assert sorted(gathered_by) == columns  # every block gathered exactly once, by one thread or another
+    for g in range(3):
         assert out[g].to_pylist() == _reference(source, groups[g], None, columns)
 
 

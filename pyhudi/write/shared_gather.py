@@ -19,7 +19,7 @@ has taken its slice, so the gathered copy lives no longer than the files written
 from __future__ import annotations
 
 import threading
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -58,13 +58,46 @@ class SharedGather:
                     self._block_of[c] = len(blocks)
                 blocks.append(new[start:start + BLOCK_COLUMNS])
         self._blocks = blocks
-        # per block: None (not claimed), an Event (being gathered), or the gathered table / error
+        # per block (and per group's key order): None (not claimed), an Event (being computed by
+        # a task), or the result / the error it raised
         self._state: list[object] = [None] * len(blocks)
+        self._sorted: list[object] = [None] * len(self.groups)
         uses = [0] * len(blocks)
         for columns in column_sets:
             for b in {self._block_of[c] for c in [record_key, *columns]}:
                 uses[b] += len(self.groups)
         self._uses = uses
+
+    # ------------------------------------------------------------------ shared work
+    def _claim(self, state: list, items: Sequence[int]) -> list[tuple[int, threading.Event]]:
+        """Mark the unclaimed ``items`` of ``state`` as this thread's work."""
+        mine = []
+        with self._lock:
+            for i in items:
+                if state[i] is None:
+                    event = threading.Event()
+                    state[i] = event
+                    mine.append((i, event))
+        return mine
+
+    def _compute(self, state: list, item: int, event: threading.Event, work: Callable[[], object]) -> None:
+        try:
+            result = work()
+        except BaseException as exc:  # handed to every task waiting for the item
+            result = exc
+        with self._lock:
+            state[item] = result
+        event.set()
+
+    @staticmethod
+    def _result(state: list, item: int) -> object:
+        found = state[item]
+        if isinstance(found, threading.Event):
+            found.wait()
+            found = state[item]
+        if isinstance(found, BaseException):
+            raise found
+        return found
 
     # ------------------------------------------------------------------ order
     def _sorted_group(self, indices: pa.Array) -> pa.Array:
@@ -77,15 +110,22 @@ class SharedGather:
         return indices.take(pa.array(order))
 
     def _ensure_order(self) -> pa.Array:
-        """Every group's rows in key order, one after the other (computed once, ~1 ms per 50k rows)."""
+        """Every group's rows in key order, one after the other; the groups are sorted by the
+        tasks that ask first, each group by one of them (~1 ms per 50k rows)."""
+        if self._order is not None:
+            return self._order
+        state = self._sorted  # (a local reference: the first task done drops the shared one)
+        for g, event in self._claim(state, range(len(self.groups))):
+            self._compute(state, g, event, lambda g=g: self._sorted_group(self.groups[g]))
+        parts = [self._result(state, g) for g in range(len(self.groups))]
         with self._lock:
             if self._order is None:
-                parts = [self._sorted_group(g) for g in self.groups]
                 offsets = [0]
                 for part in parts:
                     offsets.append(offsets[-1] + len(part))
                 self._offsets = offsets
                 self._order = pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
+                self._sorted = []
             return self._order
 
     def group_length(self, group: int) -> int:
@@ -93,41 +133,20 @@ class SharedGather:
         return self._offsets[group + 1] - self._offsets[group]
 
     # ------------------------------------------------------------------ blocks
-    def _gather_block(self, block: int, event: threading.Event) -> None:
+    def _gather_block(self, block: int) -> pa.Table:
         from pyhudi.write import handle  # (handle builds payloads on this module)
 
-        try:
-            result: object = handle.gather(self.source.select(self._blocks[block]), self._ensure_order())
-        except BaseException as exc:  # handed to every task waiting for the block
-            result = exc
-        with self._lock:
-            self._state[block] = result
-        event.set()
-
-    def _claim(self, blocks: Sequence[int]) -> list[tuple[int, threading.Event]]:
-        mine = []
-        with self._lock:
-            for b in blocks:
-                if self._state[b] is None:
-                    event = threading.Event()
-                    self._state[b] = event
-                    mine.append((b, event))
-        return mine
+        return handle.gather(self.source.select(self._blocks[block]), self._ensure_order())
 
     def _take(self, block: int, group: int) -> pa.Table:
-        state = self._state[block]
-        if isinstance(state, threading.Event):
-            state.wait()
-            state = self._state[block]
-        if isinstance(state, BaseException):
-            raise state
-        assert isinstance(state, pa.Table)
+        gathered = self._result(self._state, block)
+        assert isinstance(gathered, pa.Table)
         start, end = self._offsets[group], self._offsets[group + 1]
         with self._lock:
             self._uses[block] -= 1
             if self._uses[block] <= 0:  # every task served: the slices keep what they need alive
                 self._state[block] = _DONE
-        return state.slice(start, end - start)
+        return gathered.slice(start, end - start)
 
     def rows(self, group: int, columns: Sequence[str]) -> pa.Table:
         """Group ``group``'s rows (key order, latest per key) of ``columns`` (a zero-copy slice
@@ -135,8 +154,8 @@ class SharedGather:
         rest."""
         self._ensure_order()
         wanted = list(dict.fromkeys(self._block_of[c] for c in columns))
-        for block, event in self._claim(wanted):
-            self._gather_block(block, event)
+        for block, event in self._claim(self._state, wanted):
+            self._compute(self._state, block, event, lambda block=block: self._gather_block(block))
         pieces = {b: self._take(b, group) for b in wanted}
         return pa.table({c: pieces[self._block_of[c]].column(c) for c in columns},
                         schema=pa.schema([self.source.schema.field(c) for c in columns]))
