@@ -254,7 +254,7 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         for index, (group, _, _) in enumerate(runs):  # sort, de-duplication, gather: in the tasks
             payload = FamilyPayload(family.name, None, partial, file_schema, plan=f"plan:{ordering!r}",
                                     parquet_options=options, integer_key=integer_key, shared=shared[ordering],
-                                    group=index, columns=(RECORD_KEY, *cols))
+                                    group=index, columns=(RECORD_KEY, *cols), key_fields=tuple(key_fields))
             groups.setdefault(group, []).append(payload)
     tasks = []
     for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):
@@ -418,7 +418,7 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
             else:
                 add(partition, file_id, KIND_DELETE, delete_keys=keys, delete_families=(family.name,))
         else:
-            payload = FamilyPayload(family.name, chunk, is_partial, file_schema)
+            payload = FamilyPayload(family.name, chunk, is_partial, file_schema, key_fields=tuple(key_fields))
             kind = KIND_MERGE if copy_on_write else KIND_APPEND
             add(partition, file_id, kind, payloads=[payload], ordering_field=event_field,
                 insert_count=inserted.get(file_id, 0), concat_inserts=concat)
