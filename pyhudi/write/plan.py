@@ -3,8 +3,9 @@
 Every step is vectorised. Rows are de-duplicated per (partition, key) — the latest by the
 family's ordering column (event time), ties and tables without one by arrival order — and every
 file is sorted by record key. Upserts on bucketed tables only group rows by file group on the
-driver (one integer sort, :func:`group_plan`); each task then sorts and de-duplicates its own
-rows, once per ordering, in parallel. Deletes and writes without buckets, which need the whole
+driver (one integer sort, :func:`group_plan`); the tasks then sort and de-duplicate each group's
+rows and gather them into that order once for all groups, once per ordering, sharing the work
+(:class:`~pyhudi.write.shared_gather.SharedGather`). Deletes and writes without buckets, which need the whole
 picture first, de-duplicate on the driver (:func:`dedupe_plan`).
 
 Where rows go depends on the index:
@@ -114,8 +115,8 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     arrival order within a group — and the runs ``((partition, bucket), start, length)``.
 
     One stable NumPy sort on one small integer per row (a radix sort when the group ids fit 16
-    bits); the key sort and de-duplication of each group happen in its task
-    (:func:`~pyhudi.write.prepare.latest_sorted`), in parallel.
+    bits); the key sort and de-duplication of each group happen in the tasks
+    (:class:`~pyhudi.write.shared_gather.SharedGather`), in parallel.
     """
     n = rows.num_rows
     buckets = np.asarray(rows.column(BUCKET_COLUMN).combine_chunks(), dtype=np.int64)
