@@ -1,5 +1,5 @@
 """The footer of every family file of an insert declares the meta columns' encodings the write
-path chose for them (handle.META_PARQUET_OPTIONS, parquet_options.NO_STATISTICS)."""
+path chose for them (handle.META_PARQUET_OPTIONS, parquet_options.NO_STATISTICS; log blocks: handle.LOG_BLOCK_STATISTICS)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 import pyhudi
 
@@ -44,9 +45,13 @@ def test_insert_family_files_declare_the_meta_column_encodings(tmp_path):
         assert (ident.compression, "DELTA_BINARY_PACKED" in ident.encodings) == ("UNCOMPRESSED", True)
         assert not chunks["_hoodie_partition_path"].is_stats_set and not chunks["_hoodie_file_name"].is_stats_set
         assert chunks["_hoodie_commit_time"].statistics.min == chunks["_hoodie_commit_time"].statistics.max == instant
-        for data in [c for c in chunks if c.startswith("c")]:  # random doubles: plain, uncompressed, with statistics
+        # the key field keeps its statistics (readers skip by key); random doubles: plain, uncompressed and,
+        # in a log block, without statistics (a later block may change a value: never used to skip)
+        assert ident.is_stats_set and (ident.statistics.min, ident.statistics.max) == (min(map(int, block.read().column(
+            "_hoodie_record_key").to_pylist())), max(map(int, block.read().column("_hoodie_record_key").to_pylist())))
+        for data in [c for c in chunks if c.startswith("c")]:
             assert (chunks[data].has_dictionary_page, chunks[data].compression, chunks[data].is_stats_set) == \
-                (False, "UNCOMPRESSED", True)
+                (False, "UNCOMPRESSED", False)
         table = block.read()
         keys = table.column("_hoodie_record_key").to_pylist()
         assert keys == sorted(keys) and (key.statistics.min, key.statistics.max) == (keys[0], keys[-1])
@@ -54,3 +59,40 @@ def test_insert_family_files_declare_the_meta_column_encodings(tmp_path):
         task = int(name.rsplit("_", 1)[1].split("-")[0])
         assert table.column("_hoodie_commit_seqno").to_pylist() == [f"{instant}_{task}_{i}" for i in range(len(keys))]
     assert t.read().sort_by("id").equals(rows)
+
+
+def test_base_files_keep_every_data_columns_statistics_and_log_blocks_only_the_keys(tmp_path):
+    n = 3000
+    rng = np.random.default_rng(4)
+    rows = pa.table({"id": np.arange(n), **{f"c{c}": rng.random(n) for c in range(4)}}, schema=SCHEMA)
+    t = pyhudi.create_table(str(tmp_path / "b"), SCHEMA, "id", num_buckets=1)
+    t.bulk_insert(rows)
+    (base,) = t.last_write.files
+    metadata = pq.read_metadata(f"{t.path}/{base}")
+    stats = {metadata.schema.column(i).name: metadata.row_group(0).column(i).is_stats_set for i in range(metadata.num_columns)}
+    assert stats == {"_hoodie_commit_time": True, "_hoodie_commit_seqno": False, "_hoodie_record_key": True,
+                     "_hoodie_partition_path": False, "_hoodie_file_name": False, "id": True,
+                     "c0": True, "c1": True, "c2": True, "c3": True}
+    update = rows.slice(0, 10).set_column(1, "c0", pa.array(np.full(10, 7.0)))
+    t.upsert(update)
+    (log,) = t.last_write.files
+    chunks = _chunks(only_block(t, log))
+    assert {name: chunk.is_stats_set for name, chunk in chunks.items()} == {
+        "_hoodie_commit_time": True, "_hoodie_commit_seqno": False, "_hoodie_record_key": True,
+        "_hoodie_partition_path": False, "_hoodie_file_name": False, "id": True,
+        "c0": False, "c1": False, "c2": False, "c3": False}
+    # a filter on a data column still reads the updated values (log statistics were never used for it)
+    got = t.read(filters=[("c0", "=", 7.0)]).sort_by("id")
+    assert got.column("id").to_pylist() == list(range(10))
+    assert t.read(filters=[("id", "=", 5)]).column("c0").to_pylist() == [7.0]
+
+
+def test_log_blocks_of_tables_without_buckets_keep_only_the_key_statistics(tmp_path):
+    rows = pa.table({"id": np.arange(100), **{f"c{c}": np.arange(100.0) + c for c in range(4)}}, schema=SCHEMA)
+    t = pyhudi.create_table(str(tmp_path / "s"), SCHEMA, "id")  # merge-on-read, simple index
+    t.insert(rows)
+    t.upsert(rows.slice(0, 5))
+    (log,) = [f for f in t.last_write.files if ".log." in f]
+    chunks = _chunks(only_block(t, log))
+    assert [name for name, chunk in chunks.items() if chunk.is_stats_set] == ["_hoodie_commit_time",
+                                                                              "_hoodie_record_key", "id"]

@@ -30,7 +30,7 @@ from pyhudi.logformat.block import (
     HFileDataBlock,
     LogBlock,
 )
-from pyhudi.logformat.parquet_options import encode_parquet, parquet_options_cover, parquet_options_for
+from pyhudi.logformat.parquet_options import encode_parquet, parquet_options_cover, parquet_options_for, write_parquet
 from pyhudi.schema import (
     META_FIELDS,
     arrow_schema_from_avro,
@@ -165,7 +165,7 @@ class ParquetDataBlock(DataBlock):
         self.parquet_options = {}
         self._parquet_file = None
 
-    def encode_content(self) -> pa.Buffer:
+    def _write_options(self) -> dict[str, Any]:
         if self._table is None:
             raise LogFormatError("a Parquet data block needs a table to encode")
         options = dict(self.parquet_options)
@@ -175,7 +175,24 @@ class ParquetDataBlock(DataBlock):
             sorting = key_sorting_columns(self._table)
             if sorting:
                 options["sorting_columns"] = sorting
+        return options
+
+    def encode_content(self) -> pa.Buffer:
+        options = self._write_options()
+        assert self._table is not None
         return encode_parquet(self._table, options)
+
+    @property
+    def streamable(self) -> bool:
+        """A block to write (not one read from a file): :meth:`write_content` can stream it."""
+        return self._content is None and self._table is not None
+
+    def write_content(self, sink: Any) -> None:
+        """Encode the content straight into ``sink`` (a stream whose position starts at 0): the
+        same bytes as :meth:`encode_content`, without holding them in memory first."""
+        options = self._write_options()
+        assert self._table is not None
+        write_parquet(self._table, sink, options)
 
     def parquet_file(self) -> pq.ParquetFile:
         """The content as a ``ParquetFile``: footer parsed once, row groups read on demand."""

@@ -144,6 +144,75 @@ def _create_local(path: str, parts: Sequence[bytes | pa.Buffer], fsync: bool) ->
         raise
 
 
+STREAM_BUFFER = 1 << 20
+"""Bytes the streamed content is written in (one Python call per chunk)."""
+
+
+class _ContentSink:
+    """The file after a block's header, as a stream whose position starts at 0: what the
+    Parquet writer needs (it refuses a sink that is not at 0, and the Parquet footer's offsets
+    are relative to the content's start, as in a block encoded apart)."""
+
+    def __init__(self, fh) -> None:
+        self.fh, self.written, self.closed = fh, 0, False
+
+    def write(self, data) -> int:
+        self.fh.write(data)
+        self.written += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.written
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    def writable(self) -> bool:
+        return True
+
+
+def _create_local_streamed(path: str, block, fsync: bool) -> int:
+    """Exclusive create of a one-block log file whose content is encoded straight into the
+    file: the header with the two lengths still zero, the content streamed, the footer and
+    trailer, then the lengths written in place. The same bytes as :func:`_create_local` of the
+    framed parts, without the content held in memory: a freshly allocated buffer of a large
+    block costs more than encoding it (a 430 MB block: ~0.8 s against ~0.2 s streamed)."""
+    if not block.header.get(HeaderKey.INSTANT_TIME):
+        raise LogFormatError(f"{type(block).__name__} needs an INSTANT_TIME header")
+    header, footer = encode_header(block.header), encode_header(block.footer)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError as exc:
+        raise AlreadyExistsError(f"file already exists: {path}") from exc
+    try:
+        with os.fdopen(fd, "wb", buffering=0) as fh:
+            prefix = b"".join([MAGIC, _U64.pack(0), _U32.pack(LOG_FORMAT_VERSION), _U32.pack(int(block.block_type)),
+                               header, _U64.pack(0)])
+            fh.write(prefix)
+            content = _ContentSink(fh)
+            stream = pa.BufferedOutputStream(pa.PythonFile(content, mode="w"), STREAM_BUFFER)
+            block.write_content(stream)
+            stream.close()
+            content_len = content.written
+            block_len = _FIXED_LEN + len(header) + content_len + len(footer)
+            fh.write(footer + _U64.pack(block_len + len(MAGIC)))
+            os.pwrite(fd, _U64.pack(block_len), len(MAGIC))
+            os.pwrite(fd, _U64.pack(content_len), len(prefix) - 8)
+            if fsync:
+                os.fsync(fd)
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+    return len(prefix) + content_len + len(footer) + 8
+
+
 def write_log_file(storage: Storage, relpath: str, blocks: Sequence[LogBlock], *, fsync: bool = False) -> int:
     """Create a NEW log file holding ``blocks``; returns the bytes written.
 
@@ -155,6 +224,8 @@ def write_log_file(storage: Storage, relpath: str, blocks: Sequence[LogBlock], *
     """
     if not blocks:
         raise LogFormatError(f"refusing to write an empty log file {relpath!r}")
+    if storage.is_local and len(blocks) == 1 and getattr(blocks[0], "streamable", False):
+        return _create_local_streamed(storage.full_path(relpath), blocks[0], fsync)
     parts = [part for block in blocks for part in _frame_parts(block)]
     if storage.is_local:
         _create_local(storage.full_path(relpath), parts, fsync)

@@ -17,22 +17,32 @@ engines distribute. Depending on its kind it writes, for each family present:
 A marker is created before every data file, so a failed task can be rolled back.
 
 Where an insert's CPU goes (Scenario W, issue 15: 200k rows x (id + 100 float64), 5 families,
-4 buckets, one thread, best of 6; ``pq.write_table`` of the same table uncompressed without
-dictionaries: 0.085 s): 0.25–0.27 s in all — Parquet encoding 0.10 s (data 0.055, the five meta
-columns ~0.045: ~2.2 ms per 50k-row family file, of which sequence numbers 0.6, record key 0.5,
-commit time 0.3 with statistics), the gather into bucket and key order 0.042 s, writing the
-bytes 0.032 s, creating 20 markers and 20 files 0.013 s, the rest (planning, hashing, commit)
-~0.04 s. Measured and kept: the gather runs in the tasks (in parallel) and is skipped for rows
-already in one run in key order (:func:`gather`); meta columns are computed once per task and
-shared by its families; encoding into one pre-sized buffer costs no more than streaming into
-the file (54 + 34 ms against 96 ms for the 20 files). Measured and left: one gather per family
-over all buckets reads each column once instead of once per bucket (25 ms instead of 45 at 200k
-rows, no gain at 2M where a column no longer fits the cache); uncompressed sequence numbers
-encode 0.34 ms faster per file but write 1.2 MB more; DELTA_BYTE_ARRAY record keys and
-sequence numbers are smaller but encode 2–3x slower. The remaining floor is the layout: every
-family file carries the five meta columns (Hudi's data-file contract), and bucket files need
-the gather; ``hoodie.populate.meta.fields=false`` (virtual keys) would remove the first, but
-pyhudi creates tables with meta fields only.
+4 buckets, one thread, best of 9; ``pq.write_table`` of the same table uncompressed without
+dictionaries: 0.077–0.085 s): 0.21 s in all (no families: 0.15 s) — Parquet encoding 0.10 s
+(0.06 s without families; per 50k-row family file ~2.1 ms of data with statistics and ~1.8 ms
+of meta columns and key: sequence numbers 0.58, record key 0.40, commit time 0.30 with
+statistics, partition path and file name 0.15 each, ``id`` 0.24), writing the bytes 0.035 s
+(page cache: on a loaded machine anything up to 0.2 s, as for ``pq.write_table``), the gather
+into bucket and key order 0.025 s, creating 20 markers 0.004 s, preparing and planning (record
+keys, bucket hashes, grouping, Parquet options) 0.015 s, meta columns 0.006 s. Measured and
+kept: one gather per block of columns over all buckets, shared by the tasks
+(:mod:`~pyhudi.write.shared_gather`: 46 ms -> 25 ms at 200k rows, 580 -> 355 ms at 2M), sliced
+instead of gathered when the rows already come in bucket and key order; meta columns computed
+once per task and shared by its families; log blocks encoded straight into their files
+(:func:`~pyhudi.logformat.writer.write_log_file`: the same at 200k rows, but at 2M a freshly
+allocated 85–430 MB content buffer cost 2–4x the encoding; 2M-row insert, one thread: 2.5 s ->
+1.9 s of CPU); log blocks without statistics on data columns (:data:`LOG_BLOCK_STATISTICS`:
+-0.5 ms per 20-double family file, -2.5 ms per 100-double file). Measured and left: uncompressed sequence numbers encode 0.3 ms faster
+per file but write 1.2 MB (14%) more per 50k rows; DELTA_BYTE_ARRAY / DELTA_LENGTH_BYTE_ARRAY
+record keys (1.4 / 1.0 ms) and sequence numbers (1.3 / 0.9 ms) encode 2–3x slower than plain
+(pyarrow 26); sequence numbers built with NumPy instead of Arrow's cast save 0.5 ms per task.
+The remaining floor is the layout: every family file carries the five meta columns and the key
+(Hudi's data-file contract; ~36 ms for 20 family files against ~7 ms for 4 full-row files),
+and bucket files need the gather. A new file group written as one full-row base file would
+remove the first, but under non-blocking concurrency control (the default of merge-on-read
+bucket tables) a base file makes concurrent inserts into one bucket conflict;
+``hoodie.populate.meta.fields=false`` (virtual keys) would too, but pyhudi creates tables with
+meta fields only.
 """
 
 from __future__ import annotations
@@ -66,7 +76,7 @@ from pyhudi.write.full_row import full_row_payload
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
 from pyhudi.write.positions import positions_header
-from pyhudi.write.prepare import latest_sorted
+from pyhudi.write.shared_gather import SharedGather
 from pyhudi.config.write import FSYNC_DATA_FILES  # noqa: F401 (declared there)
 
 KIND_APPEND = "append"  # log data blocks (upsert / insert on merge-on-read)
@@ -82,6 +92,29 @@ META_PARQUET_OPTIONS = {
     META_FIELDS[4]: (True, "snappy"),  # file name / file id: constant per file
 }
 """Parquet settings of the meta columns whose nature is known (the record key is sampled)."""
+
+
+WRITE_BATCH_ROWS = 1 << 16
+"""Values the Parquet writer encodes per batch (pyarrow's default: 1024). Larger batches cut the
+per-batch work (levels, statistics, page-size checks): a 50k-row family file of 20 doubles
+encodes in 3.1 ms instead of 3.5, a 100-double one in 10.4 ms instead of 11.9; pages are still
+cut at ~1 MB (one batch of doubles is 512 KB)."""
+
+LOG_BLOCK_STATISTICS = (META_FIELDS[0], RECORD_KEY)
+"""Columns of a log data block with min/max statistics, beside the record key fields: readers
+skip by the keys' statistics only (a data column's value in a log block may be changed by a later
+block, so its statistics never prove anything; base files keep theirs). Leaving the others out
+saves ~12% of a block's encoding (20 random doubles: 0.5 ms of 4 ms per 50k rows)."""
+
+
+def log_block_options(options: dict[str, Any], key_fields: tuple[str, ...]) -> dict[str, Any]:
+    """``options`` for a log data block: statistics only on :data:`LOG_BLOCK_STATISTICS` and
+    ``key_fields`` (unchanged when the options name no statistics columns or no key is known)."""
+    named = options.get("write_statistics")
+    if not key_fields or not isinstance(named, (list, tuple)):
+        return options
+    keep = {*LOG_BLOCK_STATISTICS, *key_fields}
+    return {**options, "write_statistics": [c for c in named if c in keep]}
 
 
 def contiguous_run(indices: pa.Array) -> tuple[int, int] | None:
@@ -116,62 +149,41 @@ class FamilyPayload:
     partly given: the block's schema is then the present columns and the header says IS_PARTIAL.
     ``file_schema`` is every data column of the family's files (base files hold all of them).
 
-    The rows may be given lazily as ``source.take(indices)``, so the gather runs inside the task
-    (in parallel on the engine's workers); with ``sort_by = (ordering,)`` the task first sorts
-    them by key and keeps the latest row per key (:func:`~pyhudi.write.prepare.latest_sorted`).
-    Pickling materialises them, so a shipped task carries only its own rows. Payloads of one
-    task with the same ``plan`` hold the same keys in the same order: their key sort, key
-    gather and meta columns are computed once.
+    The rows may be given lazily as group ``group`` of a :class:`~pyhudi.write.shared_gather.SharedGather`
+    (``shared``, with the ``columns`` wanted): the key sort, de-duplication and gather of every
+    file group of a write happen once, inside the tasks, on the engine's workers — each task then
+    holds a zero-copy slice. Pickling materialises (and compacts) them, so a shipped task carries
+    only its own rows. Payloads of one task with the same ``plan`` hold the same keys in the same
+    order: their meta columns are computed once.
     """
 
     family: str
     data: pa.Table | None = None
     is_partial: bool = False
     file_schema: pa.Schema | None = None
-    source: pa.Table | None = None
-    indices: pa.Array | None = None
     plan: str | None = None
     parquet_options: dict[str, Any] = field(default_factory=dict)
-    sort_by: tuple[str | None] | None = None
     integer_key: str | None = None  # the one key field, if integer: sorted by key codes (latest_sorted)
-
-    def _sorted_indices(self, cache: dict | None) -> pa.Array:
-        """``indices`` in key order, latest row per key (shared by the payloads of one plan)."""
-        assert self.source is not None and self.indices is not None and self.sort_by is not None
-        found = cache.get(("order", self.plan)) if cache is not None and self.plan is not None else None
-        if found is None:
-            (ordering,) = self.sort_by
-            columns = [RECORD_KEY] if ordering is None else [RECORD_KEY, ordering]
-            if self.integer_key is not None and self.integer_key not in columns:
-                columns.append(self.integer_key)
-            order = latest_sorted(self.source.select(columns).take(self.indices), ordering, self.integer_key)
-            found = self.indices.take(pa.array(order))
-            if cache is not None and self.plan is not None:
-                cache[("order", self.plan)] = found
-        return found
+    shared: SharedGather | None = None
+    group: int = 0
+    columns: tuple[str, ...] = ()
+    sliced: bool = False  # ``data`` is a slice of the shared gather (pickled as a compact copy)
+    key_fields: tuple[str, ...] = ()  # the table's record key fields (statistics of log blocks)
 
     def rows(self, cache: dict | None = None) -> pa.Table:
-        """The rows; ``cache`` (one per task) shares the key sort and key gather of a plan."""
+        """The rows (``cache``: kept for callers sharing per-task state; the gather is shared
+        through :attr:`shared`)."""
         if self.data is None:
-            assert self.source is not None and self.indices is not None
-            if self.sort_by is not None:
-                self.indices = self._sorted_indices(cache)
-                self.sort_by = None
-            shared = cache is not None and self.plan is not None
-            cached = cache.get(("keys", self.plan)) if shared else None
-            if cached is None:
-                self.data = gather(self.source, self.indices)
-                if shared:
-                    cache[("keys", self.plan)] = self.data.column(RECORD_KEY)
-            else:
-                rest = gather(self.source.drop_columns([RECORD_KEY]), self.indices)
-                self.data = rest.add_column(0, self.source.schema.field(RECORD_KEY), cached)
-            self.source = self.indices = None
+            assert self.shared is not None
+            self.data = self.shared.rows(self.group, self.columns)
+            self.shared, self.sliced = None, True
         return self.data
 
     def __getstate__(self) -> dict:
-        self.rows()
-        return dict(self.__dict__)
+        rows = self.rows()
+        if self.sliced and len(rows):  # a slice pickles its whole buffers: ship a compact copy
+            rows = rows.take(pa.array(np.arange(len(rows), dtype=np.int64)))
+        return {**self.__dict__, "data": rows, "sliced": False}
 
 
 @dataclass
@@ -293,7 +305,8 @@ class FileGroupWriteTask:
     def _options(self, payload: FamilyPayload | None) -> dict[str, Any]:
         # Every file a task writes holds one row per key in key order (de-duplicated and sorted
         # here), so the sort order is declared without re-checking it; readers merge by key ranges.
-        sorted_by_key = {"sorting_columns": [pq.SortingColumn(META_FIELDS.index(RECORD_KEY))]}
+        sorted_by_key = {"sorting_columns": [pq.SortingColumn(META_FIELDS.index(RECORD_KEY))],
+                         "write_batch_size": WRITE_BATCH_ROWS}
         return {**sorted_by_key, **(payload.parquet_options if payload is not None else {}), **self.parquet_options}
 
     def _write_base(self, storage: Storage, relpath: str, table: pa.Table, options: dict[str, Any]) -> int:
@@ -329,7 +342,11 @@ class FileGroupWriteTask:
                                          data.select(key_columns), payload.integer_key)
             header = data_block_header(self.instant, avro_schema_json(schema, self.table_name),
                                        table_name=self.table_name, is_partial=payload.is_partial, extra=positions)
-            block = ParquetDataBlock(table, header, table_name=self.table_name, **self._options(payload))
+            options = self._options(payload)
+            if payload.key_fields and not parquet_options_cover(options, table.schema):
+                options = {**parquet_options_for(table), **options}  # (what the block would choose)
+            options = log_block_options(options, payload.key_fields)
+            block = ParquetDataBlock(table, header, table_name=self.table_name, **options)
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
             size = write_log_file(storage, self._relpath(name), [block], fsync=self.fsync)
         n = table.num_rows

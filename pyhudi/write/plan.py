@@ -3,8 +3,9 @@
 Every step is vectorised. Rows are de-duplicated per (partition, key) — the latest by the
 family's ordering column (event time), ties and tables without one by arrival order — and every
 file is sorted by record key. Upserts on bucketed tables only group rows by file group on the
-driver (one integer sort, :func:`group_plan`); each task then sorts and de-duplicates its own
-rows, once per ordering, in parallel. Deletes and writes without buckets, which need the whole
+driver (one integer sort, :func:`group_plan`); the tasks then sort and de-duplicate each group's
+rows and gather them into that order once for all groups, once per ordering, sharing the work
+(:class:`~pyhudi.write.shared_gather.SharedGather`). Deletes and writes without buckets, which need the whole
 picture first, de-duplicate on the driver (:func:`dedupe_plan`).
 
 Where rows go depends on the index:
@@ -51,6 +52,7 @@ from pyhudi.write.handle import (
     FamilyPayload,
     FileGroupWriteTask,
 )
+from pyhudi.write.shared_gather import SharedGather
 from pyhudi.write.small_files import (
     MERGE_ALLOW_DUPLICATE_ON_INSERTS,
     SMALL_FILE_LIMIT,
@@ -114,8 +116,8 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     arrival order within a group — and the runs ``((partition, bucket), start, length)``.
 
     One stable NumPy sort on one small integer per row (a radix sort when the group ids fit 16
-    bits); the key sort and de-duplication of each group happen in its task
-    (:func:`~pyhudi.write.prepare.latest_sorted`), in parallel.
+    bits); the key sort and de-duplication of each group happen in the tasks
+    (:class:`~pyhudi.write.shared_gather.SharedGather`), in parallel.
     """
     n = rows.num_rows
     buckets = np.asarray(rows.column(BUCKET_COLUMN).combine_chunks(), dtype=np.int64)
@@ -232,6 +234,7 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     integer_key = single if single is not None and pa.types.is_integer(txn.schema.field(single).type) else None
     all_options = parquet_options_for(rows.select(written), fixed=META_PARQUET_OPTIONS,  # one sample for all families
                                       delta_columns=key_fields)
+    written_families = []
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
         given = [c for c in own if c in present]
@@ -239,14 +242,22 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
             continue  # family not touched by this write
         file_columns = family_file_columns(family, key_fields, partition_fields, txn.config.get(DROP_PARTITION_COLUMNS))
         cols = [c for c in file_columns if c in present]
-        file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
         ordering = family.ordering_field if family.ordering_field in present else None
-        source = rows.select([RECORD_KEY, *cols])
-        options = options_for_columns(all_options, [*META_PARQUET_OPTIONS, *source.column_names])
-        for (group, _, _), indices in zip(runs, group_rows):  # sort, de-duplication, gather: in the task
-            payload = FamilyPayload(family.name, None, len(given) < len(own), file_schema, source=source,
-                                    indices=indices, plan=f"plan:{ordering!r}", parquet_options=options,
-                                    sort_by=(ordering,), integer_key=integer_key)
+        written_families.append((family, cols, file_columns, ordering, len(given) < len(own)))
+    shared: dict[str | None, SharedGather] = {}  # one key sort and gather per ordering, shared by its families
+    for ordering in dict.fromkeys(f[3] for f in written_families):
+        sets = [cols for _, cols, _, o, _ in written_families if o == ordering]
+        needed = list(dict.fromkeys(c for cols in sets for c in cols))
+        extra = [c for c in (ordering, integer_key) if c is not None and c not in needed]
+        shared[ordering] = SharedGather(rows.select([RECORD_KEY, *needed, *extra]), group_rows, ordering,
+                                        integer_key, RECORD_KEY, sets)
+    for family, cols, file_columns, ordering, partial in written_families:
+        file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
+        options = options_for_columns(all_options, [*META_PARQUET_OPTIONS, RECORD_KEY, *cols])
+        for index, (group, _, _) in enumerate(runs):  # sort, de-duplication, gather: in the tasks
+            payload = FamilyPayload(family.name, None, partial, file_schema, plan=f"plan:{ordering!r}",
+                                    parquet_options=options, integer_key=integer_key, shared=shared[ordering],
+                                    group=index, columns=(RECORD_KEY, *cols), key_fields=tuple(key_fields))
             groups.setdefault(group, []).append(payload)
     tasks = []
     for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):
@@ -412,7 +423,7 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
             else:
                 add(partition, file_id, KIND_DELETE, delete_keys=keys, delete_families=(family.name,))
         else:
-            payload = FamilyPayload(family.name, chunk, is_partial, file_schema)
+            payload = FamilyPayload(family.name, chunk, is_partial, file_schema, key_fields=tuple(key_fields))
             kind = KIND_MERGE if copy_on_write else KIND_APPEND
             add(partition, file_id, kind, payloads=[payload], ordering_field=event_field,
                 insert_count=inserted.get(file_id, 0), concat_inserts=concat)

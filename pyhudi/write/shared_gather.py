@@ -1,0 +1,168 @@
+"""One gather of a write's rows into (file group, record key) order, shared by its tasks.
+
+A bucketed write sends the rows of each file group to its own task, and every file a task
+writes holds its rows in key order: each task gathers its rows out of the input. Gathered per
+task, every column of the input is read once per file group — 4 buckets read a 200k-row column
+(1.6 MB) four times, and once the 100 other columns have passed through the cache in between,
+from memory. Gathered once for all file groups, a column is read once while it is still in the
+cache: Scenario W (200k rows x 100 doubles, 4 buckets) gathers in ~25 ms instead of ~45 ms.
+
+:class:`SharedGather` does that while keeping the tasks independent: the first task that needs
+a block of columns (a few columns of one family) gathers it for every file group, and hands
+each task a zero-copy slice of its file group's rows. Tasks running at once on the local
+engine's threads claim different blocks first and then wait for the blocks others are
+gathering, so both cores gather. Input already in (file group, key) order is sliced, not
+gathered (:func:`~pyhudi.write.handle.gather`). A block is dropped once every task it serves
+has taken its slice, so the gathered copy lives no longer than the files written from it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from pyhudi.write.prepare import latest_sorted
+
+BLOCK_COLUMNS = 8
+"""Columns gathered together: enough to keep the per-call overhead small, few enough that two
+threads share the columns of one family (Scenario W without families: 13 blocks)."""
+
+
+class SharedGather:
+    """The rows of ``groups`` (each: positions into ``source``, in arrival order) sorted by
+    record key, the latest row per key kept (:func:`~pyhudi.write.prepare.latest_sorted` with
+    ``ordering``), gathered block by block on first use and served as per-group slices.
+
+    ``column_sets``: the columns each consumer (a family's payload) asks for, in the order it
+    asks; ``record_key`` is its own block (every consumer wants it)."""
+
+    def __init__(self, source: pa.Table, groups: Sequence[pa.Array], ordering: str | None,
+                 integer_key: str | None, record_key: str, column_sets: Sequence[Sequence[str]]) -> None:
+        self.source = source
+        self.groups = list(groups)
+        self.ordering = ordering
+        self.integer_key = integer_key
+        self.record_key = record_key
+        self._lock = threading.Lock()
+        self._order: pa.Array | None = None
+        self._offsets: list[int] = []
+        self._block_of: dict[str, int] = {record_key: 0}
+        blocks: list[list[str]] = [[record_key]]
+        for columns in column_sets:
+            new = [c for c in columns if c not in self._block_of]
+            for start in range(0, len(new), BLOCK_COLUMNS):
+                for c in new[start:start + BLOCK_COLUMNS]:
+                    self._block_of[c] = len(blocks)
+                blocks.append(new[start:start + BLOCK_COLUMNS])
+        self._blocks = blocks
+        # per block (and per group's key order): None (not claimed), an Event (being computed by
+        # a task), or the result / the error it raised
+        self._state: list[object] = [None] * len(blocks)
+        self._sorted: list[object] = [None] * len(self.groups)
+        uses = [0] * len(blocks)
+        for columns in column_sets:
+            for b in {self._block_of[c] for c in [record_key, *columns]}:
+                uses[b] += len(self.groups)
+        self._uses = uses
+
+    # ------------------------------------------------------------------ shared work
+    def _claim(self, state: list, items: Sequence[int]) -> list[tuple[int, threading.Event]]:
+        """Mark the unclaimed ``items`` of ``state`` as this thread's work."""
+        mine = []
+        with self._lock:
+            for i in items:
+                if state[i] is None:
+                    event = threading.Event()
+                    state[i] = event
+                    mine.append((i, event))
+        return mine
+
+    def _compute(self, state: list, item: int, event: threading.Event, work: Callable[[], object]) -> None:
+        try:
+            result = work()
+        except BaseException as exc:  # handed to every task waiting for the item
+            result = exc
+        with self._lock:
+            state[item] = result
+        event.set()
+
+    @staticmethod
+    def _result(state: list, item: int) -> object:
+        found = state[item]
+        if isinstance(found, threading.Event):
+            found.wait()
+            found = state[item]
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+    # ------------------------------------------------------------------ order
+    def _sorted_group(self, indices: pa.Array) -> pa.Array:
+        columns = [self.record_key] if self.ordering is None else [self.record_key, self.ordering]
+        if self.integer_key is not None and self.integer_key not in columns:
+            columns.append(self.integer_key)
+        order = latest_sorted(self.source.select(columns).take(indices), self.ordering, self.integer_key)
+        if len(order) == len(indices) and (len(order) < 2 or bool(np.all(order[1:] > order[:-1]))):
+            return indices  # already in key order (order is 0..n-1)
+        return indices.take(pa.array(order))
+
+    def _ensure_order(self) -> pa.Array:
+        """Every group's rows in key order, one after the other; the groups are sorted by the
+        tasks that ask first, each group by one of them (~1 ms per 50k rows)."""
+        if self._order is not None:
+            return self._order
+        state = self._sorted  # (a local reference: the first task done drops the shared one)
+        for g, event in self._claim(state, range(len(self.groups))):
+            self._compute(state, g, event, lambda g=g: self._sorted_group(self.groups[g]))
+        parts = [self._result(state, g) for g in range(len(self.groups))]
+        with self._lock:
+            if self._order is None:
+                offsets = [0]
+                for part in parts:
+                    offsets.append(offsets[-1] + len(part))
+                self._offsets = offsets
+                self._order = pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
+                self._sorted = []
+            return self._order
+
+    def group_length(self, group: int) -> int:
+        self._ensure_order()
+        return self._offsets[group + 1] - self._offsets[group]
+
+    # ------------------------------------------------------------------ blocks
+    def _gather_block(self, block: int) -> pa.Table:
+        from pyhudi.write import handle  # (handle builds payloads on this module)
+
+        return handle.gather(self.source.select(self._blocks[block]), self._ensure_order())
+
+    def _take(self, block: int, group: int) -> pa.Table:
+        gathered = self._result(self._state, block)
+        assert isinstance(gathered, pa.Table)
+        start, end = self._offsets[group], self._offsets[group + 1]
+        with self._lock:
+            self._uses[block] -= 1
+            if self._uses[block] <= 0:  # every task served: the slices keep what they need alive
+                self._state[block] = _DONE
+        return gathered.slice(start, end - start)
+
+    def rows(self, group: int, columns: Sequence[str]) -> pa.Table:
+        """Group ``group``'s rows (key order, latest per key) of ``columns`` (a zero-copy slice
+        of the shared gather); gathers the blocks no other task has claimed, then waits for the
+        rest."""
+        self._ensure_order()
+        wanted = list(dict.fromkeys(self._block_of[c] for c in columns))
+        for block, event in self._claim(self._state, wanted):
+            self._compute(self._state, block, event, lambda block=block: self._gather_block(block))
+        pieces = {b: self._take(b, group) for b in wanted}
+        return pa.table({c: pieces[self._block_of[c]].column(c) for c in columns},
+                        schema=pa.schema([self.source.schema.field(c) for c in columns]))
+
+
+class _Done:
+    """A block every consumer has taken (asked again: a programming error)."""
+
+
+_DONE = _Done()

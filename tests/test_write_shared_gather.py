@@ -1,0 +1,237 @@
+"""The shared gather of a bucketed write (:mod:`pyhudi.write.shared_gather`): every file group's
+rows sorted by key (latest per key), each column gathered once for all file groups, served to
+the tasks as slices — with exactly the rows, meta values and file names of a per-group sort and
+gather (the reference computed here the plain way)."""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import pyhudi
+from pyhudi.engine.local import LocalEngine
+from pyhudi.write import handle, shared_gather
+from pyhudi.write.shared_gather import SharedGather
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_write import bucket_of, fid, hudi_rows, only_block  # noqa: E402
+
+KEY = "_hoodie_record_key"
+
+
+def _source(n: int = 40, seed: int = 5) -> pa.Table:
+    """Keys with repeats (``k07`` arrives several times), a value per arrival, an ordering column."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, n // 2, n)
+    return pa.table({KEY: [f"k{i:02d}" for i in ids], "x": np.arange(n, dtype=np.float64),
+                     "y": [f"y{i}" for i in range(n)], "ts": rng.integers(0, 5, n)})
+
+
+def _groups(n: int, count: int) -> list[pa.Array]:
+    """Positions split into ``count`` groups by position modulo ``count`` (arrival order kept)."""
+    return [pa.array(np.arange(g, n, count, dtype=np.int64)) for g in range(count)]
+
+
+def _reference(source: pa.Table, positions: pa.Array, ordering: str | None, columns: list[str]) -> list[dict]:
+    """The latest row per key of ``positions`` in key order, by plain Python: highest ordering
+    value, ties (and no ordering) to the later arrival."""
+    rows = source.take(positions).to_pylist()
+    best: dict[str, tuple] = {}
+    for arrival, row in enumerate(rows):
+        rank = (row[ordering] if ordering else 0, arrival)
+        if row[KEY] not in best or rank >= best[row[KEY]][0]:
+            best[row[KEY]] = (rank, row)
+    return [{c: best[k][1][c] for c in columns} for k in sorted(best)]
+
+
+@pytest.mark.parametrize("ordering", [None, "ts"])
+def test_every_group_gets_its_latest_rows_per_key_in_key_order(ordering):
+    source = _source()
+    groups = _groups(source.num_rows, 3)
+    sets = [["x"], ["y", "ts"]]
+    shared = SharedGather(source, groups, ordering, None, KEY, sets)
+    for g, positions in enumerate(groups):
+        for columns in sets:
+            got = shared.rows(g, [KEY, *columns])
+            assert got.column_names == [KEY, *columns]
+            assert got.to_pylist() == _reference(source, positions, ordering, [KEY, *columns])
+            assert shared.group_length(g) == len(got)
+
+
+def test_each_column_block_is_gathered_once_for_all_groups_and_served_as_slices(monkeypatch):
+    calls = []
+    real = handle.gather
+    monkeypatch.setattr(handle, "gather", lambda table, order: calls.append(table.column_names) or real(table, order))
+    monkeypatch.setattr(shared_gather, "BLOCK_COLUMNS", 2)
+    source = pa.table({KEY: [f"k{i:02d}" for i in range(30)][::-1], **{f"c{j}": np.arange(30.0) + j for j in range(5)}})
+    groups = _groups(30, 3)
+    shared = SharedGather(source, groups, None, None, KEY, [["c0", "c1", "c2"], ["c3", "c4"]])
+    pieces = [shared.rows(g, [KEY, "c0", "c1", "c2"]) for g in range(3)]
+    pieces += [shared.rows(g, [KEY, "c3", "c4"]) for g in range(3)]
+    # the key once, then blocks of at most two columns, each gathered once whatever the groups
+    assert calls == [[KEY], ["c0", "c1"], ["c2"], ["c3", "c4"]]
+    # the groups' slices of one column share one gathered buffer
+    addresses = {p.column("c0").chunk(0).buffers()[1].address for p in pieces[:3]}
+    assert len(addresses) == 1
+    for g in range(3):
+        assert pieces[g].column("c0").to_pylist() == sorted(groups[g].to_pylist(), reverse=True)
+        assert pieces[g].column(KEY).equals(pieces[3 + g].column(KEY))
+
+
+def test_rows_already_in_group_and_key_order_are_sliced_without_a_copy():
+    source = pa.table({KEY: [f"k{i:02d}" for i in range(12)], "x": np.arange(12.0)})
+    groups = [pa.array(np.arange(0, 5)), pa.array(np.arange(5, 12))]
+    shared = SharedGather(source, groups, None, None, KEY, [["x"]])
+    first, second = shared.rows(0, [KEY, "x"]), shared.rows(1, [KEY, "x"])
+    assert first.column("x").to_pylist() == list(range(5)) and second.column("x").to_pylist() == list(range(5, 12))
+    source_address = source.column("x").chunk(0).buffers()[1].address
+    assert first.column("x").chunk(0).buffers()[1].address == source_address  # the input itself
+
+
+@pytest.mark.parametrize("round_", range(10))  # (repeated: races show up as flaky failures)
+def test_threads_share_the_key_sort_and_the_blocks_and_see_the_same_rows(monkeypatch, round_):
+    monkeypatch.setattr(shared_gather, "BLOCK_COLUMNS", 1)
+    gathered_by: dict[str, str] = {}
+    sorted_groups: list[int] = []
+    real_gather, real_sort = handle.gather, SharedGather._sorted_group
+
+    def tracking(table, order):
+        gathered_by.setdefault(table.column_names[0], threading.current_thread().name)
+        return real_gather(table, order)
+
+    def sorting(self, indices):
+        sorted_groups.append(int(indices[0].as_py()))
+        return real_sort(self, indices)
+
+    monkeypatch.setattr(handle, "gather", tracking)
+    monkeypatch.setattr(SharedGather, "_sorted_group", sorting)
+    source = pa.table({KEY: [f"k{i:03d}" for i in range(200)][::-1], **{f"c{j}": np.arange(200.0) * j for j in range(8)}})
+    groups = _groups(200, 3)
+    columns = [KEY, *[f"c{j}" for j in range(8)]]
+    shared = SharedGather(source, groups, None, None, KEY, [columns[1:]])
+    out: dict[int, pa.Table] = {}
+    barrier = threading.Barrier(3)
+
+    def task(g: int) -> None:
+        barrier.wait()
+        out[g] = shared.rows(g, columns)
+
+    threads = [threading.Thread(target=task, args=(g,), name=f"t{g}") for g in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(sorted_groups) == [0, 1, 2]  # each group's key order computed once
+    assert sorted(gathered_by) == columns  # every block gathered exactly once, by one thread or another
+    for g in range(3):
+        assert out[g].to_pylist() == _reference(source, groups[g], None, columns)
+
+
+def test_a_failed_gather_fails_every_task_waiting_for_its_block(monkeypatch):
+    monkeypatch.setattr(handle, "gather", lambda table, order: (_ for _ in ()).throw(MemoryError("no room")))
+    source = _source()
+    shared = SharedGather(source, _groups(source.num_rows, 2), None, None, KEY, [["x"]])
+    with pytest.raises(MemoryError, match="no room"):
+        shared.rows(0, [KEY, "x"])
+    with pytest.raises(MemoryError, match="no room"):  # the other group gets the block's error, not a hang
+        shared.rows(1, [KEY, "x"])
+
+
+# ------------------------------------------------------------------------- end to end
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), *[pa.field(f"c{i}", pa.float64()) for i in range(6)]])
+FAMILIES = {"f0": "c0,c1", "f1": "c2,c3", "f2": "c4,c5"}
+
+
+def _input(n: int = 400) -> pa.Table:
+    """Ids in random arrival order with repeats; the later arrival of an id carries higher values."""
+    rng = np.random.default_rng(11)
+    ids = rng.integers(0, n // 2, n)
+    return pa.table({"id": ids, **{f"c{i}": np.arange(n, dtype=np.float64) + 1000 * i for i in range(6)}}, schema=SCHEMA)
+
+
+def _expected(data: pa.Table) -> dict[int, dict]:
+    latest = {}
+    for row in data.to_pylist():
+        latest[row["id"]] = row  # later arrival wins
+    return latest
+
+
+@pytest.mark.parametrize("families", [FAMILIES, None], ids=["families", "plain"])
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_bucketed_upsert_files_hold_exact_rows_keys_and_sequence_numbers(tmp_path, families, parallelism):
+    data = _input()
+    latest = _expected(data)
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=4, column_families=families)
+    instant = t.upsert(data, engine=LocalEngine(parallelism))
+    by_bucket: dict[int, list[int]] = {}
+    for key in latest:
+        by_bucket.setdefault(bucket_of(key, 4), []).append(key)
+    names = families or {None: ",".join(f"c{i}" for i in range(6))}
+    expected_files = {f".{fid(b)}_{instant}{'_' + f if f else ''}.log.1_{task}-1-0"
+                      for task, b in enumerate(sorted(by_bucket)) for f in names}
+    assert set(t.last_write.files) == expected_files
+    for task, bucket in enumerate(sorted(by_bucket)):
+        keys = sorted(str(k) for k in by_bucket[bucket])  # string order
+        for family, columns in names.items():
+            name = f".{fid(bucket)}_{instant}{'_' + family if family else ''}.log.1_{task}-1-0"
+            block = only_block(t, name).read()
+            assert block.column(KEY).to_pylist() == keys
+            assert block.column("_hoodie_commit_seqno").to_pylist() == [f"{instant}_{task}_{i}" for i in range(len(keys))]
+            assert set(block.column("_hoodie_commit_time").to_pylist()) == {instant}
+            assert set(block.column("_hoodie_file_name").to_pylist()) == {fid(bucket)}
+            assert block.column("id").to_pylist() == [int(k) for k in keys]
+            for c in columns.split(","):
+                assert block.column(c).to_pylist() == [latest[int(k)][c] for k in keys]
+    assert t.read().sort_by("id").to_pylist() == [latest[k] for k in sorted(latest)]
+
+
+def test_one_family_insert_reads_the_same_rows_in_hudi_rs(tmp_path):
+    data = _input()
+    latest = _expected(data)
+    t = pyhudi.create_table(str(tmp_path / "one"), SCHEMA, "id", num_buckets=4)
+    t.upsert(data)
+    assert hudi_rows(t.path, ["id", *[f"c{i}" for i in range(6)]]) == [latest[k] for k in sorted(latest)]
+
+
+def test_insert_with_an_ordering_family_keeps_each_familys_own_latest_rows(tmp_path):
+    schema = SCHEMA.append(pa.field("ts", pa.int64()))
+    data = _input().append_column("ts", pa.array(np.random.default_rng(2).integers(0, 3, 400)))
+    t = pyhudi.create_table(str(tmp_path / "ord"), schema, "id", num_buckets=4,
+                            column_families={"f0": "c0,c1,ts;ts", "f1": "c2,c3,c4,c5"})
+    t.upsert(data)
+    rows = data.to_pylist()
+    by_ts: dict[int, tuple] = {}
+    by_arrival: dict[int, dict] = {}
+    for arrival, row in enumerate(rows):
+        if row["id"] not in by_ts or (row["ts"], arrival) >= by_ts[row["id"]][0]:
+            by_ts[row["id"]] = ((row["ts"], arrival), row)
+        by_arrival[row["id"]] = row
+    expected = [{"id": k, "c0": by_ts[k][1]["c0"], "c1": by_ts[k][1]["c1"], "c2": by_arrival[k]["c2"],
+                 "c3": by_arrival[k]["c3"], "c4": by_arrival[k]["c4"], "c5": by_arrival[k]["c5"],
+                 "ts": by_ts[k][1]["ts"]} for k in sorted(by_ts)]
+    assert t.read().sort_by("id").to_pylist() == expected
+
+
+def test_a_pickled_payload_ships_only_its_own_rows(tmp_path):
+    data = pa.table({"id": np.arange(4000), **{f"c{i}": np.arange(4000.0) for i in range(6)}}, schema=SCHEMA)
+    t = pyhudi.create_table(str(tmp_path / "p"), SCHEMA, "id", num_buckets=4, column_families=FAMILIES)
+    from pyhudi.write.client import WriteClient
+
+    client = WriteClient(t)
+    txn = client.unbegun("upsert")
+    tasks = txn.plan_tasks(txn.prepare(data))
+    payload = tasks[0].payloads[0]
+    shipped = pickle.loads(pickle.dumps(payload))
+    rows = shipped.data
+    assert shipped.shared is None and rows.num_rows == payload.rows().num_rows < 4000
+    assert rows.column(KEY).to_pylist() == sorted(rows.column(KEY).to_pylist())
+    # compact: a few bytes per row of its own, not the whole gathered column
+    assert len(pickle.dumps(payload)) < 4000 * 8 * 3 / 2
+    assert pc.all(pc.equal(rows.column("id"), pc.cast(rows.column(KEY), pa.int64()))).as_py()
