@@ -384,18 +384,12 @@ class ParquetInput:
             parts = self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=names,
                                               use_threads=self.spec.decode_threads)
         for batch in parts:
-            if batch.schema.equals(schema, check_metadata=True):  # (the usual case: the columns as asked for)
-                yield batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-                continue
-            present = dict(zip(batch.schema.names, batch.columns))
-            arrays = []
-            for f in fields:
-                column = present.get(f.name)
-                if column is None:
-                    arrays.append(pa.nulls(batch.num_rows, f.type))
-                else:
-                    arrays.append(column.cast(f.type) if column.type != f.type else column)
-            yield pa.Table.from_arrays(arrays, schema=schema)
+            yield _conformed(batch, fields, schema)
+
+    def plain_columns(self, taken: set[str] = frozenset()) -> list[str]:
+        """The columns of this file's fields it stores, except ``taken`` (read without keys)."""
+        available = set(self.arrow_schema.names)
+        return [f.name for f in self.spec.fields if f.name in available and f.name not in taken]
 
     def _check_declared_order(self, keys: pa.Array, last: str | None) -> str | None:
         if not len(keys):
@@ -438,6 +432,39 @@ class LockstepInput:
 
     def sorted_by_key(self, batch_size: int) -> bool:
         return self.lead.sorted_by_key(batch_size)
+
+    @property
+    def members(self) -> list[ParquetInput]:
+        return [self.lead, *self.followers]
+
+    def plain_tables(self, fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
+        """The wide rows' ``fields`` alone, batch by batch: no keys decoded (the files hold the
+        same keys in the same order, so row i of one is row i of the others). Each column comes
+        from the first member that stores it, as in :meth:`chunks`."""
+        if not self.row_groups:
+            return
+        threads, taken, reads = self.spec.decode_threads, set(), []
+        for member in self.members:
+            names = member.plain_columns(taken)
+            taken.update(names)
+            if names:
+                reads.append((member, names))
+        schema = pa.schema(fields)
+        if not reads:  # (callers read a member's columns: see read.positions._applies)
+            raise ReadError(f"{self.label}: none of the columns read is stored in these files")
+        if _rows_in(self.lead.parquet.metadata, self.row_groups) <= batch_size:  # (one batch: no batch readers)
+            parts = [m.parquet.read_row_groups(self.row_groups, columns=names, use_threads=threads)
+                     for m, names in reads]
+            yield _conformed(_side_by_side(parts), fields, schema)
+            return
+        streams = [m.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=names,
+                                          use_threads=threads) for m, names in reads]
+        followers = [_Rebatcher(stream, self.label) for stream in streams[1:]]
+        for lead_batch in streams[0]:
+            batches = [lead_batch, *(f.take(lead_batch.num_rows) for f in followers)]
+            yield _conformed(_side_by_side(batches), fields, schema)
+        if any(f.take(1).num_rows for f in followers):
+            raise ReadError(f"{self.label}: base files with equal key columns hold different numbers of rows")
 
     def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
         if not self.row_groups:
@@ -499,6 +526,31 @@ class _Rebatcher:
         self.pending = rest.combine_chunks().to_batches() if rest.num_rows else []
         self.rows = rest.num_rows
         return out[0] if out else pa.record_batch([], schema=table.schema)
+
+
+def _side_by_side(parts: list) -> pa.Table:
+    """Tables or record batches of equal row counts as one table of all their columns."""
+    if len(parts) == 1:
+        return parts[0] if isinstance(parts[0], pa.Table) else pa.Table.from_batches([parts[0]])
+    if len({p.num_rows for p in parts}) != 1:
+        raise ReadError("base files with equal key columns hold different numbers of rows")
+    schema = pa.schema([f for p in parts for f in p.schema])
+    return pa.Table.from_arrays([c for p in parts for c in p.columns], schema=schema)
+
+
+def _conformed(batch: pa.Table | pa.RecordBatch, fields: list[pa.Field], schema: pa.Schema) -> pa.Table:
+    """A batch as a table of exactly ``fields`` (missing columns null, others cast)."""
+    if batch.schema.equals(schema, check_metadata=True):  # (the usual case: the columns as asked for)
+        return batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    present = dict(zip(batch.schema.names, batch.columns))
+    arrays = []
+    for f in fields:
+        column = present.get(f.name)
+        if column is None:
+            arrays.append(pa.nulls(batch.num_rows, f.type))
+        else:
+            arrays.append(column.cast(f.type) if column.type != f.type else column)
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 class MemoryInput:
