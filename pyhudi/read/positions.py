@@ -35,11 +35,17 @@ from pyhudi.read.family_reader import FamilyScan
 from pyhudi.read.keys import strictly_increasing
 from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.sources import LockstepInput, MemoryInput, ParquetInput, Prefilter
-from pyhudi.read.window import scatter, subset_positions
+from pyhudi.read.window import scatter, scatter_in_turn, subset_positions
+from pyhudi.schema import META_FIELDS
 
 LEARN_MAX_KEY_BYTES = 16 << 20
 """Learning holds a file's whole key column: base files and blocks whose decoded keys may take
 more (by their footers) keep merging by key, in windows of bounded memory (DESIGN §6)."""
+_STORED_META = frozenset(META_FIELDS) - {META_FIELDS[2]}
+"""Meta columns a positional merge returns as stored (a block's values over the base's, like the
+merge by key): all but ``_hoodie_record_key``, which the merge by key fills from its keys when
+a file lacks it (no key is read here). A compaction's read of the updated family asks for the
+commit time and sequence number."""
 _NOT_WITHIN = "not-within"
 """The cached verdict for a block some of whose keys are not base keys (or not in key order)."""
 
@@ -65,8 +71,8 @@ def _applies(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> bool:
     scan, inputs = kept[0]
     if len(inputs) < 2 or (scan.event_time and scan.ordering_field is not None):
         return False
-    if any(f.name.startswith("_hoodie_") for f in scan.fields):
-        return False
+    if any(f.name.startswith("_hoodie_") and f.name not in _STORED_META for f in scan.fields):
+        return False  # (the record key is rebuilt from the merge's keys where a file lacks it)
     base, blocks = inputs[0], inputs[1:]
     members = base.members if type(base) is LockstepInput else [base]
     if not all(_whole_parquet(source) for source in (*members, *(b for b in blocks if type(b) is not MemoryInput))):
@@ -252,14 +258,30 @@ def _overwrite(table: pa.Table, updates: list[tuple[np.ndarray, pa.Table]]) -> p
         groups.setdefault(tuple(writers), []).append(name)
     arrays = table.columns
     for writers, names in groups.items():  # (usually one: every block carries the same columns)
-        at, winners = _last_writes([updates[j][0] for j in writers])
-        parts = [updates[j][1].select(names) for j in writers]
-        values = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-        values = values.take(winners) if winners is not None else values
-        for name, column in zip(names, values.columns):
+        others = []
+        for name in names:
             i = where[name]
-            arrays[i] = scatter(arrays[i], at, _contiguous(column), in_place=True)
+            writes = [(updates[j][0], updates[j][1].column(name)) for j in writers]
+            patched = scatter_in_turn(arrays[i], writes, in_place=True)  # (fixed-width columns)
+            if patched is None:
+                others.append(name)
+            else:
+                arrays[i] = patched
+        if others:  # (the other columns: the blocks' last writes gathered, then one scatter each)
+            at, values = _combined_writes(updates, writers, others)
+            for name, column in zip(others, values.columns):
+                arrays[where[name]] = scatter(arrays[where[name]], at, _contiguous(column), in_place=True)
     return pa.Table.from_arrays(arrays, schema=table.schema)
+
+
+def _combined_writes(updates: list[tuple[np.ndarray, pa.Table]], writers: tuple[int, ...],
+                     names: list[str]) -> tuple[np.ndarray, pa.Table]:
+    """The rows the blocks ``writers`` write (distinct, increasing) and the last value written
+    to each, for the columns ``names``."""
+    at, winners = _last_writes([updates[j][0] for j in writers])
+    parts = [updates[j][1].select(names) for j in writers]
+    values = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    return at, values.take(winners) if winners is not None else values
 
 
 def _last_writes(positions: list[np.ndarray]) -> tuple[np.ndarray, pa.Array | None]:
