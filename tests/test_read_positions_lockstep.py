@@ -143,3 +143,64 @@ def test_last_writes_keep_the_newest_write_of_each_row():
     assert winners.to_pylist() == [3, 0, 5, 2, 6]
     single, none = _last_writes([np.array([2, 5])])
     assert single.tolist() == [2, 5] and none is None
+
+
+def test_file_slice_read_with_commit_times_merges_by_position(tmp_path, monkeypatch):
+    """What a compaction reads of the updated family — its columns with the commit time and
+    sequence number — merges by position: each rewritten row carries its block's meta values."""
+    from pyhudi.context import TableContext
+    from pyhudi.read import positions as positions_module
+    from pyhudi.read.file_slice import read_file_slices
+
+    table = _table(tmp_path)
+    first = table.upsert(pa.table({"id": pa.array([3, 17], pa.int64()), "a1": [30.0, 170.0], "a2": ["x3", "x17"]}))
+    second = table.upsert(pa.table({"id": pa.array([17, 40], pa.int64()), "a1": [171.0, 400.0], "a2": ["y17", "y40"]}))
+    taken = []
+    original = positions_module.positional_stream
+
+    def spy(*args):
+        stream = original(*args)
+        taken.append(stream is not None)
+        return stream
+
+    monkeypatch.setattr("pyhudi.read.task.positional_stream", spy)
+    timeline = table.active_timeline()
+    task = table.plan_scan().tasks[0]
+    fa = [p.file_slice for p in task.families if p.scan.family == "fa"]
+    columns = ["_hoodie_commit_time", "_hoodie_commit_seqno", "id", "a1", "a2"]
+    got = read_file_slices(TableContext.of(table, timeline), fa, task.settings.visibility, columns=columns).read_all()
+    assert taken == [True]
+    rows = {r["id"]: r for r in got.to_pylist()}
+    assert got.num_rows == N
+    times = {r["_hoodie_commit_time"] for i, r in rows.items() if i not in (3, 17, 40)}
+    assert len(times) == 1 and times.pop() < first  # (the bulk insert's)
+    assert (rows[3]["_hoodie_commit_time"], rows[3]["a2"]) == (first, "x3")
+    assert (rows[17]["_hoodie_commit_time"], rows[17]["a1"]) == (second, 171.0)
+    assert (rows[40]["_hoodie_commit_time"], rows[40]["a2"]) == (second, "y40")
+    assert rows[17]["_hoodie_commit_seqno"].startswith(second)
+    monkeypatch.setattr("pyhudi.read.task.positional_stream", lambda *args: None)  # (the merge by key)
+    by_key = read_file_slices(TableContext.of(table, timeline), fa, task.settings.visibility, columns=columns)
+    assert by_key.read_all().sort_by("id").equals(got.sort_by("id"))
+
+
+def test_scatter_of_strings_keeps_nulls_on_both_sides():
+    from pyhudi.read.window import scatter
+
+    base = pa.array(["a", None, "c", "d", None])
+    out = scatter(base, np.array([0, 2, 4]), pa.array([None, "C", "E"]))
+    assert out.to_pylist() == [None, None, "C", "d", "E"]
+    assert base.to_pylist() == ["a", None, "c", "d", None]
+    widened = scatter(pa.array(["x", "y"], pa.large_string()), np.array([1]), pa.array(["z"], pa.large_string()))
+    assert widened.to_pylist() == ["x", "z"]
+
+
+def test_scatter_in_turn_writes_blocks_in_order_and_declines_other_columns():
+    from pyhudi.read.window import scatter_in_turn
+
+    base = pa.array([1.0, 2.0, 3.0, 4.0])
+    out = scatter_in_turn(base, [(np.array([0, 2]), pa.array([10.0, 30.0])), (np.array([2, 3]), pa.array([33.0, 44.0]))])
+    assert out.to_pylist() == [10.0, 2.0, 33.0, 44.0]
+    assert base.to_pylist() == [1.0, 2.0, 3.0, 4.0]  # (not in place unless asked)
+    assert scatter_in_turn(pa.array(["a"]), [(np.array([0]), pa.array(["b"]))]) is None
+    assert scatter_in_turn(base, [(np.array([0]), pa.array([None], pa.float64()))]) is None
+    assert scatter_in_turn(pa.array([1.0, None]), [(np.array([0]), pa.array([5.0]))]) is None
