@@ -198,7 +198,8 @@ def test_scatter_in_turn_writes_blocks_in_order_and_declines_other_columns():
     from pyhudi.read.window import scatter_in_turn
 
     base = pa.array([1.0, 2.0, 3.0, 4.0])
-    out = scatter_in_turn(base, [(np.array([0, 2]), pa.array([10.0, 30.0])), (np.array([2, 3]), pa.array([33.0, 44.0]))])
+    writes = [(np.array([0, 2]), pa.array([10.0, 30.0])), (np.array([2, 3]), pa.array([33.0, 44.0]))]
+    out = scatter_in_turn(base, writes)
     assert out.to_pylist() == [10.0, 2.0, 33.0, 44.0]
     assert base.to_pylist() == [1.0, 2.0, 3.0, 4.0]  # (not in place unless asked)
     assert scatter_in_turn(pa.array(["a"]), [(np.array([0]), pa.array(["b"]))]) is None

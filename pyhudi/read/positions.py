@@ -13,14 +13,24 @@ written without them) pyhudi learns the same answer on the first read of a (bloc
 pair, from their key columns. Either way the answer is kept in the
 :data:`~pyhudi.read.metadata_cache.METADATA_CACHE`: it depends only on the two files' bytes,
 which never change. Reads of the slice then read the requested columns of the base file
-without its keys and write each block's rows over the rows at their positions.
+without its keys and write the blocks' rows over the rows at their positions: each column once
+for all blocks (fixed-width columns by NumPy assignments in block order into one buffer, others
+by one gather of each row's last write), not once per block.
 
-The positional path is taken only where it gives the merge's exact result: one family, its base
-file holding distinct keys, blocks whose keys are all base keys (no new rows), nothing that
-deletes (no delete blocks, no soft deletes), the newer write winning (commit-time ordering, or
-no ordering column), every row read (no key filter, key split or incremental window) and no
-meta column asked for. A partial block overwrites only the columns it carries. Positions are
-learnt for Parquet blocks only (an Avro block merges by position only by its written ones).
+The same holds for families read in lockstep (:class:`~pyhudi.read.sources.LockstepInput`: base
+files with equal key columns, one family with log blocks — the usual multi-family table after
+an update of one family): the blocks' positions in the lead family's base file are positions in
+every member's rows, so a full read of such a table reads every base file without keys and
+patches the updated family's columns, as a compacted table's read would, plus the blocks.
+
+The positional path is taken only where it gives the merge's exact result: one family (or one
+lockstep group), its base file holding distinct keys, blocks whose keys are all base keys (no
+new rows), nothing that deletes (no delete blocks, no soft deletes), the newer write winning
+(commit-time ordering, or no ordering column), every row read (no key filter, key split or
+incremental window) and no ``_hoodie_record_key`` asked for (the other meta columns are
+returned as stored, a block's over the base's — what a compaction reads). A partial block
+overwrites only the columns it carries. Positions are learnt for Parquet blocks only (an Avro
+block merges by position only by its written ones).
 """
 from __future__ import annotations
 
@@ -34,7 +44,8 @@ from pyhudi.logformat.positions import decode_positions
 from pyhudi.read.family_reader import FamilyScan
 from pyhudi.read.keys import strictly_increasing
 from pyhudi.read.metadata_cache import METADATA_CACHE
-from pyhudi.read.sources import LockstepInput, MemoryInput, ParquetInput, Prefilter
+from pyhudi.read.lockstep import LockstepInput
+from pyhudi.read.sources import MemoryInput, ParquetInput, Prefilter
 from pyhudi.read.window import scatter, scatter_in_turn, subset_positions
 from pyhudi.schema import META_FIELDS
 

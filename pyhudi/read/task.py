@@ -38,7 +38,8 @@ from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
 from pyhudi.read.positions import positional_stream
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
-from pyhudi.read.sources import KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
+from pyhudi.read.lockstep import LockstepInput
+from pyhudi.read.sources import KeySpec, MemoryInput, ParquetInput, Prefilter, ReadSpec
 from pyhudi.storage.fs import Storage
 
 DEFAULT_BATCH_SIZE = 16384
