@@ -70,6 +70,9 @@ def test_updated_family_merges_by_position_into_the_lockstep_rows(tmp_path):
     assert got.to_pylist() == expected
     assert metrics["strategy.positions"] == 1 and metrics["families_lockstep"] == 3
     assert metrics["positions_written"] == 3
+    with pytest.MonkeyPatch.context() as patch:  # (no key is decoded: every base file read without its keys)
+        patch.setattr("pyhudi.read.sources.KeySpec.keys", lambda *a, **k: pytest.fail("a key was decoded"))
+        assert _read(table)[0].to_pylist() == expected
     assert table.read().sort_by("id").to_pylist() == expected  # (the collected read: mapped files, threads)
     assert table.read(strategy="hash").sort_by("id").to_pylist() == expected
 
