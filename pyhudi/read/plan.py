@@ -333,8 +333,9 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     A latest-snapshot scan without filters is kept on the table handle: the next one asking the
     same reuses its file-system view and tasks while the timeline lists the same instant files
     (another writer's commit, a clean, a rollback or a compaction all add one) and the data files
-    are listed alike (same names, sizes and modification times: a file changed from outside is
-    seen as before) — the two listings every plan makes anyway are then a warm read's planning.
+    are listed alike (same names, sizes and modification times: a file rewritten from outside is
+    noticed, as by a new plan) — the two listings every plan makes anyway are then a warm read's
+    planning.
     """
     timeline = table.active_timeline()
     key = _plan_key(table, columns, filters, as_of, query_type, begin, end, with_meta, batch_size, strategy,
@@ -351,7 +352,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
                             options=options)
     if kept is not None:
         if len(kept) >= _PLANS_KEPT and key not in kept:
-            kept.pop(next(iter(kept)))
+            kept.pop(next(iter(kept.copy()), None), None)  # (the oldest; another thread may drop it first)
         kept[key] = (timeline.listing, (view.data_files(), view, _fresh_copy(plan)))
     return plan
 
