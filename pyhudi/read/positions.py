@@ -255,9 +255,11 @@ def _overwrite(table: pa.Table, updates: list[tuple[np.ndarray, pa.Table]]) -> p
     """``table`` with every block's rows written over the rows at their positions, in block
     order (a later block wins a row both write; the columns a block lacks keep their values).
 
-    Each column is patched once, whatever the number of blocks: the positions of the blocks
-    carrying it are combined (the last write of each row kept) and their values scattered in
-    one pass. The base batch was decoded for this read alone: patched in place."""
+    Each column is patched once, whatever the number of blocks: a fixed-width one by assigning
+    the blocks' values in block order into its one buffer (:func:`scatter_in_turn`), the others
+    by gathering each row's last write (:func:`_combined_writes`, shared by the columns the same
+    blocks carry) and one scatter. The base batch was decoded for this read alone: patched in
+    place."""
     where = {name: i for i, name in enumerate(table.column_names)}
     carriers: dict[str, list[int]] = {}
     for j, (_, rows) in enumerate(updates):
