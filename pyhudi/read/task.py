@@ -307,7 +307,9 @@ class ReadTask:
         blocks, no soft deletes): its logs then merge into the wide rows, touching only its own
         columns (like a partial block) and adding rows for new keys — what the join of that
         family with the others would give, since no family loses a row. The group reads with
-        that family's ordering; it leads, so its ordering column is read with the keys.
+        that family's ordering; it leads, so its ordering column is read with the keys. When the
+        blocks' record positions are known, the group merges them by position, reading no key
+        (:mod:`pyhudi.read.positions`).
         """
         if self.settings.strategy != "auto" or len(kept) < 2:
             return kept
