@@ -312,6 +312,12 @@ class FileSystemView:
                 continue
             yield info
 
+    def data_files(self) -> list[FileInfo]:
+        """The listing :meth:`file_groups` builds every partition's groups from (files with their
+        sizes and modification times): a view of an unchanged timeline whose listing is equal
+        has equal file groups."""
+        return list(self._data_files())
+
     def file_groups(self, partitions: Iterable[str] | None = None) -> list[FileGroup]:
         """Visible, non-replaced file groups, sorted by (partition, file id)."""
         wanted = set(partitions) if partitions is not None else None

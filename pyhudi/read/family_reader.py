@@ -37,11 +37,11 @@ from pyhudi.read.damage import check_log
 from pyhudi.logformat import AvroDataBlock, CommandBlock, DataBlock, DeleteBlock, LogReader, ParquetDataBlock
 from pyhudi.logformat.block import HeaderKey
 from pyhudi.read.keys import RECORD_KEY, key_text
+from pyhudi.read.lockstep import LockstepInput
 from pyhudi.read.merge import Versions, columns_of, merge_versions
 from pyhudi.read.metadata_cache import FOOTER, LOG_LAYOUT, METADATA_CACHE, FileKey
 from pyhudi.read.sources import (
     SOFT_DELETE,
-    LockstepInput,
     MemoryInput,
     ParquetInput,
     ReadSpec,

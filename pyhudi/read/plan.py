@@ -19,6 +19,7 @@ Query types (Hudi's names):
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import threading
@@ -316,6 +317,10 @@ def _touched_file_groups(timeline: Any, instants: Sequence[str]) -> set[tuple[st
     return touched
 
 
+_PLANS_KEPT = 8
+"""Scan plans a table handle keeps for its repeated reads (see :func:`plan_scan`)."""
+
+
 def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
               as_of: Any = None, query_type: str = "snapshot", begin: Any = None, end: Any = None,
               with_meta: bool = False, *, batch_size: int | None = None, strategy: str = "auto",
@@ -324,7 +329,74 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
 
     ``max_rows_per_task`` (or ``hoodie.pyhudi.read.split.rows`` in ``options``) splits file groups
     with more base-file rows into several tasks by key range (:mod:`pyhudi.read.split`).
+
+    A latest-snapshot scan without filters is kept on the table handle: the next one asking the
+    same reuses its file-system view and tasks while the timeline lists the same instant files
+    (another writer's commit, a clean, a rollback or a compaction all add one) and the data files
+    are listed alike (same names, sizes and modification times: a file rewritten from outside is
+    noticed, as by a new plan) — the two listings every plan makes anyway are then a warm read's
+    planning.
     """
+    timeline = table.active_timeline()
+    key = _plan_key(table, columns, filters, as_of, query_type, begin, end, with_meta, batch_size, strategy,
+                    max_rows_per_task, options)
+    kept = _kept_plans(table) if key is not None else None
+    if kept is not None:
+        found = kept.get(key)
+        if found is not None and found[0] == timeline.listing:
+            listed, view, plan = found[1]
+            if view.data_files() == listed:
+                return _fresh_copy(plan)
+    plan, view = _plan_scan(table, timeline, columns, filters, as_of, query_type, begin, end, with_meta,
+                            batch_size=batch_size, strategy=strategy, max_rows_per_task=max_rows_per_task,
+                            options=options)
+    if kept is not None:
+        if len(kept) >= _PLANS_KEPT and key not in kept:
+            kept.pop(next(iter(kept.copy()), None), None)  # (the oldest; another thread may drop it first)
+        kept[key] = (timeline.listing, (view.data_files(), view, _fresh_copy(plan)))
+    return plan
+
+
+def _plan_key(table: Any, columns, filters, as_of, query_type, begin, end, with_meta, batch_size, strategy,
+              max_rows_per_task, options) -> tuple | None:
+    """What a kept plan is looked up by, or None when the scan is not kept (a pinned or
+    incremental one, filters, unhashable arguments)."""
+    if filters or as_of is not None or begin is not None or end is not None or query_type == "incremental":
+        return None
+    try:
+        key = (tuple(columns) if columns is not None else None, query_type, bool(with_meta), batch_size, strategy,
+               max_rows_per_task, tuple(sorted(options.items())) if options else None, id(table.config))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _kept_plans(table: Any) -> dict | None:
+    """The table handle's kept plans (None: a handle that takes no attributes)."""
+    kept = getattr(table, "_kept_scan_plans", None)
+    if kept is None:
+        try:
+            kept = table._kept_scan_plans = {}
+        except AttributeError:
+            return None
+    return kept
+
+
+def _fresh_copy(plan: ScanPlan) -> ScanPlan:
+    """The plan with its own task objects and counters (runs record metrics on their task)."""
+    tasks = []
+    for task in plan.tasks:
+        task = copy.copy(task)
+        task.metrics = {}
+        tasks.append(task)
+    return replace(plan, tasks=tasks, metrics=dict(plan.metrics))
+
+
+def _plan_scan(table: Any, timeline: Any, columns: Sequence[str] | None, filters: Sequence[tuple] | None,
+               as_of: Any, query_type: str, begin: Any, end: Any, with_meta: bool, *, batch_size: int | None,
+               strategy: str, max_rows_per_task: int | None, options: Mapping[str, Any] | None
+               ) -> tuple[ScanPlan, FileSystemView]:
     max_rows = split_rows(max_rows_per_task, options)
     if query_type not in QUERY_TYPES:
         raise ReadError(f"unknown query type {query_type!r}: expected one of {', '.join(QUERY_TYPES)}")
@@ -349,7 +421,6 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
         as_of = end
     elif begin is not None or end is not None:
         raise ReadError(f"begin/end apply to incremental queries, not to a {query_type} query")
-    timeline = table.active_timeline()
     layout = partition_layout(config)
     history = getattr(table, "history", None)
     view = FileSystemView(table.storage, timeline, layout.depth, as_of,
@@ -418,7 +489,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
                     config.get(tc.URL_ENCODE_PARTITIONING))
         task = ReadTask(table.storage, group.partition_path, group.file_id, parts, settings, partition_values=values)
         tasks.extend(_split(task, max_rows) if max_rows else [task])
-    return ScanPlan(output, pinned, tasks, query_type, view.as_of or pinned, skipper.metrics)
+    return ScanPlan(output, pinned, tasks, query_type, view.as_of or pinned, skipper.metrics), view
 
 
 _WITH_META: dict[int, tuple[pa.Schema, pa.Schema]] = {}

@@ -13,14 +13,24 @@ written without them) pyhudi learns the same answer on the first read of a (bloc
 pair, from their key columns. Either way the answer is kept in the
 :data:`~pyhudi.read.metadata_cache.METADATA_CACHE`: it depends only on the two files' bytes,
 which never change. Reads of the slice then read the requested columns of the base file
-without its keys and write each block's rows over the rows at their positions.
+without its keys and write the blocks' rows over the rows at their positions: each column once
+for all blocks (fixed-width columns by NumPy assignments in block order into one buffer, others
+by one gather of each row's last write), not once per block.
 
-The positional path is taken only where it gives the merge's exact result: one family, its base
-file holding distinct keys, blocks whose keys are all base keys (no new rows), nothing that
-deletes (no delete blocks, no soft deletes), the newer write winning (commit-time ordering, or
-no ordering column), every row read (no key filter, key split or incremental window) and no
-meta column asked for. A partial block overwrites only the columns it carries. Positions are
-learnt for Parquet blocks only (an Avro block merges by position only by its written ones).
+The same holds for families read in lockstep (:class:`~pyhudi.read.sources.LockstepInput`: base
+files with equal key columns, one family with log blocks — the usual multi-family table after
+an update of one family): the blocks' positions in the lead family's base file are positions in
+every member's rows, so a full read of such a table reads every base file without keys and
+patches the updated family's columns, as a compacted table's read would, plus the blocks.
+
+The positional path is taken only where it gives the merge's exact result: one family (or one
+lockstep group), its base file holding distinct keys, blocks whose keys are all base keys (no
+new rows), nothing that deletes (no delete blocks, no soft deletes), the newer write winning
+(commit-time ordering, or no ordering column), every row read (no key filter, key split or
+incremental window) and no ``_hoodie_record_key`` asked for (the other meta columns are
+returned as stored, a block's over the base's — what a compaction reads). A partial block
+overwrites only the columns it carries. Positions are learnt for Parquet blocks only (an Avro
+block merges by position only by its written ones).
 """
 from __future__ import annotations
 
@@ -34,12 +44,19 @@ from pyhudi.logformat.positions import decode_positions
 from pyhudi.read.family_reader import FamilyScan
 from pyhudi.read.keys import strictly_increasing
 from pyhudi.read.metadata_cache import METADATA_CACHE
+from pyhudi.read.lockstep import LockstepInput
 from pyhudi.read.sources import MemoryInput, ParquetInput, Prefilter
-from pyhudi.read.window import scatter, subset_positions
+from pyhudi.read.window import scatter, scatter_in_turn, subset_positions
+from pyhudi.schema import META_FIELDS
 
 LEARN_MAX_KEY_BYTES = 16 << 20
 """Learning holds a file's whole key column: base files and blocks whose decoded keys may take
 more (by their footers) keep merging by key, in windows of bounded memory (DESIGN §6)."""
+_STORED_META = frozenset(META_FIELDS) - {META_FIELDS[2]}
+"""Meta columns a positional merge returns as stored (a block's values over the base's, like the
+merge by key): all but ``_hoodie_record_key``, which the merge by key fills from its keys when
+a file lacks it (no key is read here). A compaction's read of the updated family asks for the
+commit time and sequence number."""
 _NOT_WITHIN = "not-within"
 """The cached verdict for a block some of whose keys are not base keys (or not in key order)."""
 
@@ -52,7 +69,7 @@ def positional_stream(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter,
     if not _applies(kept, prefilter):
         return None
     scan, (base, *blocks) = kept[0]
-    positions = _positions(base, blocks, metrics)
+    positions = _positions(_lead(base), blocks, metrics)
     if positions is None:
         return None
     metrics["strategy.positions"] = metrics.get("strategy.positions", 0) + 1
@@ -65,16 +82,24 @@ def _applies(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> bool:
     scan, inputs = kept[0]
     if len(inputs) < 2 or (scan.event_time and scan.ordering_field is not None):
         return False
-    if any(f.name.startswith("_hoodie_") for f in scan.fields):
-        return False
+    if any(f.name.startswith("_hoodie_") and f.name not in _STORED_META for f in scan.fields):
+        return False  # (the record key is rebuilt from the merge's keys where a file lacks it)
     base, blocks = inputs[0], inputs[1:]
-    if not all(_whole_parquet(source) for source in (base, *(b for b in blocks if type(b) is not MemoryInput))):
+    members = base.members if type(base) is LockstepInput else [base]
+    if not all(_whole_parquet(source) for source in (*members, *(b for b in blocks if type(b) is not MemoryInput))):
         return False
     if any(type(b) is MemoryInput and not (b.updates_only and b.written_positions) for b in blocks):
         return False  # (a decoded Avro block merges by position only by its written positions)
-    if not base.is_base or base.file_key is None or any(b.block_key is None for b in blocks):
+    lead = members[0]
+    if not lead.is_base or lead.file_key is None or any(b.block_key is None for b in blocks):
         return False
-    return any(f.name in base.arrow_schema.names for f in scan.fields)
+    return any(f.name in m.arrow_schema.names for m in members for f in scan.fields)
+
+
+def _lead(base: ParquetInput | LockstepInput) -> ParquetInput:
+    """The base file the blocks' positions refer to: a lockstep input's lead (the family with
+    the log blocks; its followers hold the same keys in the same rows)."""
+    return base.lead if type(base) is LockstepInput else base
 
 
 def _whole_parquet(source) -> bool:
@@ -211,32 +236,82 @@ class _BlockRows:
         return at, rows
 
 
-def _patched(base: ParquetInput, blocks: list[tuple[ParquetInput, np.ndarray]], fields: list[pa.Field],
-             batch_size: int) -> Iterator[pa.Table]:
+def _patched(base: ParquetInput | LockstepInput, blocks: list[tuple[ParquetInput, np.ndarray]],
+             fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
     """The base file's rows in batches, each with the blocks' rows written over it in order."""
     readers = [_BlockRows(block, positions, fields, batch_size) for block, positions in blocks]
     readers = [reader for reader in readers if reader.carries]  # (others rewrite no column read here)
     start = 0
     for table in base.plain_tables(fields, batch_size):
         end = start + table.num_rows
-        for reader in readers:
-            update = reader.below(end)
-            if update is not None:
-                table = _overwrite(table, update[0] - start, update[1])
+        updates = [update for update in (reader.below(end) for reader in readers) if update is not None]
+        if updates:
+            table = _overwrite(table, [(at - start, rows) for at, rows in updates])
         start = end
         yield table
 
 
-def _overwrite(table: pa.Table, at: np.ndarray, rows: pa.Table) -> pa.Table:
-    """``table`` with the rows ``at`` replaced by ``rows``' columns (the columns ``rows`` lacks
-    keep their values). The base batch was decoded for this read alone: patched in place."""
-    columns = dict(zip(rows.column_names, rows.columns))
-    arrays = []
-    for name, column in zip(table.column_names, table.columns):
-        values = columns.get(name)
-        if values is None:
-            arrays.append(column)
-        else:
-            values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-            arrays.append(scatter(column, at, values, in_place=True))
+def _overwrite(table: pa.Table, updates: list[tuple[np.ndarray, pa.Table]]) -> pa.Table:
+    """``table`` with every block's rows written over the rows at their positions, in block
+    order (a later block wins a row both write; the columns a block lacks keep their values).
+
+    Each column is patched once, whatever the number of blocks: a fixed-width one by assigning
+    the blocks' values in block order into its one buffer (:func:`scatter_in_turn`), the others
+    by gathering each row's last write (:func:`_combined_writes`, shared by the columns the same
+    blocks carry) and one scatter. The base batch was decoded for this read alone: patched in
+    place."""
+    where = {name: i for i, name in enumerate(table.column_names)}
+    carriers: dict[str, list[int]] = {}
+    for j, (_, rows) in enumerate(updates):
+        for name in rows.column_names:
+            if name in where:
+                carriers.setdefault(name, []).append(j)
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for name, writers in carriers.items():
+        groups.setdefault(tuple(writers), []).append(name)
+    arrays = table.columns
+    for writers, names in groups.items():  # (usually one: every block carries the same columns)
+        others = []
+        for name in names:
+            i = where[name]
+            writes = [(updates[j][0], updates[j][1].column(name)) for j in writers]
+            patched = scatter_in_turn(arrays[i], writes, in_place=True)  # (fixed-width columns)
+            if patched is None:
+                others.append(name)
+            else:
+                arrays[i] = patched
+        if others:  # (the other columns: the blocks' last writes gathered, then one scatter each)
+            at, values = _combined_writes(updates, writers, others)
+            for name, column in zip(others, values.columns):
+                arrays[where[name]] = scatter(arrays[where[name]], at, _contiguous(column), in_place=True)
     return pa.Table.from_arrays(arrays, schema=table.schema)
+
+
+def _combined_writes(updates: list[tuple[np.ndarray, pa.Table]], writers: tuple[int, ...],
+                     names: list[str]) -> tuple[np.ndarray, pa.Table]:
+    """The rows the blocks ``writers`` write (distinct, increasing) and the last value written
+    to each, for the columns ``names``."""
+    at, winners = _last_writes([updates[j][0] for j in writers])
+    parts = [updates[j][1].select(names) for j in writers]
+    values = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    return at, values.take(winners) if winners is not None else values
+
+
+def _last_writes(positions: list[np.ndarray]) -> tuple[np.ndarray, pa.Array | None]:
+    """Blocks' positions (each increasing) combined: the distinct positions, increasing, and
+    for each the index of its last write in the blocks' concatenated rows (None: one block,
+    its rows as they are)."""
+    if len(positions) == 1:
+        return positions[0], None
+    at = np.concatenate(positions)
+    order = np.argsort(at, kind="stable")  # (equal positions keep block order: the last is the newest)
+    ordered = at[order]
+    last = np.ones(len(at), dtype=bool)
+    last[:-1] = ordered[1:] != ordered[:-1]
+    return ordered[last], pa.array(order[last])
+
+
+def _contiguous(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(column, pa.ChunkedArray):
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column

@@ -384,18 +384,7 @@ class ParquetInput:
             parts = self.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=names,
                                               use_threads=self.spec.decode_threads)
         for batch in parts:
-            if batch.schema.equals(schema, check_metadata=True):  # (the usual case: the columns as asked for)
-                yield batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-                continue
-            present = dict(zip(batch.schema.names, batch.columns))
-            arrays = []
-            for f in fields:
-                column = present.get(f.name)
-                if column is None:
-                    arrays.append(pa.nulls(batch.num_rows, f.type))
-                else:
-                    arrays.append(column.cast(f.type) if column.type != f.type else column)
-            yield pa.Table.from_arrays(arrays, schema=schema)
+            yield _conformed([batch], fields, schema)
 
     def _check_declared_order(self, keys: pa.Array, last: str | None) -> str | None:
         if not len(keys):
@@ -406,99 +395,26 @@ class ParquetInput:
         return key_text(keys[-1])
 
 
-class LockstepInput:
-    """Base files of several families holding the same keys in the same layout (equal key
-    fingerprints), read side by side as one wide input: the keys (and the lead family's ordering
-    column) are decoded once, from the lead file; the other files contribute only their own
-    columns.
-    """
-
-    streamable = True
-    is_base = True
-
-    def __init__(self, lead: ParquetInput, followers: list[ParquetInput]) -> None:
-        self.lead, self.followers = lead, followers
-        self.parquet, self.fingerprint, self.row_groups = lead.parquet, lead.fingerprint, lead.row_groups
-        self.label = "+".join(m.label for m in [lead, *followers])
-        fields, taken = [], set()
-        for member in (lead, *followers):
-            for f in member.spec.fields:
-                if f.name not in taken:
-                    taken.add(f.name)
-                    fields.append(f)
-        self.spec = ReadSpec(fields, lead.spec.ordering_field, lead.spec.keys, lead.spec.prefilter,
-                             lead.spec.decode_threads)
-        self.lead_columns = self.spec.file_columns([c for c in lead.columns])
-        seen = set(self.lead_columns)
-        self.follower_columns = []
-        for member in followers:
-            own = [f.name for f in member.spec.fields if f.name in set(member.columns) and f.name not in seen]
-            seen.update(own)
-            self.follower_columns.append(own)
-
-    def sorted_by_key(self, batch_size: int) -> bool:
-        return self.lead.sorted_by_key(batch_size)
-
-    def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
-        if not self.row_groups:
-            return
-        threads = self.spec.decode_threads
-        streams = [self.lead.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups,
-                                                  columns=self.lead_columns, use_threads=threads)]
-        streams += [m.parquet.iter_batches(batch_size=batch_size, row_groups=self.row_groups, columns=cols,
-                                           use_threads=threads)
-                    for m, cols in zip(self.followers, self.follower_columns)
-                    if cols]  # (a follower read for its keys alone adds nothing: pyarrow yields no rows for it)
-        last = schema = None
-        left = _rows_in(self.lead.parquet.metadata, self.row_groups)
-        check = self.lead._order_to_check(verify)
-        # pyarrow may cut the files' batches at different rows (page and row group boundaries
-        # depend on the columns read): each follower is re-cut to the lead's batches
-        followers = [_Rebatcher(stream, self.label) for stream in streams[1:]]
-        for lead_batch in streams[0]:
-            batches = [lead_batch, *(f.take(lead_batch.num_rows) for f in followers)]
-            if schema is None:
-                schema = pa.schema([f for b in batches for f in b.schema])
-            left -= batches[0].num_rows
-            v = self.spec.versions(pa.Table.from_arrays([c for b in batches for c in b.columns], schema=schema),
-                                   owned=True)
-            v.last = left <= 0
-            if check:
-                last = self.lead._check_declared_order(v.keys, last)
-            yield v
-        if any(f.take(1).num_rows for f in followers):
-            raise ReadError(f"{self.label}: base files with equal key columns hold different numbers of rows")
-        self.lead._order_checked(check)
-
-
-class _Rebatcher:
-    """A stream of record batches handed out ``n`` rows at a time, whatever its own batch sizes."""
-
-    def __init__(self, stream: Iterator[pa.RecordBatch], label: str) -> None:
-        self.stream, self.label = stream, label
-        self.pending: list[pa.RecordBatch] = []
-        self.rows = 0
-
-    def take(self, n: int) -> pa.RecordBatch:
-        while self.rows < n:
-            batch = next(self.stream, None)
-            if batch is None:
-                if n == 1:
-                    break  # (the end-of-stream check)
-                raise ReadError(f"{self.label}: base files with equal key columns hold different numbers of rows")
-            self.pending.append(batch)
-            self.rows += batch.num_rows
-        if not self.pending:
-            return pa.record_batch([])
-        if len(self.pending) == 1 and self.pending[0].num_rows == n:
-            self.rows = 0
-            return self.pending.pop()
-        table = pa.Table.from_batches(self.pending)
-        out = table.slice(0, n).combine_chunks().to_batches()
-        rest = table.slice(n)
-        self.pending = rest.combine_chunks().to_batches() if rest.num_rows else []
-        self.rows = rest.num_rows
-        return out[0] if out else pa.record_batch([], schema=table.schema)
+def _conformed(parts: list, fields: list[pa.Field], schema: pa.Schema) -> pa.Table:
+    """Tables or record batches of equal row counts (files read side by side) as one table of
+    exactly ``fields``: each column from the first part holding it, missing ones null, cast."""
+    first = parts[0]
+    if len(parts) == 1 and first.schema.equals(schema, check_metadata=True):  # (the usual case)
+        return first if isinstance(first, pa.Table) else pa.Table.from_batches([first])
+    if any(part.num_rows != first.num_rows for part in parts):
+        raise ReadError("base files with equal key columns hold different numbers of rows")
+    present: dict = {}
+    for part in parts:
+        for name, column in zip(part.schema.names, part.columns):
+            present.setdefault(name, column)
+    arrays = []
+    for f in fields:
+        column = present.get(f.name)
+        if column is None:
+            arrays.append(pa.nulls(first.num_rows, f.type))
+        else:
+            arrays.append(column.cast(f.type) if column.type != f.type else column)
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 class MemoryInput:

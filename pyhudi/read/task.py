@@ -38,7 +38,8 @@ from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
 from pyhudi.read.positions import positional_stream
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
-from pyhudi.read.sources import KeySpec, LockstepInput, MemoryInput, ParquetInput, Prefilter, ReadSpec
+from pyhudi.read.lockstep import LockstepInput
+from pyhudi.read.sources import KeySpec, MemoryInput, ParquetInput, Prefilter, ReadSpec
 from pyhudi.storage.fs import Storage
 
 DEFAULT_BATCH_SIZE = 16384
@@ -306,7 +307,9 @@ class ReadTask:
         blocks, no soft deletes): its logs then merge into the wide rows, touching only its own
         columns (like a partial block) and adding rows for new keys — what the join of that
         family with the others would give, since no family loses a row. The group reads with
-        that family's ordering; it leads, so its ordering column is read with the keys.
+        that family's ordering; it leads, so its ordering column is read with the keys. When the
+        blocks' record positions are known, the group merges them by position, reading no key
+        (:mod:`pyhudi.read.positions`).
         """
         if self.settings.strategy != "auto" or len(kept) < 2:
             return kept

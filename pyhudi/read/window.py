@@ -386,8 +386,8 @@ def scatter(base: pa.Array | pa.ChunkedArray, at: np.ndarray, values: pa.Array, 
     Fixed-width columns without nulls are patched through NumPy: in place when ``in_place``
     (the caller owns ``base``'s buffer: decoded for this read, no other reader of these rows),
     else in a copy in Arrow's memory pool (which reuses freed memory, unlike fresh NumPy arrays
-    that fault in new pages). Anything else goes through ``replace_with_mask``, or for nested and
-    dictionary types (no such kernel) a gather from the base followed by the values.
+    that fault in new pages). Anything else is a gather from the base followed by the values
+    (``replace_with_mask`` when their types differ).
     """
     base = _contiguous(base)
     n = len(base)
@@ -405,15 +405,42 @@ def scatter(base: pa.Array | pa.ChunkedArray, at: np.ndarray, values: pa.Array, 
         out[:] = np.frombuffer(source, dtype=dtype, count=n, offset=base.offset * width)
         out[at] = replacement
         return pa.Array.from_buffers(base.type, n, [None, buffer])
-    if pa.types.is_nested(base.type) or pa.types.is_dictionary(base.type):
-        # (no replace_with_mask kernel for lists, structs, maps or dictionaries): gather the
-        # rows from the base followed by the values
+    if values.type == base.type or pa.types.is_nested(base.type) or pa.types.is_dictionary(base.type):
+        # gather the rows from the base followed by the values (no replace_with_mask kernel for
+        # lists, structs, maps or dictionaries; for strings a gather costs a third of it)
         indices = np.arange(n, dtype=np.int64)
         indices[at] = n + np.arange(len(values), dtype=np.int64)
         return pa.concat_arrays([base, _contiguous(values)]).take(pa.array(indices))
     mask = np.zeros(n, dtype=bool)
     mask[at] = True
     return pc.replace_with_mask(base, pa.array(mask), values)
+
+
+def scatter_in_turn(base: pa.Array | pa.ChunkedArray, writes: list[tuple[np.ndarray, pa.Array | pa.ChunkedArray]],
+                    in_place: bool = False) -> pa.Array | None:
+    """``base`` with each write's ``values`` put at its rows ``at`` (increasing), one write after
+    another (a later write wins a row several rewrite): NumPy assignments into one buffer —
+    ``base``'s own when ``in_place`` and it is mutable, else one copy. None when ``base`` or a
+    write is not fixed-width without nulls (the caller combines the writes for :func:`scatter`)."""
+    base = _contiguous(base)
+    width = _byte_width(base.type)
+    if not width or base.null_count:
+        return None
+    parts = [_contiguous(values) for _, values in writes]
+    if any(part.null_count or part.type != base.type for part in parts):
+        return None
+    dtype, n = np.dtype(f"u{width}"), len(base)
+    source = base.buffers()[1]
+    if in_place and source.is_mutable:
+        out, result = np.frombuffer(source, dtype=dtype, count=n, offset=base.offset * width), base
+    else:
+        buffer = pa.allocate_buffer(n * width)
+        out = np.frombuffer(buffer, dtype=dtype)
+        out[:] = np.frombuffer(source, dtype=dtype, count=n, offset=base.offset * width)
+        result = pa.Array.from_buffers(base.type, n, [None, buffer])
+    for (at, _), part in zip(writes, parts):
+        out[at] = np.frombuffer(part.buffers()[1], dtype=dtype, count=len(part), offset=part.offset * width)
+    return result
 
 
 def _byte_width(type_: pa.DataType) -> int:

@@ -131,6 +131,13 @@ class Timeline:
 
     # ------------------------------------------------------------------ views
     @property
+    def listing(self) -> dict[str, Instant]:
+        """What the last load listed (instant file name → instant): equal listings are equal
+        timelines (every state change adds a file)."""
+        self._ensure_loaded()
+        return dict(self._entries)
+
+    @property
     def instants(self) -> list[Instant]:
         """Every instant in its latest state, sorted by requested time."""
         self._ensure_loaded()
