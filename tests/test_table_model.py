@@ -127,7 +127,10 @@ class TableMachine(RuleBasedStateMachine):
         for status in self.table.last_write.statuses:
             if status.writes_base_file:
                 keys = pq.read_table(self.table.storage.full_path(status.relpath), columns=["_hoodie_record_key"])
-                out.update((status.family, k) for k in keys.column(0).to_pylist())
+                # a full-row base file (no family) holds the records of every family
+                families = [status.family] if status.family or self.shape.layout != "families" \
+                    else [f.name for f in self.model.families]
+                out.update((family, k) for family in families for k in keys.column(0).to_pylist())
         return out
 
     def _just_before(self, completion: str) -> str:

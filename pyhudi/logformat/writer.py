@@ -121,14 +121,19 @@ def _part_size(part: bytes | pa.Buffer) -> int:
     return part.size if isinstance(part, pa.Buffer) else len(part)
 
 
+def _open_exclusive(path: str) -> int:
+    """A new local file opened for writing (``O_EXCL``: a log file is never written twice)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError as exc:
+        raise AlreadyExistsError(f"file already exists: {path}") from exc
+
+
 def _create_local(path: str, parts: Sequence[bytes | pa.Buffer], fsync: bool) -> None:
     """Exclusive create (``O_EXCL``), the parts written in place (no joined copy), optionally
     fsynced. A failed write removes its partial file."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError as exc:
-        raise AlreadyExistsError(f"file already exists: {path}") from exc
+    fd = _open_exclusive(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             for part in parts:
@@ -183,11 +188,7 @@ def _create_local_streamed(path: str, block, fsync: bool) -> int:
     if not block.header.get(HeaderKey.INSTANT_TIME):
         raise LogFormatError(f"{type(block).__name__} needs an INSTANT_TIME header")
     header, footer = encode_header(block.header), encode_header(block.footer)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError as exc:
-        raise AlreadyExistsError(f"file already exists: {path}") from exc
+    fd = _open_exclusive(path)
     try:
         with os.fdopen(fd, "wb", buffering=0) as fh:
             prefix = b"".join([MAGIC, _U64.pack(0), _U32.pack(LOG_FORMAT_VERSION), _U32.pack(int(block.block_type)),
