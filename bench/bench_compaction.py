@@ -50,7 +50,7 @@ def timed(fn):
 def updated_table(root: str, data: pa.Table, rounds: int, buckets: int = 1) -> pyhudi.Table:
     """Scenario W inserted, then ``rounds`` upserts of family f0 on 10% of the rows."""
     t = pyhudi.create_table(root, SCHEMA, "id", num_buckets=buckets, column_families=families())
-    t.bulk_insert(data)
+    t.bulk_insert(data, options={"hoodie.pyhudi.insert.full.row": "false"})  # per-family base files to copy
     rng = np.random.default_rng(3)
     for _ in range(rounds):
         ids = np.sort(rng.choice(data.num_rows, data.num_rows // 10, replace=False))

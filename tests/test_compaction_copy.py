@@ -34,6 +34,9 @@ SCHEMA = pa.schema([
 FAMILIES = {"fa": "s,d", "fb": "l,st", "fc": "f,g"}
 SMALL_ROW_GROUPS = {"hoodie.parquet.block.size": "4096"}  # many row groups per family file
 ENCODE_EVERY_COLUMN = {"hoodie.compaction.full.copy.chunks": "false"}
+# The copy path copies chunks of per-family base files: the bulk inserts here write one base file
+# per family (not the default full-row base file) so that there are family files to copy from.
+PER_FAMILY_FILES = {"hoodie.pyhudi.insert.full.row": "false"}
 N = 1200
 
 
@@ -52,7 +55,7 @@ def make_rows(n: int = N) -> pa.Table:
 def loaded(tmp_path, name: str = "t", **kw) -> pyhudi.Table:
     t = pyhudi.create_table(str(tmp_path / name), SCHEMA, "id", num_buckets=1, column_families=FAMILIES,
                             options=SMALL_ROW_GROUPS, **kw)
-    t.bulk_insert(make_rows())
+    t.bulk_insert(make_rows(), options=PER_FAMILY_FILES)
     return t
 
 
@@ -281,7 +284,7 @@ def test_families_with_other_meta_values_are_read_for_them_and_rows_keep_their_n
     """fa compacted on its own after an update: its base file's commit times differ from fb's, so
     the merge reads fa's meta values too (each row's newest family version wins), as the decode path."""
     t = pyhudi.create_table(str(tmp_path / "m"), SCHEMA, "id", num_buckets=1, column_families=FAMILIES)
-    t.bulk_insert(make_rows())
+    t.bulk_insert(make_rows(), options=PER_FAMILY_FILES)
     updated = t.upsert(pa.table({"id": [10, 11], "s": ["S10", "S11"]}))
     assert t.compact(families=["fa"]) is not None
     later = t.upsert(pa.table({"id": [11, 12], "f": [0.1, 0.2]}))

@@ -235,7 +235,9 @@ def test_pending_overwrite_is_invisible_and_rolled_back_by_the_next_writer(tmp_p
     txn = client.begin("insert_overwrite")
     statuses = txn.write_rows(rows([8], "x", tag=2))  # a writer killed here: never committed
     client.detach(txn)
-    assert [s.file_id for s in statuses] == [overwrite_bucket_file_id(txn.instant, "x", bucket_of(8, 2))] * 2
+    # one full-row base file in the new file group (the default), not one base file per family
+    assert [(s.file_id, s.family) for s in statuses] == [(overwrite_bucket_file_id(txn.instant, "x", bucket_of(8, 2)),
+                                                          "")]
     assert {f"{txn.instant}.replacecommit.requested", f"{txn.instant}.replacecommit.inflight"} <= timeline_files(t)
     assert read(t) == expected  # the new files are invisible, the old groups are not replaced
     (Path(t.path) / ".hoodie" / ".heartbeat" / txn.instant).unlink()  # its writer is gone

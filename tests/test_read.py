@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pytest
 
@@ -95,6 +97,10 @@ def test_files_of_archived_instants_stay_visible(table):
     assert sorted(r["id"] for r in table.read(columns=["id"]).to_pylist()) == ["k1", "k2"]
 
 
+PER_FAMILY_FILES = {"hoodie.pyhudi.insert.full.row": "false"}  # bulk inserts: one base file per family
+BUCKET_0 = "00000000-0000-0000-0000-000000000000-0"
+
+
 def _metrics(t, **kw) -> dict:
     from pyhudi.read.plan import plan_scan
 
@@ -109,7 +115,9 @@ def _metrics(t, **kw) -> dict:
 def test_pruned_read_skips_only_families_proven_redundant(tmp_path):
     t = pyhudi.create_table(str(tmp_path / "r"), SCHEMA, "id", num_buckets=1,
                             column_families={"f1": "a,b;ts", "f2": "c", "f3": "d"})
-    t.bulk_insert(pa.table({"id": ["k1", "k2"], "a": [1.0, 2.0], "b": ["x", "y"], "ts": [1, 1], "c": [10, 20], "d": ["p", "q"]}))
+    # (about skipping other families' base files: one base file per family, not the default full row)
+    t.bulk_insert(pa.table({"id": ["k1", "k2"], "a": [1.0, 2.0], "b": ["x", "y"], "ts": [1, 1], "c": [10, 20], "d": ["p", "q"]}),
+                  options=PER_FAMILY_FILES)
     # f2 and f3 hold exactly f1's keys (byte-identical key columns): not read for a read of f1's columns
     assert _metrics(t, columns=["id", "a"])["families_skipped"] == 2
     t.upsert(pa.table({"id": ["k3"], "d": ["only-d"]}))  # a key only f3 has: f3 must be read
@@ -124,7 +132,9 @@ def test_pruned_read_skips_only_families_proven_redundant(tmp_path):
 def test_base_only_families_are_read_side_by_side(tmp_path):
     t = pyhudi.create_table(str(tmp_path / "l"), SCHEMA, "id", num_buckets=1,
                             column_families={"f1": "a,b;ts", "f2": "c", "f3": "d"})
-    t.bulk_insert(pa.table({"id": ["k1", "k2"], "a": [1.0, 2.0], "b": ["x", "y"], "ts": [1, 1], "c": [10, 20], "d": ["p", "q"]}))
+    # (about zipping per-family base files: one base file per family, not the default full row)
+    t.bulk_insert(pa.table({"id": ["k1", "k2"], "a": [1.0, 2.0], "b": ["x", "y"], "ts": [1, 1], "c": [10, 20], "d": ["p", "q"]}),
+                  options=PER_FAMILY_FILES)
     t.upsert(pa.table({"id": ["k2"], "c": [21]}))
     t.upsert(pa.table({"id": ["k3"], "c": [30]}))  # a key only f2 has
     metrics = _metrics(t)
@@ -181,7 +191,9 @@ def test_concurrent_writers_on_different_families(tmp_path):
 def test_key_only_family_with_logs_reads_only_its_logs(tmp_path):
     t = pyhudi.create_table(str(tmp_path / "k"), SCHEMA, "id", num_buckets=1,
                             column_families={"f1": "a,b;ts", "f2": "c", "f3": "d"})
-    t.bulk_insert(pa.table({"id": ["k1", "k2"], "a": [1.0, 2.0], "b": ["x", "y"], "ts": [1, 1], "c": [10, 20], "d": ["p", "q"]}))
+    # (about skipping family base files: one base file per family, not the default full row)
+    t.bulk_insert(pa.table({"id": ["k1", "k2"], "a": [1.0, 2.0], "b": ["x", "y"], "ts": [1, 1], "c": [10, 20], "d": ["p", "q"]}),
+                  options=PER_FAMILY_FILES)
     t.upsert(pa.table({"id": ["k2", "k5"], "c": [21, 50]}))  # f2: an update and a key only f2 has
     t.upsert(pa.table({"id": ["k6"], "c": [60]}))
     t.delete(pa.table({"id": ["k6"]}))  # deletes reach every family; f1's are still only its own logs
@@ -189,7 +201,8 @@ def test_key_only_family_with_logs_reads_only_its_logs(tmp_path):
     assert metrics.get("bases_skipped", 0) == 0  # f1 (the data family) has a delete: it anchors nothing
     t2 = pyhudi.create_table(str(tmp_path / "k2"), SCHEMA, "id", num_buckets=1,
                              column_families={"f1": "a,b;ts", "f2": "c", "f3": "d"})
-    t2.bulk_insert(pa.table({"id": ["k1", "k2"], "a": [1.0, 2.0], "b": ["x", "y"], "ts": [1, 1], "c": [10, 20], "d": ["p", "q"]}))
+    t2.bulk_insert(pa.table({"id": ["k1", "k2"], "a": [1.0, 2.0], "b": ["x", "y"], "ts": [1, 1], "c": [10, 20], "d": ["p", "q"]}),
+                   options=PER_FAMILY_FILES)
     t2.upsert(pa.table({"id": ["k2", "k5"], "c": [21, 50]}))
     metrics = _metrics(t2, columns=["id", "a"])
     assert metrics["bases_skipped"] == 1 and metrics["families_skipped"] == 1  # f2: logs only; f3: nothing
@@ -248,8 +261,14 @@ def test_bulk_inserted_family_table_is_read_in_one_pass(tmp_path):
     t = pyhudi.create_table(str(tmp_path / "b"), SCHEMA, "id", num_buckets=1,
                             column_families={"f1": "a,b;ts", "f2": "c", "f3": "d"})
     rows = pa.table({"id": ["k2", "k1"], "a": [2.0, 1.0], "b": ["y", "x"], "ts": [1, 1], "c": [20, 10], "d": ["q", "p"]})
-    t.bulk_insert(rows)
-    metrics = _metrics(t)
-    assert metrics == {"families_skipped": 0, "bases_skipped": 0, "row_groups": 3, "row_groups_skipped": 0,
-                       "families_lockstep": 3, "strategy.pass_through": 1}
+    t.bulk_insert(rows)  # (by default: one full-row base file, read as it is, without a merge)
+    assert sorted(os.listdir(t.path)) == [".hoodie", f"{BUCKET_0}_0-1-0_{t.last_write.instant}.parquet"]
+    assert _metrics(t) == {"families_skipped": 0, "bases_skipped": 0, "row_groups": 1, "row_groups_skipped": 0,
+                           "strategy.keyless": 1}
     assert t.read().sort_by("id").to_pylist() == rows.sort_by("id").to_pylist()
+    per_family = pyhudi.create_table(str(tmp_path / "pf"), SCHEMA, "id", num_buckets=1,
+                                     column_families={"f1": "a,b;ts", "f2": "c", "f3": "d"})
+    per_family.bulk_insert(rows, options=PER_FAMILY_FILES)  # three aligned base files: zipped in one pass
+    assert _metrics(per_family) == {"families_skipped": 0, "bases_skipped": 0, "row_groups": 3,
+                                    "row_groups_skipped": 0, "families_lockstep": 3, "strategy.pass_through": 1}
+    assert per_family.read().sort_by("id").to_pylist() == rows.sort_by("id").to_pylist()

@@ -35,11 +35,16 @@ def _rows(ids) -> pa.Table:
                      "b": [i * 2.0 for i in ids], "ts": pa.array([0] * len(ids), pa.int64())}, schema=SCHEMA)
 
 
-def _table(tmp_path, key_type=pa.int64(), families=None, **options) -> pyhudi.Table:
+PER_FAMILY_FILES = {"hoodie.pyhudi.insert.full.row": "false"}
+
+
+def _table(tmp_path, key_type=pa.int64(), families=None, insert_options=PER_FAMILY_FILES, **options) -> pyhudi.Table:
+    """One base file per family unless asked (not the default full-row base file): positions are
+    learnt against the updated family's own base file."""
     schema = SCHEMA.set(0, pa.field("id", key_type))
     table = pyhudi.create_table(str(tmp_path / "t"), schema, "id", num_buckets=1,
                                 column_families=families or FAMILIES, **options)
-    table.bulk_insert(_rows(range(N)).cast(schema))
+    table.bulk_insert(_rows(range(N)).cast(schema), options=insert_options)
     return table
 
 
@@ -86,6 +91,20 @@ def test_first_read_learns_positions_and_later_reads_decode_no_key(tmp_path, mon
     got, metrics = _read(table, ["a1", "a2"])
     assert got.to_pylist() == expected
     assert metrics["strategy.positions"] == 1 and "positions_learnt" not in metrics and decoded == []
+
+
+def test_positions_are_learnt_against_the_default_full_row_base_file(tmp_path, monkeypatch):
+    table = _table(tmp_path, insert_options=None)
+    (base,) = next(iter(table.file_groups())).base_files
+    assert base.name.family is None  # (one full-row base file: fa's update is merged into it)
+    _update(table, [3, 17, 39], [30.0, 170.0, 390.0], ["x3", "x17", "x39"])
+    expected = _expected({3: (30.0, "x3"), 17: (170.0, "x17"), 39: (390.0, "x39")})
+    got, metrics = _read(table, ["a1", "a2"])
+    assert got.to_pylist() == expected
+    assert metrics["strategy.positions"] == 1 and metrics["positions_learnt"] == 1
+    monkeypatch.setattr("pyhudi.read.sources.KeySpec.keys", lambda *a, **k: pytest.fail("a key was decoded"))
+    got, metrics = _read(table, ["a1", "a2"])
+    assert got.to_pylist() == expected and "positions_learnt" not in metrics
 
 
 @pytest.mark.parametrize("key_type", [pa.int64(), pa.string()])

@@ -37,13 +37,18 @@ def cache():
     METADATA_CACHE.clear()
 
 
-def _table(tmp_path, key_type=pa.int64()) -> pyhudi.Table:
+# Most tests here check positions against a family's own base file (fa's): their bulk insert writes
+# one base file per family instead of the default full-row base file.
+PER_FAMILY_FILES = {"hoodie.pyhudi.insert.full.row": "false"}
+
+
+def _table(tmp_path, key_type=pa.int64(), insert_options=PER_FAMILY_FILES) -> pyhudi.Table:
     schema = SCHEMA.set(0, pa.field("id", key_type))
     table = pyhudi.create_table(str(tmp_path / "t"), schema, "id", num_buckets=1, column_families=FAMILIES)
     ids = list(range(N))
     table.bulk_insert(pa.table({"id": pa.array(ids if key_type == pa.int64() else [str(i) for i in ids], key_type),
                                 "a1": [float(i) for i in ids], "a2": [f"s{i}" for i in ids],
-                                "b": [i * 2.0 for i in ids]}, schema=schema))
+                                "b": [i * 2.0 for i in ids]}, schema=schema), options=insert_options)
     return table
 
 
@@ -144,6 +149,27 @@ def test_the_first_read_merges_by_written_positions_without_a_key(tmp_path, monk
     assert metrics["strategy.positions"] == 1 and metrics["positions_written"] == 2
     assert "positions_learnt" not in metrics
     assert sorted(got.to_pylist(), key=lambda r: r["a2"]) == sorted(expected, key=lambda r: r["a2"])
+
+
+def test_positions_of_a_family_update_refer_to_the_default_full_row_base_file(tmp_path, monkeypatch):
+    """A default bulk insert writes one full-row base file; a family's update block names its rows
+    and instant, and the first read merges by them without decoding a key."""
+    table = _table(tmp_path, insert_options=None)
+    _update(table, [3, 17, 39], [30.0, 170.0, 390.0], ["x3", "x17", "x39"])
+    (header,) = _blocks(table)
+    (base,) = next(iter(table.file_groups())).base_files
+    assert base.name.family is None and base.relpath.endswith(f"_0-1-0_{base.instant}.parquet")
+    keys = _base_keys(table, family=None)
+    assert header[BASE_INSTANT] == base.instant
+    assert decode_positions(header[POSITIONS]).tolist() == sorted(keys.index(k) for k in ("3", "17", "39"))
+    METADATA_CACHE.clear()
+    _no_key_decoded(monkeypatch)
+    got, metrics = _read(table, ["id", "a1", "a2", "b"])
+    assert metrics["strategy.positions"] == 1 and metrics["positions_written"] == 1
+    updated = {3: (30.0, "x3"), 17: (170.0, "x17"), 39: (390.0, "x39")}
+    assert got.sort_by("id").to_pylist() == [
+        {"id": i, "a1": updated.get(i, (float(i),))[0], "a2": updated.get(i, (0, f"s{i}"))[1], "b": i * 2.0}
+        for i in range(N)]
 
 
 def test_written_positions_give_exactly_the_key_merge_result(tmp_path):

@@ -94,7 +94,9 @@ def test_time_travel_reads_the_older_base_files_natively(spark, cow):
 def test_mor_family_table_unions_native_and_merged_file_groups(spark, tmp_path):
     t = pyhudi.create_table(str(tmp_path / "mor"), SCHEMA, "id", num_buckets=2, partition_fields=["p"],
                             column_families=FAMILIES)
-    t.bulk_insert(full_rows(range(8)))  # aligned family base files in every file group
+    # aligned family base files in every file group (not the default full-row base files: this is
+    # about family files that Spark cannot join and the key-only families that prove row existence)
+    t.bulk_insert(full_rows(range(8)), options={"hoodie.pyhudi.insert.full.row": "false"})
     t.upsert(pa.table({"id": pa.array([1], pa.int64()), "c": [-10], "p": ["x"]}))  # logs in one file group
     split = split_scan(t, SCHEMA.names, None, as_of=None, query_type="snapshot")
     assert split.native == [] and set(split.reasons.values()) == {"several families to join"}
@@ -141,15 +143,15 @@ def test_native_scan_can_be_turned_off_and_sql_reads_natively(spark, cow, tmp_pa
 
 
 def test_full_row_insert_reads_natively_and_merges_only_updated_file_groups(spark, tmp_path):
-    """``hoodie.pyhudi.insert.full.row`` (a bulk insert through pyhudi.spark.write): every family of
-    a file group in one base file, so a full read of the family table is Spark's Parquet scan; after
-    a one-family update only the file group with logs goes through the Python source."""
+    """A bulk insert through pyhudi.spark.write with default options (``hoodie.pyhudi.insert.full.row``
+    is on): every family of a file group in one base file, so a full read of the family table is
+    Spark's Parquet scan; after a one-family update only the file group with logs goes through the
+    Python source."""
     path = str(tmp_path / "full_row")
     options = {"hoodie.table.name": "fr", "hoodie.datasource.write.recordkey.field": "id",
                "hoodie.datasource.write.partitionpath.field": "p", "hoodie.index.type": "BUCKET",
                "hoodie.bucket.index.num.buckets": "2", **{f"hoodie.colFamily.{k}": v for k, v in FAMILIES.items()}}
-    pyhudi.spark.write(spark.createDataFrame(full_rows(range(12))), path, operation="bulk_insert",
-                       **{**options, "hoodie.pyhudi.insert.full.row": "true"})
+    pyhudi.spark.write(spark.createDataFrame(full_rows(range(12))), path, operation="bulk_insert", **options)
     t = pyhudi.open_table(path)
     bases = [b.name.family for g in t.file_groups() for b in g.base_files]
     assert bases == [None] * len(t.file_groups()) and len(bases) == 4  # one full-row file per file group

@@ -74,7 +74,8 @@ def test_mode_overwrite_replaces_the_table(spark, tmp_path):
     assert {g.file_id for g in t.file_groups()} == want
     for s in md.write_stats():
         assert re.fullmatch(rf"x/\.{re.escape(s.file_id)}_{inst.requested_time}_f[AC]\.log\.1_\d+-\d+-\d+", s.path)
-    # pyhudi.spark.write(mode="overwrite"): each bucket in one task, base files
+    # pyhudi.spark.write(mode="overwrite"): each bucket in one task, one full-row base file per new
+    # file group (every family given in full: the default, no family suffix)
     newer = rows([2, 3, 4], 3)
     instant = pyhudi.spark.write(df_of(spark, newer), path, mode="overwrite")
     inst, md = last_replace(t)
@@ -82,7 +83,8 @@ def test_mode_overwrite_replaces_the_table(spark, tmp_path):
     assert md.partition_to_replace_file_ids == {"x": sorted(want)}
     expected = {(r["p"], overwrite_bucket_file_id(instant, r["p"], bucket_of(r["id"]))) for r in newer}
     assert {(g.partition_path, g.file_id) for g in t.file_groups()} == expected
-    assert all(re.fullmatch(rf"[xy]/{re.escape(s.file_id)}_\d+-\d+-\d+_{instant}_f[AC]\.parquet", s.path)
+    assert len(list(md.write_stats())) == len(expected)
+    assert all(re.fullmatch(rf"[xy]/{re.escape(s.file_id)}_\d+-\d+-\d+_{instant}\.parquet", s.path)
                for s in md.write_stats())
     # an empty DataFrame overwrite empties the table; a later upsert routes to fresh file groups
     df_of(spark, []).write.format("pyhudi").mode("overwrite").save(path)

@@ -236,8 +236,8 @@ class TableMachine(RuleBasedStateMachine):
         full_row = operation == "bulk_insert" and data.draw(st.booleans(), label="full-row base files")
         present, rows = self._batch(data, keys, every_column=full_row)  # (a partial input keeps family files)
         method = getattr(self.table, operation)
-        if full_row:
-            method = functools.partial(method, options={"hoodie.pyhudi.insert.full.row": "true"})
+        if operation == "bulk_insert" and not full_row:  # (full-row base files are the default)
+            method = functools.partial(method, options={"hoodie.pyhudi.insert.full.row": "false"})
         instant = self._attempt(data, method, self._input(data, self._frame(present, rows)))
         if instant is None:
             return

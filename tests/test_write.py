@@ -399,26 +399,43 @@ def test_commit_metadata_and_timeline_states(tmp_path):
 
 
 def test_insert_and_bulk_insert_on_family_table(tmp_path):
+    import pyarrow.parquet as pq
+
     t = fam_table(tmp_path, num_buckets=2)
     i1 = t.bulk_insert(full_rows(range(4)))
     by_bucket, tasks = groups_of(range(4), 2)
-    expected = {f"{fid(b)}_{tasks[b]}-1-0_{i1}_{f}.parquet" for b in by_bucket for f in FAMILIES}
+    # by default one full-row base file per new file group (every family's columns, no family suffix)
+    expected = {f"{fid(b)}_{tasks[b]}-1-0_{i1}.parquet" for b in by_bucket}
     assert data_files(t.path) == expected
-    import pyarrow.parquet as pq
+    for b, keys in by_bucket.items():
+        name = f"{fid(b)}_{tasks[b]}-1-0_{i1}.parquet"
+        rows = pq.read_table(Path(t.path) / name)
+        assert rows.column_names == META + ["id", *(c for cols in FAM_COLS.values() for c in cols)]
+        assert rows.column("_hoodie_record_key").to_pylist() == keys
+        assert rows.column("_hoodie_file_name").to_pylist() == [name] * len(keys)
+        assert rows.select(["id", "a", "b", "ts", "c", "d", "e"]).to_pylist() == \
+            full_rows([int(k) for k in keys]).select(["id", "a", "b", "ts", "c", "d", "e"]).to_pylist()
+    assert t.last_write.operation == "BULK_INSERT"
+    # with hoodie.pyhudi.insert.full.row=false: one base file per family, each with its own columns
+    per_family = fam_table(tmp_path, "per_family", num_buckets=2)
+    i0 = per_family.bulk_insert(full_rows(range(4)), options={"hoodie.pyhudi.insert.full.row": "false"})
+    assert data_files(per_family.path) == {
+        f"{fid(b)}_{tasks[b]}-1-0_{i0}_{f}.parquet" for b in by_bucket for f in FAMILIES}
     for b, keys in by_bucket.items():
         for fam, cols in FAM_COLS.items():
-            name = f"{fid(b)}_{tasks[b]}-1-0_{i1}_{fam}.parquet"
-            rows = pq.read_table(Path(t.path) / name)
+            name = f"{fid(b)}_{tasks[b]}-1-0_{i0}_{fam}.parquet"
+            rows = pq.read_table(Path(per_family.path) / name)
             assert rows.column_names == META + ["id", *cols]
             assert rows.column("_hoodie_record_key").to_pylist() == keys
             assert rows.column("_hoodie_file_name").to_pylist() == [name] * len(keys)
-    assert t.last_write.operation == "BULK_INSERT"
     # bulk_insert into groups that already have data appends log files
     i2 = t.bulk_insert(full_rows([0], tag=1))
     assert log_name(bucket_of(0, 2), i2, "fa", 0) in data_files(t.path)
     i3 = t.insert(full_rows([1], tag=2))
     assert {log_name(bucket_of(1, 2), i3, f, 0) for f in FAMILIES} <= data_files(t.path)
     assert t.active_timeline().read_metadata(t.timeline[-1]).operation_type == "INSERT"
+    assert t.read().sort_by("id").to_pylist() == pa.concat_tables(
+        [full_rows([0], tag=1), full_rows([1], tag=2), full_rows([2, 3])]).to_pylist()
 
 
 def test_on_commit_callback(tmp_path):

@@ -1,7 +1,7 @@
-"""``hoodie.pyhudi.insert.full.row``: a bulk insert into new file groups of a column-family table
-writes one full-row base file per file group (what Spark reads with its own Parquet reader), and
-the table reads, updates, compacts and time-travels exactly like the same table written with one
-base file per family (the default)."""
+"""``hoodie.pyhudi.insert.full.row`` (on by default): a bulk insert into new file groups of a
+column-family table writes one full-row base file per file group (what Spark reads with its own
+Parquet reader), and the table reads, updates, compacts and time-travels exactly like the same
+table written with one base file per family (``hoodie.pyhudi.insert.full.row=false``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 import pyhudi
 
-FULL_ROW = {"hoodie.pyhudi.insert.full.row": "true"}
+PER_FAMILY = {"hoodie.pyhudi.insert.full.row": "false"}  # the layout before full-row inserts: one file per family
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.float64()), ("b", pa.string()), ("ts", pa.int64()),
                     ("c", pa.int32()), ("p", pa.string())])
 FAMILIES = {"fa": "a,b;ts", "fc": "c"}  # (fa orders by event time, fc by commit time)
@@ -52,11 +52,12 @@ def sorted_rows(table: pa.Table) -> list[dict]:
 
 @pytest.fixture
 def pair(tmp_path):
-    """The same writes on a table with full-row inserts and on one with the default layout."""
+    """The same writes on a table with the default full-row inserts and on one with one base file
+    per family."""
     full, per_family = create(tmp_path, "full"), create(tmp_path, "families")
     data = pa.concat_tables([rows(range(10)), rows([3], ts=0)])  # id 3 twice: fa keeps ts=1, fc the later row
-    full.bulk_insert(data, options=FULL_ROW)
-    per_family.bulk_insert(data)
+    full.bulk_insert(data)
+    per_family.bulk_insert(data, options=PER_FAMILY)
     return full, per_family
 
 
@@ -101,18 +102,65 @@ def test_full_row_table_reads_updates_and_compacts_like_the_family_layout(pair):
 
 def test_partial_or_missing_families_keep_one_file_per_family(tmp_path):
     t = create(tmp_path, "partial")
-    t.bulk_insert(rows(range(4)).drop_columns(["c"]), options=FULL_ROW)  # fc not given: fa alone
+    t.bulk_insert(rows(range(4)).drop_columns(["c"]))  # fc not given: fa alone
     assert {f for _, f in base_files(t)} == {"fa"}
     other = create(tmp_path, "partial2")
-    other.bulk_insert(rows(range(4)).drop_columns(["b"]), options=FULL_ROW)  # fa partial: one file per family
+    other.bulk_insert(rows(range(4)).drop_columns(["b"]))  # fa partial: one file per family
     assert {f for _, f in base_files(other)} == {"fa", "fc"}
     assert [r["b"] for r in sorted_rows(other.read())] == [None] * 4
 
 
 def test_upsert_and_tables_without_families_are_unchanged(tmp_path):
     t = create(tmp_path, "upsert")
-    t.upsert(rows(range(4)), options=FULL_ROW)  # an upsert into empty buckets writes log files
+    t.upsert(rows(range(4)))  # an upsert into empty buckets writes log files
     assert base_files(t) == []
     plain = pyhudi.create_table(str(tmp_path / "plain"), SCHEMA, "id", name="plain", num_buckets=2)
-    plain.bulk_insert(rows(range(4)), options=FULL_ROW)
+    plain.bulk_insert(rows(range(4)))
     assert {f for _, f in base_files(plain)} == {None} and len(plain.read()) == 4
+
+
+def _bucket(key: int) -> int:
+    from pyhudi.index.bucket import bucket_ids
+
+    return int(bucket_ids([pa.array([key], pa.int64())], 2)[0])
+
+
+def _data_files(table) -> list[str]:
+    """Every data file (base and log), as ``partition/name``, sorted."""
+    return sorted(os.path.join(os.path.relpath(folder, table.path), n) for folder, _, names in os.walk(table.path)
+                  if ".hoodie" not in folder for n in names if n != ".hoodie_partition_metadata")
+
+
+def test_default_bulk_insert_then_one_family_updates_reads_and_full_compaction_are_exact(tmp_path):
+    """Default options end to end: the exact full-row base files of a bulk insert, updates of one
+    family at a time (logs per family on top of the full-row file), reads, and a full compaction."""
+    t = create(tmp_path, "default")
+    inserted = t.bulk_insert(rows(range(8)))
+    groups = sorted({("x" if i % 2 else "y", _bucket(i)) for i in range(8)})
+    assert _data_files(t) == sorted(
+        f"{p}/{b:08d}-0000-0000-0000-000000000000-0_{task}-1-0_{inserted}.parquet"
+        for task, (p, b) in enumerate(groups))
+    expected = {i: {"id": i, "a": i * 1.5, "b": f"b{i}", "ts": 1, "c": i * 10, "p": "x" if i % 2 else "y"}
+                for i in range(8)}
+    assert sorted_rows(t.read()) == list(expected.values())
+
+    t.upsert(pa.table({"id": pa.array([1, 2], pa.int64()), "c": pa.array([-1, -2], pa.int32()), "p": ["x", "y"]}))
+    t.upsert(pa.table({"id": pa.array([3, 4, 9], pa.int64()), "a": [33.0, 44.0, 99.0], "b": ["B3", "B4", "B9"],
+                       "ts": [2, 0, 2], "p": ["x", "y", "x"]}))  # id 4: an older event, fa keeps ts=1
+    logs = [f for f in _data_files(t) if "/." in f]
+    assert len(logs) == 4 and sum(f.split(".log")[0].endswith("_fc") for f in logs) == 2
+    expected[1]["c"], expected[2]["c"] = -1, -2
+    expected[3].update(a=33.0, b="B3", ts=2)
+    expected[9] = {"id": 9, "a": 99.0, "b": "B9", "ts": 2, "c": None, "p": "x"}
+    assert sorted_rows(t.read()) == list(expected.values())
+    assert sorted_rows(t.read(columns=["id", "c"], filters=[("c", "<", 0)])) == [
+        {"id": 1, "c": -1}, {"id": 2, "c": -2}]
+    assert sorted_rows(t.read(as_of=t.timeline[0].completion_time)) == [
+        {"id": i, "a": i * 1.5, "b": f"b{i}", "ts": 1, "c": i * 10, "p": "x" if i % 2 else "y"} for i in range(8)]
+
+    compacted = t.compact(full=True)
+    latest = sorted((g.partition_path, family, s.base_file.name.family, s.base_file.instant, len(s.log_files))
+                    for g in t.file_groups() for family in FAMILIES for s in [g.latest_slice(family, True)])
+    # every family of every file group: the full compaction's full-row base file, no log file
+    assert latest == sorted((p, family, None, compacted, 0) for p, _ in groups for family in FAMILIES)
+    assert sorted_rows(t.read()) == list(expected.values())

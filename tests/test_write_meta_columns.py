@@ -231,13 +231,15 @@ def test_family_table_log_blocks_and_base_files_hold_exact_string_meta_columns(t
     t.upsert(pa.table({"id": [1, 2, 9], "c": [111, 112, 119], "p": ["y", "x", "y"]}))
     log_files = t.last_write.files
     groups = {(posixpath.dirname(f), parse_data_file_name(posixpath.basename(f)).file_id) for f in base_files}
-    assert all(f.endswith(".parquet") for f in base_files) and len(base_files) == 2 * len(groups)  # fa and fc
+    # one full-row base file per new file group (the default: every family given in full)
+    assert all(f.endswith(".parquet") and parse_data_file_name(posixpath.basename(f)).family is None
+               for f in base_files) and len(base_files) == len(groups) == 2
     assert all(".log." in f for f in log_files) and len(log_files) >= 2
     counted = 0
     for relpath in [*base_files, *log_files]:
         assert posixpath.dirname(relpath) in ("p=x", "p=y")
         counted += check_new_file(t, relpath).num_rows
-    assert counted == 8 * 2 + 3
+    assert counted == 8 + 3
     # the Parquet writer got the constant columns as one-entry dictionaries, the others plain
     assert len(writer_spy) == len(base_files) + len(log_files)
     assert all(types == [DICT, pa.string(), pa.string(), DICT, DICT] for types in writer_spy)

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import pyhudi
-from pyhudi.errors import CommitConflictError, SchemaError, TimelineError
+from pyhudi.errors import CommitConflictError, SchemaError, SplitFileGroupError, TimelineError
 from pyhudi.write.client import WriteClient, WriteResult
 from pyhudi.write.txn import WriteTxn
 
@@ -216,12 +216,44 @@ def test_two_tasks_bulk_inserting_the_same_new_file_group_is_refused(tmp_path):
     assert {s.kind for s in s1 + s2} == {"create"}
     with pytest.raises(CommitConflictError) as err:
         client.commit(txn, s1 + s2)
+    assert str(err.value) == (  # (full rows: one full-row base file per task, the default)
+        f"two tasks wrote a base file for file group {fid(0)} (full row) of partition '' in instant "
+        f"{txn.instant}: {fid(0)}_0-1-0_{txn.instant}.parquet and {fid(0)}_1-1-0_{txn.instant}.parquet; "
+        "give all rows of a file group to one task")
+    assert data_files(t.path) == set()
+    assert [str(i.action) for i in t.timeline] == ["rollback"]
+    # one base file per family: the same family twice
+    per_family = WriteClient(t, options={"hoodie.pyhudi.insert.full.row": "false"})
+    txn = per_family.begin("bulk_insert")
+    s1 = txn.write_rows(full_rows([1, 2]), task_id=0)
+    s2 = txn.write_rows(full_rows([3]), task_id=1)
+    with pytest.raises(CommitConflictError) as err:
+        per_family.commit(txn, s1 + s2)
     assert str(err.value) == (
         f"two tasks wrote a base file for file group {fid(0)} (family 'fa') of partition '' in instant "
         f"{txn.instant}: {fid(0)}_0-1-0_{txn.instant}_fa.parquet and {fid(0)}_1-1-0_{txn.instant}_fa.parquet; "
         "give all rows of a file group to one task")
     assert data_files(t.path) == set()
+
+
+def test_a_full_row_base_file_and_a_family_base_file_of_one_new_file_group_are_refused(tmp_path):
+    """One task holds every family (a full-row base file), another only family fa (fa's own base
+    file): committed together, fa's file would hide the first task's fa columns."""
+    t = fam_table(tmp_path, buckets=1)
+    client = WriteClient(t)
+    txn = client.begin("bulk_insert")
+    s1 = txn.write_rows(full_rows([1, 2]), task_id=0)
+    s2 = txn.write_rows(full_rows([3]).select(["id", "a", "b", "ts"]), task_id=1)
+    assert sorted(s.family for s in s1 + s2) == ["", "fa"]
+    with pytest.raises(SplitFileGroupError) as err:
+        client.commit(txn, s1 + s2)
+    assert str(err.value) == (
+        f"two tasks wrote a base file for file group {fid(0)} (full row and family 'fa') of partition '' in "
+        f"instant {txn.instant}: {fid(0)}_0-1-0_{txn.instant}.parquet and {fid(0)}_1-1-0_{txn.instant}_fa.parquet; "
+        "give all rows of a file group to one task")
+    assert data_files(t.path) == set()
     assert [str(i.action) for i in t.timeline] == ["rollback"]
+    assert t.read().num_rows == 0
 
 
 # ------------------------------------------------------------------------------ callbacks, clients

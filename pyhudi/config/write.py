@@ -76,10 +76,11 @@ WRITE_RECORD_POSITIONS = ConfigKey(
 
 
 FULL_ROW_INSERT = ConfigKey(
-    "hoodie.pyhudi.insert.full.row", bool, False,
+    "hoodie.pyhudi.insert.full.row", bool, True,
     "pyhudi: a bulk insert into new file groups of a column-family table writes ONE full-row base file "
-    "per file group (no family suffix, as a full compaction does) instead of one base file per family, "
-    "when the input holds every family in full with one ordering. Spark reads such file groups with its "
-    "own Parquet reader (pyhudi.spark.read: one file, no join of families); later family updates and "
-    "family compactions apply on top of it per family, as after a full compaction.",
+    "per file group (no family suffix, as a full compaction does) instead of one base file per family. "
+    "Spark reads such file groups with its own Parquet reader (pyhudi.spark.read: one file, no join of "
+    "families), readers open one file per group, and later family updates and family compactions apply "
+    "on top of it per family, as after a full compaction. A file group still gets one base file per "
+    "family when the input lacks a family or holds it partially, and always with false.",
 )

@@ -351,7 +351,7 @@ def _check_statuses(txn: WriteTxn, statuses: list[WriteStatus]) -> None:
     """Statuses belong to this instant, name each file once, and give each (file group, family)
     at most one new base file (two would hide one another)."""
     seen: set[str] = set()
-    bases: dict[tuple[str, str, str], str] = {}
+    bases: dict[tuple[str, str], dict[str, str]] = {}  # (partition, file id) -> family -> file name
     for s in statuses:
         if s.instant != txn.instant:
             raise CommitConflictError(f"write status for {s.relpath} belongs to instant {s.instant}, not {txn.instant}")
@@ -359,11 +359,21 @@ def _check_statuses(txn: WriteTxn, statuses: list[WriteStatus]) -> None:
             raise CommitConflictError(f"write status for {s.relpath} is given twice")
         seen.add(s.relpath)
         if s.writes_base_file:
-            key = (s.partition_path, s.file_id, s.family)
-            if key in bases:
+            written = bases.setdefault((s.partition_path, s.file_id), {})
+            # a full-row base file ("" in a family table) holds every family: it clashes with any other
+            other = s.family if s.family in written else next(
+                (f for f in written if "" in (f, s.family)), None) if len(txn.families) > 1 else None
+            if other is not None:
                 raise SplitFileGroupError(
-                    f"two tasks wrote a base file for file group {s.file_id} (family {s.family or 'default'!r}) "
-                    f"of partition {s.partition_path!r} in instant {txn.instant}: {bases[key]} and {s.file_name}; "
-                    "give all rows of a file group to one task"
+                    f"two tasks wrote a base file for file group {s.file_id} ({_base_kind(txn, other, s.family)}) "
+                    f"of partition {s.partition_path!r} in instant {txn.instant}: {written[other]} and "
+                    f"{s.file_name}; give all rows of a file group to one task"
                 )
-            bases[key] = s.file_name
+            written[s.family] = s.file_name
+
+
+def _base_kind(txn: WriteTxn, first: str, second: str) -> str:
+    """What two clashing base files hold, for the error: one family, full rows, or both."""
+    def kind(family: str) -> str:
+        return f"family {family!r}" if family else "full row" if len(txn.families) > 1 else "family 'default'"
+    return kind(first) if first == second else f"{kind(first)} and {kind(second)}"
