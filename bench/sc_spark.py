@@ -8,9 +8,9 @@
   table without families (every file group native), and the 5-family table pruned to one family's
   columns (native: the other families' aligned base files prove row existence);
 - full reads of the 5-family table (``pyhudi.spark.read``) against ``spark.read.parquet`` of the
-  same rows: bulk-inserted with one base file per family (the default: families are joined by the
-  Python source), bulk-inserted with ``hoodie.pyhudi.insert.full.row`` (one full-row base file
-  per file group: native), and that table after a one-family update of 10% of the rows (log files
+  same rows: bulk-inserted with one base file per family (``hoodie.pyhudi.insert.full.row=false``:
+  families are joined by the Python source), bulk-inserted with default options (one full-row base
+  file per file group: native), and that table after a one-family update of 10% of the rows (log files
   in every file group: the Python source merges them).
 
 The session, the warm-up and the CPU clock (this process + the Spark JVM + its Python workers)
@@ -112,7 +112,7 @@ def _native_reads(ctx: Context, spark, source: str, options: dict, clock) -> lis
     return [full, pruned, *_family_full_reads(ctx, spark, source, options, clock, family)]
 
 
-def _family_full_reads(ctx: Context, spark, source: str, options: dict, clock, per_family: str) -> list[Comparison]:
+def _family_full_reads(ctx: Context, spark, source: str, options: dict, clock, full_row: str) -> list[Comparison]:
     """Full reads of the 5-family table: per-family base files, full-row base files, after an update."""
     import numpy as np
 
@@ -125,9 +125,9 @@ def _family_full_reads(ctx: Context, spark, source: str, options: dict, clock, p
     def scan() -> Variant:
         return Variant("spark.read.parquet -> noop", lambda _: noop(spark.read.parquet(source)))
 
-    full_row = ctx.path("spark-full-row")
-    pyhudi.spark.write(spark.read.parquet(source), full_row, operation="bulk_insert",
-                       **{**options, "hoodie.pyhudi.insert.full.row": "true"})
+    per_family = ctx.path("spark-per-family")
+    pyhudi.spark.write(spark.read.parquet(source), per_family, operation="bulk_insert",
+                       **{**options, "hoodie.pyhudi.insert.full.row": "false"})
     assert split_scan(pyhudi.open_table(full_row), [], None, as_of=None, query_type="snapshot").python == []
     updated = ctx.path("spark-full-row-updated")
     shutil.copytree(full_row, updated)
@@ -137,8 +137,8 @@ def _family_full_reads(ctx: Context, spark, source: str, options: dict, clock, p
     for path in (per_family, full_row, updated):
         assert pyhudi.spark.read(spark, path).count() == ctx.rows
     out = []
-    for title, path in [("per-family base files (default)", per_family),
-                        ("full-row base files (hoodie.pyhudi.insert.full.row)", full_row),
+    for title, path in [("per-family base files (hoodie.pyhudi.insert.full.row=false)", per_family),
+                        ("full-row base files (the default bulk insert)", full_row),
                         ("full-row base files + one family updated (10% of rows)", updated)]:
         out.append(compare(f"Spark read, 5 families, {title}: pyhudi.spark.read / spark.read.parquet (noop sink)", [
             Variant("pyhudi.spark.read -> noop", lambda _, p=path: noop(pyhudi.spark.read(spark, p))),

@@ -34,7 +34,8 @@ EXPECTED = {
               "Spark read, native path: pyhudi.spark.read / spark.read.parquet (no families, noop sink)",
               "Spark read, native path: one family of 5 (21 columns) / spark.read.parquet of them",
               *(f"Spark read, 5 families, {layout}: pyhudi.spark.read / spark.read.parquet (noop sink)" for layout in (
-                  "per-family base files (default)", "full-row base files (hoodie.pyhudi.insert.full.row)",
+                  "per-family base files (hoodie.pyhudi.insert.full.row=false)",
+                  "full-row base files (the default bulk insert)",
                   "full-row base files + one family updated (10% of rows)"))],
     "peers": ["one-family table, full read: pyhudi / hudi-rs"],
     "clustering": ["clustering rewrite: pyhudi (linear) / pyarrow read + sort + write",

@@ -4,7 +4,7 @@ A full compaction joins every family of a file group into one full-row base file
 of them and encoding the rows again costs more than writing the rows in the first place; yet a
 family whose slice is a base file with no log file after it has final values, already encoded.
 When every such family's base file holds the same keys in the same row groups (families written
-together), the full-row file takes their column chunks byte for byte
+together, or one full-row base file serving them all), the full-row file takes their column chunks byte for byte
 (:mod:`pyhudi.logformat.parquet_copy`) and encodes only the rest, row group by row group with
 the same boundaries: the meta columns whose values change (commit time and sequence number —
 each row's newest family version —, partition path, and the file name, which names the new
@@ -15,7 +15,7 @@ It is proven, not assumed, that the copied rows are the merged rows: the copied 
 byte-equal record-key chunks in equal row-group layouts, and each row group's merged record keys
 are compared with the copied base's keys before the row group is written. Anything else — logs
 in every family, keys that differ (inserts or deletes in the logs), another column type than the
-table's (schema evolution), soft deletes, a full-row base file taking part, files written by
+table's (schema evolution), soft deletes, logs after a full-row base file's own slice, files written by
 another Parquet writer — takes the decode path (:func:`~pyhudi.write.base_file.write_base_file`),
 as does a mismatch found while writing: the partial file is deleted and never kept.
 
@@ -95,7 +95,11 @@ def copy_full_compaction(context: TableContext, slices: Sequence[FileSlice], vis
     the copy path does not apply (nothing is left at ``relpath`` then). ``pipelined``: write
     each row group (its chunks copied) on an output thread while the next is merged
     (:class:`_Output`; the same bytes as without)."""
-    if len(slices) < 2 or any(s.family is None for s in slices) or not copy_supported():
+    if any(s.family is None and s.log_files for s in slices):
+        return None
+    # (a full-row base file's own slice adds nothing: it is every family's base, in their slices)
+    slices = [s for s in slices if s.family is not None]
+    if len(slices) < 2 or not copy_supported():
         return None
     storage = context.storage
     with ExitStack() as files:
