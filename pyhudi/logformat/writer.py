@@ -130,6 +130,14 @@ def _open_exclusive(path: str) -> int:
         raise AlreadyExistsError(f"file already exists: {path}") from exc
 
 
+def _discard(path: str) -> None:
+    """Remove the partial file of a failed write (a log file is whole or absent)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 def _create_local(path: str, parts: Sequence[bytes | pa.Buffer], fsync: bool) -> None:
     """Exclusive create (``O_EXCL``), the parts written in place (no joined copy), optionally
     fsynced. A failed write removes its partial file."""
@@ -142,10 +150,7 @@ def _create_local(path: str, parts: Sequence[bytes | pa.Buffer], fsync: bool) ->
             if fsync:
                 os.fsync(fh.fileno())
     except BaseException:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        _discard(path)
         raise
 
 
@@ -206,10 +211,7 @@ def _create_local_streamed(path: str, block, fsync: bool) -> int:
             if fsync:
                 os.fsync(fd)
     except BaseException:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        _discard(path)
         raise
     return len(prefix) + content_len + len(footer) + 8
 
