@@ -176,6 +176,11 @@ class LogBlock:
     def content_length(self) -> int | None:
         return self._content.length if self._content is not None else None
 
+    @property
+    def content_range(self) -> tuple[int, int] | None:
+        """Where a read block's content sits in its file: (offset, length); None when built in memory."""
+        return (self._content.offset, self._content.length) if self._content is not None else None
+
     def content_bytes(self) -> bytes | pa.Buffer:
         """The raw content: as read from the file, or freshly encoded for a block to write."""
         if self._content is not None:

@@ -231,6 +231,8 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
             arrow_schema = _arrow_schema(f"block@{block.offset}", key, block.parquet_file())
         source = block_input(block, spec, schema, f"{log.relpath}@{block.offset}", arrow_schema)
         source.block_key = (key, block.offset)
+        if isinstance(block, ParquetDataBlock) and block.content_range is not None:  # (read.replay)
+            source.content_range = (log.relpath, log.size, map_logs, *block.content_range)
         source.written_positions = written_positions(block)
         inputs.append(source)
     return inputs
@@ -248,6 +250,7 @@ def base_input(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: 
     source.file_key = base.file_key
     source.is_base = True
     source.instant = file_slice.base_file.instant
+    source.opened_as = (relpath, base._memory_map)  # (how read.replay opens it again)
     return source
 
 

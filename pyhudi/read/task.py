@@ -37,6 +37,7 @@ from pyhudi.read.merge import columns_of
 from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
 from pyhudi.read.positions import positional_stream
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
+from pyhudi.read.replay import Recipe, recipe_of, replay
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
 from pyhudi.read.lockstep import LockstepInput
 from pyhudi.read.sources import KeySpec, MemoryInput, ParquetInput, Prefilter, ReadSpec
@@ -49,6 +50,8 @@ READ_BATCH_SIZE = 65536
 _WHOLE_INPUT = 1 << 62  # (a batch size no input reaches)
 """Rows per batch when the whole result is collected anyway (``Table.read``): fewer, larger
 batches cost less per row."""
+_RECIPES_KEPT = 4
+"""Recipes a task keeps (one per settings it ran with: a read on one thread or several, ...)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ class ReadTask:
     """The split of the file group this task reads: record keys in ``[low, high)`` (None: all)."""
     partition_values: dict[str, pa.Scalar] | None = None
     """Values of partition columns the data files do not store (rebuilt from the partition path)."""
+    replays: list = field(default_factory=list, compare=False, repr=False)
+    """The reads of collected positional merges (:mod:`pyhudi.read.replay`), shared by the copies
+    of this task a kept scan plan hands out: (what the copy ran with, recipe), the last few."""
 
     def __post_init__(self) -> None:
         if self.settings.strategy == "auto":
@@ -122,13 +128,47 @@ class ReadTask:
         output = self.settings.output
         if not len(output):  # a count: batches keep the row counts of column-less tables
             return pa.Table.from_batches(list(self.batches()), schema=output)
+        self._recipe = None
         try:
             with ExitStack() as files:
-                tables = list(self._tables(files))
+                tables = self._replayed(files)
+                if tables is None:
+                    tables = list(self._tables(files))
+                    if self._recipe is not None:  # (kept once the full read succeeded)
+                        counted = tuple((k, v) for k, v in self.metrics.items() if not k.startswith("positions_"))
+                        self._keep_recipe(replace(self._recipe, metrics=counted))  # (not what it learnt)
         except Exception as exc:
             self._raise_corrupt(exc)
             raise
         return pa.concat_tables(tables) if tables else output.empty_table()
+
+    def _replay_key(self) -> tuple:
+        return self.settings, self.key_range, self.families, self.partition_values
+
+    def _keep_recipe(self, recipe: Recipe) -> None:
+        key = self._replay_key()
+        kept = [entry for entry in self.replays if entry[0] != key][-(_RECIPES_KEPT - 1):]
+        self.replays[:] = [*kept, (key, recipe)]
+
+    def _replayed(self, files: ExitStack) -> list[pa.Table] | None:
+        """The rows by the kept recipe of an earlier run of this task (None: none kept, or the
+        metadata cache no longer holds what it needs)."""
+        if not self.replays or not METADATA_CACHE.max_bytes:
+            return None
+        key = self._replay_key()  # (copies of this task may run with other settings or key ranges)
+        recipe = next((r for k, r in self.replays if k == key), None)
+        if recipe is None:
+            return None
+        table = replay(recipe, self.storage, files)
+        if table is None:
+            return None
+        self.metrics.clear()
+        self.metrics.update(recipe.metrics)
+        self.metrics["replayed"] = 1
+        settings = self.settings
+        expression = filter_expression(settings.filters, settings.table_schema) if settings.filters else None
+        table = self._output(table, expression) if table.num_rows else None
+        return [table] if table is not None and table.num_rows else []
 
     def _raise_corrupt(self, exc: Exception) -> None:
         """A decode error from damaged bytes becomes a CorruptFileError naming the damaged file."""
@@ -197,6 +237,9 @@ class ReadTask:
         positional = None
         if settings.strategy == "auto" and settings.incremental is None:
             positional = positional_stream(kept, prefilter, settings.batch_size, self.metrics)
+            if positional is not None:
+                scan, (base, *blocks) = kept[0]
+                self._recipe = recipe_of(base, blocks, list(scan.fields))
         if positional is not None:
             streams = [positional]
         elif self._keyless(kept, prefilter):

@@ -1,0 +1,132 @@
+"""A read task's positional merge, replayed: a warm read does only the column reads.
+
+The first collected read of a file group that merges by record positions
+(:mod:`pyhudi.read.positions`) works out, in Python, what it has to read: which base files (and
+which of their columns), which log blocks are visible, that no family adds rows, that the
+blocks' positions are usable. For a read of two columns that decision costs as much as the
+reads themselves — and it is the same at every read of the same file slices, since it depends
+only on the files' bytes (immutable by their listed path, size and modification time: see
+:mod:`pyhudi.read.metadata_cache`) and on the timeline's visible instants.
+
+So the task keeps a :class:`Recipe` of its reads (paths, columns, block byte ranges) beside
+itself. The kept scan plan of a table handle (:func:`pyhudi.read.plan.plan_scan`) is reused only
+while the timeline lists the same instant files and the data files are listed alike, so its
+tasks' recipes live exactly as long as the decision stays true: another writer's commit, a
+clean, a rollback or a file rewritten from outside makes a new plan, with new tasks and no
+recipe. A replay still takes the blocks' footers and positions from the metadata cache, and
+falls back to the full read when they are not there (the cache was cleared, or is off): the
+full read checks positions again before using them.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pyhudi.logformat.reader import FileSource
+from pyhudi.read.family_reader import OpenedBase
+from pyhudi.read.lockstep import LockstepInput
+from pyhudi.read.metadata_cache import METADATA_CACHE, BlockKey, FileKey
+from pyhudi.read.positions import _overwrite
+from pyhudi.read.sources import ParquetInput, _conformed
+from pyhudi.storage.fs import Storage
+
+
+@dataclass(frozen=True)
+class BaseRead:
+    """Columns of one base file, every row group."""
+
+    relpath: str
+    file_key: FileKey
+    memory_map: bool
+    names: tuple[str, ...]
+    row_groups: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class BlockRead:
+    """Columns of one Parquet log block: its content's byte range in its log file."""
+
+    block_key: BlockKey
+    relpath: str
+    log_size: int
+    memory_map: bool
+    content_offset: int
+    content_length: int
+    fields: tuple[pa.Field, ...]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a positional read of one file group reads, and the metrics its full read counted."""
+
+    bases: tuple[BaseRead, ...]
+    base_key: FileKey
+    blocks: tuple[BlockRead, ...]
+    fields: tuple[pa.Field, ...]
+    threads: bool
+    metrics: tuple[tuple[str, int], ...]
+
+
+def recipe_of(base: ParquetInput | LockstepInput, blocks: list, fields: list[pa.Field]) -> Recipe | None:
+    """The reads of a positional merge of ``blocks`` over ``base`` (None: one of them cannot be
+    replayed, e.g. a decoded Avro block or a block without a known byte range)."""
+    members = base.members if type(base) is LockstepInput else [base]
+    reads, taken = [], set()
+    for member in members:  # (as LockstepInput.plain_tables: each column from the first member storing it)
+        stored = set(member.arrow_schema.names)
+        names = [f.name for f in fields if f.name in stored and f.name not in taken]
+        taken.update(names)
+        where = getattr(member, "opened_as", None)
+        if where is None or member.file_key is None or not member.row_groups:
+            return None
+        if names:
+            reads.append(BaseRead(where[0], member.file_key, where[1], tuple(names), tuple(member.row_groups)))
+    if not reads:
+        return None
+    block_reads = []
+    for block in blocks:
+        where = getattr(block, "content_range", None)
+        if type(block) is not ParquetInput or where is None or block.block_key is None:
+            return None
+        carried = tuple(f for f in fields if f.name in set(block.arrow_schema.names))
+        if carried:  # (a block carrying none of the columns read changes nothing here)
+            block_reads.append(BlockRead(block.block_key, *where, carried))
+    lead = members[0]
+    return Recipe(tuple(reads), lead.file_key, tuple(block_reads), tuple(fields), lead.spec.decode_threads, ())
+
+
+def replay(recipe: Recipe, storage: Storage, files: ExitStack) -> pa.Table | None:
+    """The merged rows of the recipe's reads (one table), or None when the metadata cache no
+    longer holds a block's footer or positions (the caller does the full read)."""
+    updates = []
+    for block in recipe.blocks:  # (first: nothing is read if a fact is missing)
+        positions = METADATA_CACHE.positions(block.block_key, recipe.base_key)
+        footer = METADATA_CACHE.get(f"block@{block.block_key[1]}", block.block_key[0])
+        if type(positions) is not np.ndarray or footer is None:
+            return None
+        updates.append((positions, footer))
+    schema = pa.schema(list(recipe.fields))
+    tables = []
+    for read in recipe.bases:
+        parquet = OpenedBase(storage, read.relpath, files, read.memory_map, read.file_key).parquet
+        tables.append(parquet.read_row_groups(list(read.row_groups), columns=list(read.names),
+                                              use_threads=recipe.threads))
+    table = _conformed(tables, list(recipe.fields), schema)
+    if not updates:
+        return table
+    patches = []
+    for block, (positions, footer) in zip(recipe.blocks, updates):
+        source = FileSource(storage, block.relpath, size=block.log_size, memory_map=block.memory_map)
+        files.callback(source.close)
+        parquet = pq.ParquetFile(source.open_range(block.content_offset, block.content_length), metadata=footer,
+                                 pre_buffer=False)
+        fields = list(block.fields)
+        rows = parquet.read_row_groups(list(range(footer.num_row_groups)), columns=[f.name for f in fields],
+                                       use_threads=recipe.threads)
+        patches.append((positions, _conformed([rows], fields, pa.schema(fields))))
+    return _overwrite(table, patches)

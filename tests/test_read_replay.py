@@ -1,0 +1,178 @@
+"""A warm read replays the positional merge of its file groups (pyhudi/read/replay.py): the
+tasks of a kept scan plan keep the reads their first run worked out, and later runs read only
+the columns — exact rows, and read anew as soon as a file or the timeline changed."""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import replace
+
+import pyarrow as pa
+import pytest
+
+import pyhudi
+from pyhudi.logformat import LogReader, ParquetDataBlock
+from pyhudi.logformat.writer import encode_block
+from pyhudi.read import task as task_module
+from pyhudi.read.metadata_cache import METADATA_CACHE
+from pyhudi.storage.fs import Storage
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a1", pa.float64()), ("a2", pa.string()),
+                    ("b", pa.float64())])
+FAMILIES = {"fa": "a1,a2", "fb": "b"}
+N = 60
+
+
+@pytest.fixture(autouse=True)
+def cache():
+    METADATA_CACHE.clear()
+    yield METADATA_CACHE
+    METADATA_CACHE.clear()
+
+
+def _table(tmp_path) -> pyhudi.Table:
+    """Default options (one file group: one task): a full-row base file; updates of fa go to log files."""
+    table = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=1, column_families=FAMILIES)
+    ids = list(range(N))
+    table.bulk_insert(pa.table({"id": ids, "a1": [float(i) for i in ids], "a2": [f"s{i}" for i in ids],
+                                "b": [i * 2.0 for i in ids]}, schema=SCHEMA))
+    return table
+
+
+def _update(table, changes: dict[int, float]) -> str:
+    ids = sorted(changes)
+    return table.upsert(pa.table({"id": pa.array(ids, pa.int64()), "a1": [changes[i] for i in ids],
+                                  "a2": [f"x{i}" for i in ids]}))
+
+
+def _read(table, columns=("a1", "a2")):
+    """The rows (by id order of a1's values) and the summed task metrics of one run of the plan."""
+    plan = table.plan_scan(list(columns))
+    parts = [task.run() for task in plan.tasks]
+    metrics: dict = {}
+    for task in plan.tasks:
+        for name, value in task.metrics.items():
+            metrics[name] = metrics.get(name, 0) + value
+    return pa.concat_tables(parts), metrics
+
+
+def _expected(changes: dict[int, float], columns=("a1", "a2")) -> list[dict]:
+    rows = [{"id": i, "a1": changes.get(i, float(i)), "a2": f"x{i}" if i in changes else f"s{i}", "b": i * 2.0}
+            for i in range(N)]
+    return [{c: r[c] for c in columns} for r in rows]
+
+
+def _sorted(table: pa.Table) -> list[dict]:
+    return sorted(table.to_pylist(), key=lambda r: int(r["a2"][1:]))
+
+
+def _fail_on_planning(monkeypatch) -> None:
+    """A replayed run opens no log file's framing and builds no input: only column reads."""
+    monkeypatch.setattr(task_module, "slice_inputs", lambda *a, **k: pytest.fail("the task planned its inputs"))
+    monkeypatch.setattr(LogReader, "__iter__", lambda self: pytest.fail("a log file's blocks were walked"))
+
+
+def test_a_warm_read_replays_the_positional_merge_reading_only_columns(tmp_path, monkeypatch):
+    table = _table(tmp_path)
+    changes = {3: 30.0, 17: 170.0, 40: 400.0}
+    _update(table, changes)
+    got, first = _read(table)
+    assert _sorted(got) == _expected(changes)
+    assert first["strategy.positions"] == 1 and first["positions_written"] == 1 and "replayed" not in first
+
+    assert _sorted(table.read(["a1", "a2"])) == _expected(changes)  # (a collected read: its own settings)
+
+    _fail_on_planning(monkeypatch)
+    got, warm = _read(table)
+    assert _sorted(got) == _expected(changes)
+    assert warm["replayed"] == 1 and warm["strategy.positions"] == 1 and "positions_written" not in warm
+    assert {k: v for k, v in warm.items() if k != "replayed"} == \
+        {k: v for k, v in first.items() if not k.startswith("positions_")}
+    assert _sorted(table.read(["a1", "a2"])) == _expected(changes)
+
+
+def test_a_replay_needs_the_cached_footers_and_positions(tmp_path):
+    """Cleared (or turned off), the metadata cache no longer holds the facts a replay reads by:
+    the full read runs again, checking the written positions before using them."""
+    table = _table(tmp_path)
+    changes = {5: 50.0, 6: 60.0}
+    _update(table, changes)
+    _read(table)
+    METADATA_CACHE.clear()
+    got, metrics = _read(table)
+    assert _sorted(got) == _expected(changes)
+    assert "replayed" not in metrics and metrics["positions_written"] == 1
+    METADATA_CACHE.max_bytes = 0
+    try:
+        got, metrics = _read(table)
+        assert _sorted(got) == _expected(changes) and "replayed" not in metrics
+    finally:
+        METADATA_CACHE.max_bytes = 64 << 20
+
+
+def test_another_write_to_the_file_group_is_read_anew(tmp_path):
+    table = _table(tmp_path)
+    _update(table, {3: 30.0})
+    _read(table), _read(table)
+    other = pyhudi.open_table(table.storage.root)
+    _update(other, {3: 31.0, 4: 41.0})  # (another handle: a second block in the log files)
+    got, metrics = _read(table)
+    assert _sorted(got) == _expected({3: 31.0, 4: 41.0}) and "replayed" not in metrics
+    got, metrics = _read(table)
+    assert _sorted(got) == _expected({3: 31.0, 4: 41.0}) and metrics["replayed"] == 1
+
+
+def test_a_log_file_rewritten_from_outside_is_read_anew(tmp_path):
+    """Someone rewrites a log file in place (same block, other values): its size and modification
+    time change, the kept plan and its recipes are dropped, the new bytes are read."""
+    table = _table(tmp_path)
+    _update(table, {3: 30.0, 20: 200.0})
+    _read(table), _read(table)
+    for path in glob.glob(os.path.join(table.storage.root, ".*.log.*")):
+        with LogReader(Storage(os.path.dirname(path)), os.path.basename(path)) as reader:
+            (block,) = list(reader)
+            rows = block.read()
+        a1 = rows.column("a1").to_pylist()
+        rows = rows.set_column(rows.column_names.index("a1"), "a1", pa.array([v + 1000.0 for v in a1]))
+        data = encode_block(ParquetDataBlock(rows, dict(block.header)))
+        with open(path, "wb") as out:
+            out.write(data)
+        stat = os.stat(path)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # (a later write: a coarse clock may not tell)
+    got, metrics = _read(table)
+    assert _sorted(got) == _expected({3: 1030.0, 20: 1200.0}) and "replayed" not in metrics
+    assert _sorted(table.read(["a1", "a2"])) == _expected({3: 1030.0, 20: 1200.0})
+
+
+def test_a_rollback_and_a_clean_are_read_anew(tmp_path):
+    table = _table(tmp_path)
+    _update(table, {3: 30.0})
+    second = _update(table, {3: 31.0, 50: 500.0})
+    _read(table), _read(table)
+    table.rollback(second)
+    got, metrics = _read(table)
+    assert _sorted(got) == _expected({3: 30.0}) and "replayed" not in metrics
+    _read(table)
+    table.compact()
+    _update(table, {7: 70.0})
+    table.clean(options={"hoodie.cleaner.commits.retained": "1"})
+    got, _ = _read(table)
+    assert _sorted(got) == _expected({3: 30.0, 7: 70.0})
+    got, metrics = _read(table)
+    assert _sorted(got) == _expected({3: 30.0, 7: 70.0}) and metrics.get("replayed") == 1
+
+
+def test_a_copy_of_a_task_for_a_key_range_does_not_replay_the_whole_file(tmp_path):
+    """Copies of a task share its kept recipes (a split of a file group into key ranges is such a
+    copy): each replays only a recipe kept for its own key range and settings."""
+    table = _table(tmp_path)
+    _update(table, {3: 30.0, 40: 400.0})
+    _read(table, ("id", "a1")), _read(table, ("id", "a1"))
+    (task,) = table.plan_scan(["id", "a1"]).tasks
+    assert task.replays
+    for _ in range(2):
+        split = replace(task, key_range=(None, "3"), metrics={})
+        got = split.run().sort_by("id").to_pylist()
+        assert got == [r for r in _expected({3: 30.0, 40: 400.0}, ("id", "a1")) if str(r["id"]) < "3"]
+        assert "replayed" not in split.metrics
