@@ -4,8 +4,11 @@ the columns — exact rows, and read anew as soon as a file or the timeline chan
 
 from __future__ import annotations
 
+import gc
 import glob
 import os
+import pickle
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pyarrow as pa
@@ -14,13 +17,14 @@ import pytest
 import pyhudi
 from pyhudi.logformat import LogReader, ParquetDataBlock
 from pyhudi.logformat.writer import encode_block
+from pyhudi.read import kept_readers
 from pyhudi.read import task as task_module
 from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.storage.fs import Storage
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a1", pa.float64()), ("a2", pa.string()),
-                    ("b", pa.float64())])
-FAMILIES = {"fa": "a1,a2", "fb": "b"}
+                    ("a3", pa.float64()), ("b", pa.float64())])
+FAMILIES = {"fa": "a1,a2,a3", "fb": "b"}
 N = 60
 
 
@@ -36,14 +40,14 @@ def _table(tmp_path) -> pyhudi.Table:
     table = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=1, column_families=FAMILIES)
     ids = list(range(N))
     table.bulk_insert(pa.table({"id": ids, "a1": [float(i) for i in ids], "a2": [f"s{i}" for i in ids],
-                                "b": [i * 2.0 for i in ids]}, schema=SCHEMA))
+                                "a3": [i * 3.0 for i in ids], "b": [i * 2.0 for i in ids]}, schema=SCHEMA))
     return table
 
 
 def _update(table, changes: dict[int, float]) -> str:
     ids = sorted(changes)
     return table.upsert(pa.table({"id": pa.array(ids, pa.int64()), "a1": [changes[i] for i in ids],
-                                  "a2": [f"x{i}" for i in ids]}))
+                                  "a2": [f"x{i}" for i in ids], "a3": [i * 3.0 for i in ids]}))
 
 
 def _read(table, columns=("a1", "a2")):
@@ -58,8 +62,8 @@ def _read(table, columns=("a1", "a2")):
 
 
 def _expected(changes: dict[int, float], columns=("a1", "a2")) -> list[dict]:
-    rows = [{"id": i, "a1": changes.get(i, float(i)), "a2": f"x{i}" if i in changes else f"s{i}", "b": i * 2.0}
-            for i in range(N)]
+    rows = [{"id": i, "a1": changes.get(i, float(i)), "a2": f"x{i}" if i in changes else f"s{i}", "a3": i * 3.0,
+             "b": i * 2.0} for i in range(N)]
     return [{c: r[c] for c in columns} for r in rows]
 
 
@@ -176,3 +180,65 @@ def test_a_copy_of_a_task_for_a_key_range_does_not_replay_the_whole_file(tmp_pat
         got = split.run().sort_by("id").to_pylist()
         assert got == [r for r in _expected({3: 30.0, 40: 400.0}, ("id", "a1")) if str(r["id"]) < "3"]
         assert "replayed" not in split.metrics
+
+
+# --------------------------------------------------------------------------- kept readers
+# (collected reads of a1 alone, one of fa's three columns: the base file and the log block are
+# read, not memory-mapped — what kept readers are for)
+def _read_a1(table) -> list[float]:
+    return table.read(["id", "a1"]).sort_by("id").column("a1").to_pylist()
+
+
+def _a1(changes: dict[int, float]) -> list[float]:
+    return [changes.get(i, float(i)) for i in range(N)]
+
+
+def test_a_replay_keeps_its_files_open_until_its_plan_is_replaced(tmp_path):
+    table = _table(tmp_path)
+    _update(table, {3: 30.0})
+    before = kept_readers.kept_count()
+    _read_a1(table), _read_a1(table)
+    assert kept_readers.kept_count() == before + 2  # (the base file and the log block)
+    assert _read_a1(table) == _a1({3: 30.0})
+    assert kept_readers.kept_count() == before + 2  # (borrowed and given back: not opened again)
+    _update(table, {4: 40.0})  # (a new listing: the next read replaces the kept plan, its recipes close)
+    assert _read_a1(table) == _a1({3: 30.0, 4: 40.0})
+    gc.collect()
+    assert kept_readers.kept_count() == before
+    kept_readers.close_all()
+
+
+def test_kept_readers_are_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(kept_readers, "MAX_KEPT", kept_readers.kept_count() + 1)
+    table = _table(tmp_path)
+    _update(table, {3: 30.0})
+    for _ in range(3):
+        assert _read_a1(table) == _a1({3: 30.0})
+    assert kept_readers.kept_count() == kept_readers.MAX_KEPT
+    kept_readers.close_all()
+    assert kept_readers.kept_count() == 0
+    assert _read_a1(table) == _a1({3: 30.0})
+
+
+def test_concurrent_replays_of_one_handle_read_exact_rows(tmp_path):
+    table = _table(tmp_path)
+    changes = {i: i * 10.0 for i in range(0, N, 3)}
+    _update(table, changes)
+    _read_a1(table), _read_a1(table)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: _read_a1(table), range(40)))
+    assert all(r == _a1(changes) for r in results)
+    kept_readers.close_all()
+
+
+def test_a_task_with_kept_readers_ships_without_them(tmp_path):
+    table = _table(tmp_path)
+    _update(table, {3: 30.0})
+    _read_a1(table), _read_a1(table)
+    (task,) = table.plan_scan(["id", "a1"], batch_size=task_module.READ_BATCH_SIZE).tasks  # (read()'s kept plan)
+    (recipe,) = [r for _, r in task.replays if len(r.readers)]
+    assert len(recipe.readers) == 2
+    shipped = pickle.loads(pickle.dumps(task))
+    assert all(not len(r.readers) for _, r in shipped.replays)
+    assert shipped.run().sort_by("id").column("a1").to_pylist() == _a1({3: 30.0})
+    kept_readers.close_all()

@@ -20,15 +20,17 @@ full read checks positions again before using them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pyhudi.logformat.reader import FileSource
-from pyhudi.read.family_reader import OpenedBase
+from pyhudi.read.family_reader import LOCAL_BUFFER, OpenedBase
+from pyhudi.read.kept_readers import KeptReaders
 from pyhudi.read.lockstep import LockstepInput
 from pyhudi.read.metadata_cache import METADATA_CACHE, BlockKey, FileKey
 from pyhudi.read.positions import _overwrite
@@ -44,6 +46,7 @@ class BaseRead:
     file_key: FileKey
     memory_map: bool
     names: tuple[str, ...]
+    leaves: tuple[int, ...] | None  # (the names' leaf columns, when each is one: see _LeafReader)
     row_groups: tuple[int, ...]
 
 
@@ -58,6 +61,7 @@ class BlockRead:
     content_offset: int
     content_length: int
     fields: tuple[pa.Field, ...]
+    leaves: tuple[int, ...] | None
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class Recipe:
     fields: tuple[pa.Field, ...]
     threads: bool
     metrics: tuple[tuple[str, int], ...]
+    readers: KeptReaders = field(default_factory=KeptReaders, compare=False, repr=False)
 
 
 def recipe_of(base: ParquetInput | LockstepInput, blocks: list, fields: list[pa.Field]) -> Recipe | None:
@@ -85,7 +90,8 @@ def recipe_of(base: ParquetInput | LockstepInput, blocks: list, fields: list[pa.
         if where is None or member.file_key is None or not member.row_groups:
             return None
         if names:
-            reads.append(BaseRead(where[0], member.file_key, where[1], tuple(names), tuple(member.row_groups)))
+            reads.append(BaseRead(where[0], member.file_key, where[1], tuple(names),
+                                  _leaves(member.parquet.metadata, names), tuple(member.row_groups)))
     if not reads:
         return None
     block_reads = []
@@ -95,7 +101,8 @@ def recipe_of(base: ParquetInput | LockstepInput, blocks: list, fields: list[pa.
             return None
         carried = tuple(f for f in fields if f.name in set(block.arrow_schema.names))
         if carried:  # (a block carrying none of the columns read changes nothing here)
-            block_reads.append(BlockRead(block.block_key, *where, carried))
+            block_reads.append(BlockRead(block.block_key, *where, carried,
+                                         _leaves(block.parquet.metadata, [f.name for f in carried])))
     lead = members[0]
     return Recipe(tuple(reads), lead.file_key, tuple(block_reads), tuple(fields), lead.spec.decode_threads, ())
 
@@ -110,23 +117,82 @@ def replay(recipe: Recipe, storage: Storage, files: ExitStack) -> pa.Table | Non
         if type(positions) is not np.ndarray or footer is None:
             return None
         updates.append((positions, footer))
-    schema = pa.schema(list(recipe.fields))
     tables = []
     for read in recipe.bases:
+        if read.leaves is not None and not read.memory_map and storage.is_local:
+            tables.append(_kept_read(recipe, ("base", read.file_key), lambda r=read: _open_base(storage, r),
+                                     list(read.row_groups), read.leaves))
+            continue
         parquet = OpenedBase(storage, read.relpath, files, read.memory_map, read.file_key).parquet
         tables.append(parquet.read_row_groups(list(read.row_groups), columns=list(read.names),
                                               use_threads=recipe.threads))
-    table = _conformed(tables, list(recipe.fields), schema)
-    if not updates:
-        return table
+    table = _conformed(tables, list(recipe.fields), pa.schema(list(recipe.fields)))
     patches = []
     for block, (positions, footer) in zip(recipe.blocks, updates):
-        source = FileSource(storage, block.relpath, size=block.log_size, memory_map=block.memory_map)
-        files.callback(source.close)
-        parquet = pq.ParquetFile(source.open_range(block.content_offset, block.content_length), metadata=footer,
-                                 pre_buffer=False)
         fields = list(block.fields)
-        rows = parquet.read_row_groups(list(range(footer.num_row_groups)), columns=[f.name for f in fields],
-                                       use_threads=recipe.threads)
+        row_groups = list(range(footer.num_row_groups))
+        if block.leaves is not None and not block.memory_map and storage.is_local:
+            rows = _kept_read(recipe, ("block", block.block_key), lambda b=block, f=footer: _open_block(storage, b, f),
+                              row_groups, block.leaves)
+        else:
+            source = FileSource(storage, block.relpath, size=block.log_size, memory_map=block.memory_map)
+            files.callback(source.close)
+            parquet = pq.ParquetFile(source.open_range(block.content_offset, block.content_length), metadata=footer,
+                                     pre_buffer=False)
+            rows = parquet.read_row_groups(row_groups, columns=[f.name for f in fields], use_threads=recipe.threads)
         patches.append((positions, _conformed([rows], fields, pa.schema(fields))))
-    return _overwrite(table, patches)
+    return _overwrite(table, patches) if patches else table
+
+
+def _kept_read(recipe: Recipe, key: tuple, open_: Callable[[], tuple], row_groups: list[int],
+               leaves: tuple[int, ...]) -> pa.Table:
+    """Leaf columns read through the recipe's kept reader of a file (opened if none is idle)."""
+    opened = recipe.readers.borrow(key, open_)
+    try:
+        table = opened[0].reader.read_row_groups(row_groups, column_indices=list(leaves), use_threads=recipe.threads)
+    except BaseException:
+        opened[1].close()
+        raise
+    recipe.readers.give_back(key, opened)
+    return table
+
+
+def _open_base(storage: Storage, read: BaseRead) -> tuple[pq.ParquetFile, pa.NativeFile]:
+    footer = METADATA_CACHE.footer(read.file_key)
+    source = storage.open_input(read.relpath)
+    try:
+        reader = _LeafReader(source, buffer_size=LOCAL_BUFFER, pre_buffer=False, metadata=footer)
+    except BaseException:
+        source.close()
+        raise
+    if footer is None:
+        METADATA_CACHE.put_footer(read.file_key, reader.metadata)
+    return reader, source
+
+
+def _open_block(storage: Storage, block: BlockRead, footer: pq.FileMetaData) -> tuple[pq.ParquetFile, FileSource]:
+    source = FileSource(storage, block.relpath, size=block.log_size, memory_map=False)
+    try:
+        reader = _LeafReader(source.open_range(block.content_offset, block.content_length), metadata=footer,
+                             pre_buffer=False)
+    except BaseException:
+        source.close()
+        raise
+    return reader, source
+
+
+class _LeafReader(pq.ParquetFile):
+    """A Parquet file read by leaf column indices worked out beforehand (a recipe's): opening it
+    skips the map from column names to leaves that ``ParquetFile`` builds, a Python loop over
+    every leaf of the footer — about as costly as decoding a small column chunk."""
+
+    def _build_nested_paths(self) -> dict:
+        return {}  # (never read by name: see _kept_read)
+
+
+def _leaves(metadata: pq.FileMetaData, names: list[str]) -> tuple[int, ...] | None:
+    """The leaf column of each name, when each is a leaf (not a nested field): None otherwise."""
+    schema = metadata.schema
+    paths = {schema.column(i).path: i for i in range(metadata.num_columns)}
+    found = [paths.get(name) for name in names]
+    return None if None in found else tuple(found)
