@@ -96,6 +96,17 @@ def test_a_warm_read_replays_the_positional_merge_reading_only_columns(tmp_path,
     assert _sorted(table.read(["a1", "a2"])) == _expected(changes)
 
 
+def test_a_warm_read_of_base_files_alone_replays_too(tmp_path, monkeypatch):
+    table = _table(tmp_path)
+    got, first = _read(table, ("id", "b"))
+    assert got.sort_by("id").to_pylist() == _expected({}, ("id", "b"))
+    assert first["strategy.keyless"] == 1 and "replayed" not in first
+    _fail_on_planning(monkeypatch)
+    got, warm = _read(table, ("id", "b"))
+    assert got.sort_by("id").to_pylist() == _expected({}, ("id", "b"))
+    assert warm == {**first, "replayed": 1}
+
+
 def test_a_replay_needs_the_cached_footers_and_positions(tmp_path):
     """Cleared (or turned off), the metadata cache no longer holds the facts a replay reads by:
     the full read runs again, checking the written positions before using them."""

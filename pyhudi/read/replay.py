@@ -8,6 +8,9 @@ reads themselves — and it is the same at every read of the same file slices, s
 only on the files' bytes (immutable by their listed path, size and modification time: see
 :mod:`pyhudi.read.metadata_cache`) and on the timeline's visible instants.
 
+The same holds for a file group read as one base file alone (``ReadTask._keyless``): its
+warm read is the base file's column reads.
+
 So the task keeps a :class:`Recipe` of its reads (paths, columns, block byte ranges) beside
 itself. The kept scan plan of a table handle (:func:`pyhudi.read.plan.plan_scan`) is reused only
 while the timeline lists the same instant files and the data files are listed alike, so its
@@ -78,8 +81,9 @@ class Recipe:
 
 
 def recipe_of(base: ParquetInput | LockstepInput, blocks: list, fields: list[pa.Field]) -> Recipe | None:
-    """The reads of a positional merge of ``blocks`` over ``base`` (None: one of them cannot be
-    replayed, e.g. a decoded Avro block or a block without a known byte range)."""
+    """The reads of a positional merge of ``blocks`` over ``base`` — or of ``base`` alone, read as it
+    is (``ReadTask._keyless``) — None when one of them cannot be replayed (a decoded Avro block, a
+    block without a known byte range)."""
     members = base.members if type(base) is LockstepInput else [base]
     reads, taken = [], set()
     for member in members:  # (as LockstepInput.plain_tables: each column from the first member storing it)

@@ -249,6 +249,7 @@ class ReadTask:
             # (as pq.read_table) instead of a batch reader; a scan streams batch by batch
             whole = settings.memory_map
             streams = [source.plain_tables(list(scan.fields), _WHOLE_INPUT if whole else settings.batch_size)]
+            self._recipe = recipe_of(source, [], list(scan.fields))  # (a base file alone replays too)
         else:
             streams = [read_family(inputs, scan, settings.batch_size, len(kept) > 1, settings.strategy, self.metrics)
                        for scan, inputs in kept]
