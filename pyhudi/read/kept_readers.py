@@ -9,7 +9,8 @@ dropped as soon as a file is listed otherwise), so the recipe keeps their reader
 Bounds and safety:
 
 - only local files read through ordinary reads are kept (never memory maps: a mapped file
-  truncated from outside would fault; never remote files);
+  truncated from outside would fault; never remote files), on POSIX systems (elsewhere an open
+  file cannot be deleted);
 - at most :data:`MAX_KEPT` readers are kept in the process; past that, replays open and close
   their files as before;
 - a reader is borrowed by one replay at a time (a concurrent replay of the same task opens its
@@ -22,6 +23,7 @@ Bounds and safety:
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Callable, Hashable
@@ -29,6 +31,8 @@ from typing import Any
 
 MAX_KEPT = 64
 """Open readers kept in the process, all recipes together."""
+ENABLED = os.name == "posix"
+"""Where an open file does not keep a clean from deleting it."""
 
 _LOCK = threading.Lock()
 _kept = 0

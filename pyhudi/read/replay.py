@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from pyhudi.logformat.reader import FileSource
 from pyhudi.read.family_reader import LOCAL_BUFFER, OpenedBase
+from pyhudi.read import kept_readers
 from pyhudi.read.kept_readers import KeptReaders
 from pyhudi.read.lockstep import LockstepInput
 from pyhudi.read.metadata_cache import METADATA_CACHE, BlockKey, FileKey
@@ -123,7 +124,7 @@ def replay(recipe: Recipe, storage: Storage, files: ExitStack) -> pa.Table | Non
         updates.append((positions, footer))
     tables = []
     for read in recipe.bases:
-        if read.leaves is not None and not read.memory_map and storage.is_local:
+        if read.leaves is not None and not read.memory_map and storage.is_local and kept_readers.ENABLED:
             tables.append(_kept_read(recipe, ("base", read.file_key), lambda r=read: _open_base(storage, r),
                                      list(read.row_groups), read.leaves))
             continue
@@ -135,7 +136,7 @@ def replay(recipe: Recipe, storage: Storage, files: ExitStack) -> pa.Table | Non
     for block, (positions, footer) in zip(recipe.blocks, updates):
         fields = list(block.fields)
         row_groups = list(range(footer.num_row_groups))
-        if block.leaves is not None and not block.memory_map and storage.is_local:
+        if block.leaves is not None and not block.memory_map and storage.is_local and kept_readers.ENABLED:
             rows = _kept_read(recipe, ("block", block.block_key), lambda b=block, f=footer: _open_block(storage, b, f),
                               row_groups, block.leaves)
         else:
