@@ -108,7 +108,9 @@ class ScanPlan:
             settings = collected.get(id(t.settings))
             if settings is None:
                 settings = collected[id(t.settings)] = replace(t.settings, memory_map=True, decode_threads=workers <= 1)
-            tasks.append(replace(t, settings=settings, metrics={}))
+            task = copy.copy(t)  # (not dataclasses.replace: its __post_init__ already ran on t)
+            task.settings, task.metrics = settings, {}
+            tasks.append(task)
         parts = run_tasks(tasks, workers)
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 

@@ -96,7 +96,7 @@ def recipe_of(base: ParquetInput | LockstepInput, blocks: list, fields: list[pa.
             return None
         if names:
             reads.append(BaseRead(where[0], member.file_key, where[1], tuple(names),
-                                  _leaves(member.parquet.metadata, names), tuple(member.row_groups)))
+                                  _leaves(member.parquet, names), tuple(member.row_groups)))
     if not reads:
         return None
     block_reads = []
@@ -104,10 +104,11 @@ def recipe_of(base: ParquetInput | LockstepInput, blocks: list, fields: list[pa.
         where = getattr(block, "content_range", None)
         if type(block) is not ParquetInput or where is None or block.block_key is None:
             return None
-        carried = tuple(f for f in fields if f.name in set(block.arrow_schema.names))
+        stored = set(block.arrow_schema.names)
+        carried = tuple(f for f in fields if f.name in stored)
         if carried:  # (a block carrying none of the columns read changes nothing here)
             block_reads.append(BlockRead(block.block_key, *where, carried,
-                                         _leaves(block.parquet.metadata, [f.name for f in carried])))
+                                         _leaves(block.parquet, [f.name for f in carried])))
     lead = members[0]
     return Recipe(tuple(reads), lead.file_key, tuple(block_reads), tuple(fields), lead.spec.decode_threads, ())
 
@@ -195,9 +196,12 @@ class _LeafReader(pq.ParquetFile):
         return {}  # (never read by name: see _kept_read)
 
 
-def _leaves(metadata: pq.FileMetaData, names: list[str]) -> tuple[int, ...] | None:
-    """The leaf column of each name, when each is a leaf (not a nested field): None otherwise."""
-    schema = metadata.schema
-    paths = {schema.column(i).path: i for i in range(metadata.num_columns)}
-    found = [paths.get(name) for name in names]
-    return None if None in found else tuple(found)
+def _leaves(parquet: pq.ParquetFile, names: list[str]) -> tuple[int, ...] | None:
+    """The leaf column of each name, from the map the full read's ``ParquetFile`` built when it
+    opened the file; None when a name is not one leaf (a nested field) or the map is not there
+    (then the replay reads by names)."""
+    by_prefix = getattr(parquet, "_nested_paths_by_prefix", None)
+    found = [by_prefix.get(name) for name in names] if isinstance(by_prefix, dict) else [None]
+    if any(leaves is None or len(leaves) != 1 for leaves in found):
+        return None
+    return tuple(leaves[0] for leaves in found)
