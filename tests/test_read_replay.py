@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import pyarrow as pa
 import pytest
+from conftest import extract_table, fixture_zips
 
 import pyhudi
 from pyhudi.logformat import LogReader, ParquetDataBlock
@@ -253,3 +254,16 @@ def test_a_task_with_kept_readers_ships_without_them(tmp_path):
     assert all(not len(r.readers) for _, r in shipped.replays)
     assert shipped.run().sort_by("id").column("a1").to_pylist() == _a1({3: 30.0})
     kept_readers.close_all()
+
+
+@pytest.mark.parametrize("zip_path", fixture_zips(), ids=lambda p: p.stem)
+def test_apache_hudi_tables_read_the_same_warm(zip_path, tmp_path):
+    """Apache Hudi's fixture tables: the warm reads (replayed where a task allows it) return the
+    first read's rows, all columns and a pruned pair."""
+    table = pyhudi.open_table(str(extract_table(zip_path, tmp_path)))
+    key = table.record_key_fields[0]
+    data = [c for c in table.schema.names if not c.startswith("_hoodie") and c != key][:2]
+    for columns in (None, [key, *data]):
+        first = table.read(columns).sort_by(key)
+        for _ in range(2):
+            assert table.read(columns).sort_by(key).equals(first)
