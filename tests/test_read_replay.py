@@ -194,6 +194,30 @@ def test_a_copy_of_a_task_for_a_key_range_does_not_replay_the_whole_file(tmp_pat
         assert "replayed" not in split.metrics
 
 
+def test_a_replay_reads_each_column_from_the_file_of_its_family(tmp_path):
+    """A full-row base file still stores fc's old values once fc was compacted on its own: read in
+    lockstep with fc's new base file (and fa's log block), c comes from fc's file, replayed too."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.float64()), ("b", pa.float64()),
+                        ("c", pa.float64())])
+    table = pyhudi.create_table(str(tmp_path / "t"), schema, "id", num_buckets=1,
+                                column_families={"fa": "a", "fb": "b", "fc": "c"})
+    ids = list(range(20))
+    table.bulk_insert(pa.table({"id": ids, "a": [float(i) for i in ids], "b": [2.0 * i for i in ids],
+                                "c": [3.0 * i for i in ids]}, schema=schema))
+    table.upsert(pa.table({"id": pa.array([1, 2], pa.int64()), "c": [100.0, 200.0]}))
+    table.compact("fc")
+    table.upsert(pa.table({"id": pa.array([3, 4], pa.int64()), "a": [30.0, 40.0]}))
+    expected = [{"id": i, "a": {3: 30.0, 4: 40.0}.get(i, float(i)), "b": 2.0 * i,
+                 "c": {1: 100.0, 2: 200.0}.get(i, 3.0 * i)} for i in ids]
+    runs = []
+    for _ in range(3):
+        got, metrics = _read(table, ("id", "a", "b", "c"))
+        assert got.sort_by("id").to_pylist() == expected
+        runs.append(metrics)
+    assert runs[0]["families_lockstep"] == 3 and runs[0]["strategy.positions"] == 1
+    assert "replayed" not in runs[0] and runs[1]["replayed"] == runs[2]["replayed"] == 1
+
+
 # --------------------------------------------------------------------------- kept readers
 # (collected reads of a1 alone, one of fa's three columns: the base file and the log block are
 # read, not memory-mapped — what kept readers are for)

@@ -85,11 +85,13 @@ def recipe_of(base: ParquetInput | LockstepInput, blocks: list, fields: list[pa.
     """The reads of a positional merge of ``blocks`` over ``base`` — or of ``base`` alone, read as it
     is (``ReadTask._keyless``) — None when one of them cannot be replayed (a decoded Avro block, a
     block without a known byte range)."""
-    members = base.members if type(base) is LockstepInput else [base]
+    lockstep = type(base) is LockstepInput
+    members = base.members if lockstep else [base]
     reads, taken = [], set()
-    for member in members:  # (as LockstepInput.plain_tables: each column from the first member storing it)
+    for member in members:  # (exactly as plain_tables reads them: see LockstepInput.plain_tables)
         stored = set(member.arrow_schema.names)
-        names = [f.name for f in fields if f.name in stored and f.name not in taken]
+        own = member.spec.fields if lockstep else fields  # (a file may store stale copies of others' columns)
+        names = [f.name for f in own if f.name in stored and f.name not in taken]
         taken.update(names)
         where = getattr(member, "opened_as", None)
         if where is None or member.file_key is None or not member.row_groups:
