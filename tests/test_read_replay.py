@@ -52,7 +52,7 @@ def _update(table, changes: dict[int, float]) -> str:
 
 
 def _read(table, columns=("a1", "a2")):
-    """The rows (by id order of a1's values) and the summed task metrics of one run of the plan."""
+    """The rows of one run of the plan's tasks and their summed metrics."""
     plan = table.plan_scan(list(columns))
     parts = [task.run() for task in plan.tasks]
     metrics: dict = {}
