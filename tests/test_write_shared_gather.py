@@ -170,6 +170,30 @@ def test_two_tasks_asking_for_the_same_columns_split_their_gather(monkeypatch):
         assert out[g].to_pylist() == _reference(source, groups[g], None, columns)
 
 
+def test_a_task_starts_on_its_own_family_and_puts_off_one_another_task_is_gathering(tmp_path, monkeypatch):
+    source = pa.table({KEY: [f"k{i:02d}" for i in range(30)], "a": np.arange(30.0), "b": np.arange(30.0),
+                       "c": np.arange(30.0)})
+    shared = SharedGather(source, _groups(30, 3), None, None, KEY, [["a"], ["b"], ["c"]])
+    written: list[str] = []
+    monkeypatch.setattr(handle.FileGroupWriteTask, "_write_family",
+                        lambda self, storage, payload, cache=None: written.append(payload.family) or f"status {payload.family}")
+
+    def task(group: int) -> handle.FileGroupWriteTask:
+        payloads = [handle.FamilyPayload(f, shared=shared, group=group, columns=(KEY, f), plan="p") for f in "abc"]
+        return handle.FileGroupWriteTask(str(tmp_path), "20260101000000000", "t", "", "fid", handle.KIND_APPEND,
+                                         f"{group}-1-0", payloads=payloads)
+
+    # file group 1 starts on the second family; statuses come back in family order all the same
+    assert task(1).run() == ["status a", "status b", "status c"]
+    assert written == ["b", "c", "a"]
+    written.clear()
+    shared._state[shared._block_of["c"]] = threading.Event()  # another task is gathering "c" now
+    assert shared.busy([KEY, "c"]) and not shared.busy([KEY, "a"])
+    assert task(2).run() == ["status a", "status b", "status c"]
+    assert written == ["a", "b", "c"]  # (its own, "c", last: nothing else left to do)
+    assert handle._rotated(3, 4) == [1, 2, 0] and handle._rotated(0, 2) == []
+
+
 def test_a_failed_gather_fails_every_task_waiting_for_its_block(monkeypatch):
     monkeypatch.setattr(handle, "gather", lambda table, order: (_ for _ in ()).throw(MemoryError("no room")))
     source = _source()

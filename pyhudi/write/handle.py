@@ -179,11 +179,25 @@ class FamilyPayload:
             self.shared, self.sliced = None, True
         return self.data
 
+    def busy(self) -> bool:
+        """Whether another task is gathering some of these rows' columns right now."""
+        return self.data is None and self.shared is not None and self.shared.busy(self.columns)
+
     def __getstate__(self) -> dict:
         rows = self.rows()
         if self.sliced and len(rows):  # a slice pickles its whole buffers: ship a compact copy
             rows = rows.take(pa.array(np.arange(len(rows), dtype=np.int64)))
         return {**self.__dict__, "data": rows, "sliced": False}
+
+
+def _rotated(count: int, start: int) -> list[int]:
+    """``0..count-1`` starting at ``start % count``: the order a task writes its families in.
+
+    Tasks running at once on the local engine's threads each start on another family, so each
+    gathers its own family's columns (:class:`~pyhudi.write.shared_gather.SharedGather`) instead
+    of both asking for the same blocks and one waiting for the other's last one."""
+    first = start % count if count else 0
+    return [*range(first, count), *range(first)]
 
 
 @dataclass
@@ -260,7 +274,13 @@ class FileGroupWriteTask:
         if self.full_row and self.kind == KIND_CREATE:
             merged = full_row_payload(payloads, meta_cache)
             payloads = [merged] if merged is not None else payloads
-        return [self._write_family(storage, payload, meta_cache) for payload in payloads]
+        written = {}
+        waiting = _rotated(len(payloads), payloads[0].group if payloads else 0)
+        while waiting:  # a family whose columns another task is gathering now goes later
+            i = next((i for i in waiting if not payloads[i].busy()), waiting[0])
+            waiting.remove(i)
+            written[i] = self._write_family(storage, payloads[i], meta_cache)
+        return [written[i] for i in range(len(payloads))]
 
     def _relpath(self, name: str) -> str:
         return f"{self.partition_path}/{name}" if self.partition_path else name
