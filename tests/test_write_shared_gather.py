@@ -134,6 +134,66 @@ def test_threads_share_the_key_sort_and_the_blocks_and_see_the_same_rows(monkeyp
         assert out[g].to_pylist() == _reference(source, groups[g], None, columns)
 
 
+def test_two_tasks_asking_for_the_same_columns_split_their_gather(monkeypatch):
+    """A task claims one block at a time: a second task arriving while the first gathers takes
+    the next block instead of waiting for the first to gather them all."""
+    monkeypatch.setattr(shared_gather, "BLOCK_COLUMNS", 1)
+    real_gather = handle.gather
+    gathered_by: dict[str, str] = {}
+    second_started = threading.Event()
+
+    def gather(table, order):
+        name = threading.current_thread().name
+        gathered_by[table.column_names[0]] = name
+        if name == "t1":
+            second_started.set()
+        elif table.column_names[0] == "c0":  # t0's first data block: held until t1 gathers one too
+            assert second_started.wait(10), "the second task never gathered a block: it waited instead"
+        return real_gather(table, order)
+
+    monkeypatch.setattr(handle, "gather", gather)
+    source = pa.table({KEY: [f"k{i:03d}" for i in range(60)][::-1], **{f"c{j}": np.arange(60.0) * j for j in range(4)}})
+    groups = _groups(60, 2)
+    columns = [KEY, "c0", "c1", "c2", "c3"]
+    shared = SharedGather(source, groups, None, None, KEY, [columns[1:]])
+    out: dict[int, pa.Table] = {}
+    first = threading.Thread(target=lambda: out.__setitem__(0, shared.rows(0, columns)), name="t0")
+    first.start()
+    while "c0" not in gathered_by:
+        threading.Event().wait(0.001)
+    second = threading.Thread(target=lambda: out.__setitem__(1, shared.rows(1, columns)), name="t1")
+    second.start()
+    first.join()
+    second.join()
+    assert gathered_by["c0"] == "t0" and gathered_by["c1"] == "t1"
+    for g in range(2):
+        assert out[g].to_pylist() == _reference(source, groups[g], None, columns)
+
+
+def test_a_task_starts_on_its_own_family_and_puts_off_one_another_task_is_gathering(tmp_path, monkeypatch):
+    source = pa.table({KEY: [f"k{i:02d}" for i in range(30)], "a": np.arange(30.0), "b": np.arange(30.0),
+                       "c": np.arange(30.0)})
+    shared = SharedGather(source, _groups(30, 3), None, None, KEY, [["a"], ["b"], ["c"]])
+    written: list[str] = []
+    monkeypatch.setattr(handle.FileGroupWriteTask, "_write_family",
+                        lambda self, storage, payload, cache=None: written.append(payload.family) or f"status {payload.family}")
+
+    def task(group: int) -> handle.FileGroupWriteTask:
+        payloads = [handle.FamilyPayload(f, shared=shared, group=group, columns=(KEY, f), plan="p") for f in "abc"]
+        return handle.FileGroupWriteTask(str(tmp_path), "20260101000000000", "t", "", "fid", handle.KIND_APPEND,
+                                         f"{group}-1-0", payloads=payloads)
+
+    # file group 1 starts on the second family; statuses come back in family order all the same
+    assert task(1).run() == ["status a", "status b", "status c"]
+    assert written == ["b", "c", "a"]
+    written.clear()
+    shared._state[shared._block_of["c"]] = threading.Event()  # another task is gathering "c" now
+    assert shared.busy([KEY, "c"]) and not shared.busy([KEY, "a"])
+    assert task(2).run() == ["status a", "status b", "status c"]
+    assert written == ["a", "b", "c"]  # (its own, "c", last: nothing else left to do)
+    assert handle._rotated(3, 4) == [1, 2, 0] and handle._rotated(0, 2) == []
+
+
 def test_a_failed_gather_fails_every_task_waiting_for_its_block(monkeypatch):
     monkeypatch.setattr(handle, "gather", lambda table, order: (_ for _ in ()).throw(MemoryError("no room")))
     source = _source()
