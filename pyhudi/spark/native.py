@@ -24,6 +24,14 @@ joining the five native family scans on (file, ``_metadata.row_index``) costs 4â
 of the same rows (sort-merge or shuffled hash join: every row crosses a shuffle), more than the
 Python source; Spark has no positional zip of two scans, and ``RDD.zip`` runs in Python workers.
 
+A file group with log files stays on the Python source: Spark's reader cannot skip the rows a
+log block rewrites. Measured (``bench/bench_spark_logs.py``, 1M rows, 10% updated by one family):
+the base files minus the updated keys or positions by a broadcast anti-join cost 1.2-2.1x the
+scan's CPU without whole-stage codegen (Spark's default for 101 columns: every extra operator
+copies each row), about what the whole Python read costs (1.3-1.6x), before the updated rows from
+Python are unioned in; with codegen forced on the union still costs 1.45-1.65x and a broadcast
+patch join of the updated columns 1.1-1.2x (docs/benchmarks.md, Spark).
+
 :func:`native_frame` reads the native files with ``spark.read.parquet`` under the exact Spark
 schema of the Python source (record keys NOT NULL, everything else nullable), partition columns
 the files do not store added from the path; :func:`pyhudi.spark.read` unions both. Filters given
