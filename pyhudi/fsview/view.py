@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 from dataclasses import dataclass, field
+
+from pyhudi.value import Value
 from functools import cached_property, lru_cache
 
 from pyhudi.errors import FileNameError
@@ -46,8 +48,7 @@ def _parsed_name(name: str) -> BaseFileName | LogFileName:
     return parse_data_file_name(name)
 
 
-@dataclass(frozen=True)
-class _DataFile:
+class _DataFile(Value):
     """A visible data file: where it is, its parsed name, size, and its instant's completion
     (``mtime_ns``: the listing's modification time, part of the file's identity for caches)."""
 
@@ -59,6 +60,16 @@ class _DataFile:
     committed: tuple[tuple[int, int, str], ...] = ()
     """``(start, end, instant)``: bytes completed commits wrote to the file (their write stats;
     :mod:`pyhudi.read.damage`)."""
+
+    def __init__(self, partition_path: str, name: BaseFileName | LogFileName, size: int, completion_time: str,
+                 mtime_ns: int | None = None, committed: tuple[tuple[int, int, str], ...] = ()) -> None:
+        self._set(partition_path=partition_path, name=name, size=size, completion_time=completion_time,
+                  mtime_ns=mtime_ns, committed=committed)
+
+    def with_committed(self, committed: tuple[tuple[int, int, str], ...]) -> "_DataFile":
+        """The same file with the byte ranges completed commits wrote to it."""
+        return self.__class__(self.partition_path, self.name, self.size, self.completion_time, self.mtime_ns,
+                              committed)
 
     @cached_property
     def relpath(self) -> str:
@@ -169,8 +180,7 @@ class FileGroup:
         return [s for s in out if not s.is_empty]
 
 
-@dataclass(frozen=True)
-class Visibility:
+class Visibility(Value):
     """Which instants a reader sees: completed ones (completion ≤ ``as_of`` when time travelling).
 
     A plain, picklable value so that read tasks can decide block visibility on executors
@@ -184,6 +194,10 @@ class Visibility:
     #: Completion times from the LSM history (asked only about instants before the active
     #: timeline; None: the requested time stands in for them).
     archive: Any = None
+
+    def __init__(self, completions: dict[str, str], archived_before: str | None = None, as_of: str | None = None,
+                 archive: Any = None) -> None:
+        self._set(completions=completions, archived_before=archived_before, as_of=as_of, archive=archive)
 
     def completion_of(self, instant: str | None) -> str | None:
         """When ``instant`` completed, or None if it is not visible."""

@@ -50,6 +50,7 @@ from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.pruning import row_group_may_match, stats_may_match
 from pyhudi.read.task import FamilyPart
 from pyhudi.storage.fs import Storage
+from pyhudi.value import Value
 
 COLUMN_RANGES_KEY = "pyhudi.column.ranges"
 """Extra-metadata key of a commit holding per-base-file column ranges (see the module docstring)."""
@@ -98,8 +99,7 @@ def encode_column_ranges(files: Mapping[str, Mapping[str, Any]]) -> str:
     return json.dumps(dict(files), separators=(",", ":"), sort_keys=True)
 
 
-@dataclass(frozen=True)
-class RecordedStats:
+class RecordedStats(Value):
     """Column statistics from commit metadata, shaped like ``pyarrow.parquet.Statistics``."""
 
     min: Any
@@ -107,6 +107,9 @@ class RecordedStats:
     null_count: int | None
     has_min_max: bool
     has_null_count: bool
+
+    def __init__(self, min: Any, max: Any, null_count: int | None, has_min_max: bool, has_null_count: bool) -> None:
+        self._set(min=min, max=max, null_count=null_count, has_min_max=has_min_max, has_null_count=has_null_count)
 
 
 def _decode_stats(entry: Any, type_: pa.DataType) -> RecordedStats | None:
