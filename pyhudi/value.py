@@ -63,3 +63,13 @@ class Value:
 
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+class Record(Value):
+    """A :class:`Value` whose fields may change (a plain ``@dataclass``): compared and shown the
+    same way, not hashable."""
+
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__

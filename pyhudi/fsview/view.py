@@ -26,17 +26,15 @@ Rules (table version 8, RFC-66 completion-time slicing; DESIGN §4 for families)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
-from dataclasses import dataclass, field
-
-from pyhudi.value import Value
 from functools import cached_property, lru_cache
+from typing import Any
 
 from pyhudi.errors import FileNameError
 from pyhudi.storage.fs import FileInfo, Storage
 from pyhudi.storage.naming import PARTITION_METAFILE, BaseFileName, LogFileName, parse_data_file_name
 from pyhudi.timeline.archive_times import ArchivedCompletions
 from pyhudi.timeline.timeline import Timeline
+from pyhudi.value import Record, Value
 
 FULL_ROW = None
 """Family key of full-row base files (no suffix) in a family table."""
@@ -96,15 +94,22 @@ class LogFile(_DataFile):
         return (self.name.instant, self.name.version, self.name.write_token or "")
 
 
-@dataclass
-class FileSlice:
+class FileSlice(Record):
     """One family's view of a file group: a base file (own or full-row) and the logs after it."""
 
     partition_path: str
     file_id: str
     family: str | None
     base_file: BaseFile | None
-    log_files: list[LogFile] = field(default_factory=list)
+    log_files: list[LogFile]
+
+    def __init__(self, partition_path: str, file_id: str, family: str | None, base_file: BaseFile | None,
+                 log_files: list[LogFile] | None = None) -> None:
+        self.partition_path = partition_path
+        self.file_id = file_id
+        self.family = family
+        self.base_file = base_file
+        self.log_files = [] if log_files is None else log_files
 
     @property
     def base_instant(self) -> str | None:
@@ -115,19 +120,29 @@ class FileSlice:
         return self.base_file is None and not self.log_files
 
 
-@dataclass
-class FileGroup:
+class FileGroup(Record):
     partition_path: str
     file_id: str
-    base_files: list[BaseFile] = field(default_factory=list)
-    log_files: list[LogFile] = field(default_factory=list)
-    compactions: frozenset[str] = frozenset()
+    base_files: list[BaseFile]
+    log_files: list[LogFile]
+    compactions: frozenset[str]
     """Instants of compactions not completed as of the view (table version 6: slices to merge)."""
-    family_since: Mapping[str, str] = field(default_factory=dict)
+    family_since: Mapping[str, str]
     """When an ALTER added a family: full-row base files from before then are not its base."""
-    missing: tuple[tuple[str, str], ...] = ()
+    missing: tuple[tuple[str, str], ...]
     """``(path, instant)`` of files completed commits wrote to the group that storage lacks
     (:mod:`pyhudi.read.damage`: reading the group is an error)."""
+
+    def __init__(self, partition_path: str, file_id: str, base_files: list[BaseFile] | None = None,
+                 log_files: list[LogFile] | None = None, compactions: frozenset[str] = frozenset(),
+                 family_since: Mapping[str, str] | None = None, missing: tuple[tuple[str, str], ...] = ()) -> None:
+        self.partition_path = partition_path
+        self.file_id = file_id
+        self.base_files = [] if base_files is None else base_files
+        self.log_files = [] if log_files is None else log_files
+        self.compactions = compactions
+        self.family_since = {} if family_since is None else family_since
+        self.missing = missing
 
     def families(self) -> set[str | None]:
         return {b.name.family for b in self.base_files} | {lf.name.family for lf in self.log_files}
