@@ -172,3 +172,23 @@ def test_cli_read_builds_only_its_command(family_table):
     *printed, last = done.stdout.strip().splitlines()
     assert json.loads("\n".join(printed)) == [{"id": 0, "c5": 0.0}, {"id": 1, "c5": 1.5}]
     assert json.loads(last) == {"status": 0, "mods": ["pyhudi.cli.io", "pyhudi.cli.output", "pyhudi.cli.plain", "pyhudi.cli.tables"]}
+
+
+def test_bench_cold_reports_what_pyhudi_adds_over_the_floor(tmp_path):
+    """``python -m bench cold`` prints the cold start and, as its own comparison, pyhudi's
+    addition over ``import pyarrow, pyarrow.parquet`` as timed inside the same children."""
+    done = subprocess.run([sys.executable, "-m", "bench", "cold", "--tiny", "--out", str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(next(tmp_path.glob("cold-*.json")).read_text())
+    cold, added = report["scenarios"]["cold"]["comparisons"]
+    assert cold["name"] == "cold start: fresh process, read 2 columns"
+    split = cold["variants"]["pyhudi: import + open + read 2 columns"]["metrics"]
+    assert split["rows"] == 2_000 and split["loaded"] == "-"
+    assert added["name"] == "cold start: pyhudi's own cost, inside the child"
+    own = added["variants"]["pyhudi over the floor: import + open + read"]
+    assert [round(x, 4) for x in own["wall"]] == [split["added_s"]]  # (the split is shown rounded)
+    assert [round(x, 4) for x in own["cpu"]] == [split["added_cpu_s"]]
+    assert abs(split["added_s"] - (split["import_s"] + split["open_s"] + split["read_s"])) < 2e-4  # (rounding)
+    assert list(added["variants"])[-1] == "floor inside the child: import pyarrow (+parquet)"
+    assert "pyhudi over the floor: import + open + read" in done.stdout
