@@ -11,7 +11,10 @@ children's user + system time from ``getrusage``), in turns with:
 
 The children run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed) after one
 untimed warm-up, as an installed package runs; the pyhudi child also reports its own split
-(import / open / read) and which heavy modules it loaded.
+and which heavy modules it loaded. It imports the floor first (``import pyhudi`` would import
+it at once anyway) and times it, then ``import pyhudi``, the open and the read: what pyhudi adds
+over the floor in the same process, wall and CPU (``added_s``, ``added_cpu_s``), which
+:func:`added_cost` reports as a comparison of its own.
 """
 
 from __future__ import annotations
@@ -22,21 +25,25 @@ import resource
 import subprocess
 import sys
 
-from bench.harness import Comparison, Variant, compare
+from bench.harness import Comparison, Variant, compare, single
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEAVY = ("pandas", "pyspark", "rich", "hypothesis", "pyarrow.dataset", "pyarrow.compute")
 
 _PYHUDI = f"""
 import sys, time, json
-t0 = time.perf_counter()
+wall, cpu = time.perf_counter, time.process_time
+t0, c0 = wall(), cpu()
+import pyarrow, pyarrow.parquet
+t1, c1 = wall(), cpu()
 import pyhudi
-t1 = time.perf_counter()
+t2 = wall()
 table = pyhudi.open_table(sys.argv[1])
-t2 = time.perf_counter()
+t3 = wall()
 rows = table.read(columns=["c0", "c1"])
-t3 = time.perf_counter()
-print(json.dumps({{"import_s": t1 - t0, "open_s": t2 - t1, "read_s": t3 - t2, "rows": rows.num_rows,
+t4, c4 = wall(), cpu()
+print(json.dumps({{"floor_s": t1 - t0, "floor_cpu_s": c1 - c0, "import_s": t2 - t1, "open_s": t3 - t2,
+                  "read_s": t4 - t3, "added_s": t4 - t1, "added_cpu_s": c4 - c1, "rows": rows.num_rows,
                   "loaded": ",".join(m for m in {HEAVY!r} if m in sys.modules) or "-"}}))
 """
 _FLOOR = "import pyarrow, pyarrow.parquet"
@@ -61,13 +68,16 @@ def _child(args: list[str]) -> str:
     return done.stdout
 
 
-def measure(table_path: str, repeat: int) -> Comparison:
-    """The cold-start comparison on ``table_path`` (a Scenario W table)."""
+def measure(table_path: str, repeat: int, splits: list[dict] | None = None) -> Comparison:
+    """The cold-start comparison on ``table_path`` (a Scenario W table); each pyhudi child's
+    own split is appended to ``splits`` (for :func:`added_cost`)."""
     pyhudi_args = ["-c", _PYHUDI, table_path]
     cli_args = ["-m", "pyhudi.cli", "read", table_path, "--columns", "c0,c1", "--limit", "2"]
 
     def pyhudi_run(_: object) -> dict[str, object]:
         out = json.loads(_child(pyhudi_args).strip().splitlines()[-1])
+        if splits is not None:
+            splits.append(out)
         return {k: round(v, 4) if isinstance(v, float) else v for k, v in out.items()}
 
     for args in (pyhudi_args, cli_args, ["-c", _FLOOR], ["-c", _FLOOR_COMPUTE]):  # warm-up: bytecode caches
@@ -81,3 +91,18 @@ def measure(table_path: str, repeat: int) -> Comparison:
     ]
     return compare("cold start: fresh process, read 2 columns", variants, repeat, target="pyhudi <= 0.1 s wall",
                    note="subprocesses; ratio = pyhudi / pyarrow import floor", cpu_clock=_children_cpu)
+
+
+def added_cost(splits: list[dict]) -> Comparison:
+    """What pyhudi adds over the floor, timed inside each pyhudi child: ``import pyhudi`` after
+    ``import pyarrow, pyarrow.parquet``, the open and the read (wall and CPU of that process;
+    the read's CPU counts its threads), beside the floor as timed in the same children."""
+    values = {
+        "pyhudi over the floor: import + open + read": {
+            "wall": [s["added_s"] for s in splits], "cpu": [s["added_cpu_s"] for s in splits],
+            "metrics": {k: round(min(s[k] for s in splits), 4) for k in ("import_s", "open_s", "read_s")}},
+        "floor inside the child: import pyarrow (+parquet)": {
+            "wall": [s["floor_s"] for s in splits], "cpu": [s["floor_cpu_s"] for s in splits]},
+    }
+    return single("cold start: pyhudi's own cost, inside the child", values,
+                  note="ratio = pyhudi's addition / the floor; metrics: fastest of the runs")

@@ -27,7 +27,6 @@ commit never records a stale schema.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import pyarrow as pa
@@ -48,6 +47,7 @@ from pyhudi.storage.naming import parse_data_file_name
 from pyhudi.timeline.instant import Action, Instant
 from pyhudi.timeline.metadata_base import SCHEMA_KEY
 from pyhudi.timeline.timeline import COMMIT_ACTIONS, Timeline
+from pyhudi.value import Value
 
 if TYPE_CHECKING:
     from pyhudi.config.alter import AlterPlan
@@ -64,8 +64,7 @@ PROPERTY_EDITS_KEY = "pyhudi.alter.properties"
 """extraMetadata key of an ALTER: JSON ``{"set": {...}, "unset": [...]}`` for hoodie.properties."""
 
 
-@dataclass(frozen=True)
-class InstantSchema:
+class InstantSchema(Value):
     """What one completed commit recorded about the table's shape (None = not recorded)."""
 
     schema: str | None
@@ -73,6 +72,11 @@ class InstantSchema:
     previous_families: str | None
     operation: str | None
     property_edits: str | None
+
+    def __init__(self, schema: str | None, families: str | None, previous_families: str | None,
+                 operation: str | None, property_edits: str | None) -> None:
+        self._set(schema=schema, families=families, previous_families=previous_families, operation=operation,
+                  property_edits=property_edits)
 
 
 class SchemaHistory:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ import pyarrow as pa
 from pyhudi.config import keygen as kg
 from pyhudi.errors import ConfigError, PathEscapeError, SchemaError
 from pyhudi.lazy import pc
+from pyhudi.value import Value
 from pyhudi.timeformat import (
     FORMAT_LETTERS,
     PARSE_LETTERS,
@@ -52,8 +52,7 @@ _ORDERS = ("yMdHmsS", "yDHmsS")
 _RANGE_OPS = (">", ">=", "<", "<=")
 
 
-@dataclass(frozen=True)
-class TimestampKeyGen:
+class TimestampKeyGen(Value):
     """Hudi's timestamp-based key generator for one partition field (settings already checked)."""
 
     field: str
@@ -64,6 +63,11 @@ class TimestampKeyGen:
     output: tuple[Token, ...]
     output_zone: str | None
     hive_style: bool
+
+    def __init__(self, field: str, timestamp_type: str, unit: str | None, input_patterns: tuple[tuple[Token, ...], ...],
+                 input_zone: str | None, output: tuple[Token, ...], output_zone: str | None, hive_style: bool) -> None:
+        self._set(field=field, timestamp_type=timestamp_type, unit=unit, input_patterns=input_patterns,
+                  input_zone=input_zone, output=output, output_zone=output_zone, hive_style=hive_style)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], field: str, hive_style: bool) -> "TimestampKeyGen":
@@ -194,7 +198,9 @@ class TimestampKeyGen:
         if others or exact.null_count:
             return None
         try:
-            paths = replace(self, hive_style=False).paths(exact)
+            plain = TimestampKeyGen(self.field, self.timestamp_type, self.unit, self.input_patterns, self.input_zone,
+                                    self.output, self.output_zone, hive_style=False)
+            paths = plain.paths(exact)
         except (SchemaError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None
         return set(paths.to_pylist())
@@ -226,13 +232,15 @@ def _spell(tokens: tuple[Token, ...]) -> str:
     return "".join(t.letter * t.count if t.letter else t.text for t in tokens)
 
 
-@dataclass(frozen=True)
-class PartitionLayout:
+class PartitionLayout(Value):
     """How a table's partition paths relate to its partition columns (see the module docstring)."""
 
     fields: tuple[str, ...]
     kind: str | None
     timestamp: TimestampKeyGen | None = None
+
+    def __init__(self, fields: tuple[str, ...], kind: str | None, timestamp: TimestampKeyGen | None = None) -> None:
+        self._set(fields=fields, kind=kind, timestamp=timestamp)
 
     @property
     def identity(self) -> bool:

@@ -17,13 +17,13 @@ letters except ``Y x w e`` (which do not fix a date). Other letters are refused 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from pyhudi.errors import ConfigError
 from pyhudi.lazy import pc
+from pyhudi.value import Value
 
 FORMAT_LETTERS = frozenset("yYxMdDweEHkKhamsSZ")
 PARSE_LETTERS = frozenset("yMdDEHkKhamsSZ")
@@ -35,13 +35,15 @@ _MS_PER = {"d": 86_400_000, "H": 3_600_000, "m": 60_000, "s": 1000}
 _OFFSET_RE = re.compile(r"^(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?$")
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(Value):
     """A pattern field (``letter`` repeated ``count`` times) or literal ``text`` (letter None)."""
 
     letter: str | None
     count: int = 0
     text: str = ""
+
+    def __init__(self, letter: str | None, count: int = 0, text: str = "") -> None:
+        self._set(letter=letter, count=count, text=text)
 
 
 def parse_pattern(pattern: str, what: str, letters: frozenset[str] = FORMAT_LETTERS) -> tuple[Token, ...]:
@@ -187,13 +189,15 @@ def _offset_piece(count: int, ts: pa.Array, millis: pa.Array) -> pa.Array:
 
 
 # ------------------------------------------------------------------------------------- parse
-@dataclass(frozen=True)
-class Parsed:
+class Parsed(Value):
     """Parsed date strings: the instants (epoch ms) and the wall-clock times written in the
     strings (epoch ms as if UTC). Null where no pattern matched."""
 
     instant: pa.Array
     wall: pa.Array
+
+    def __init__(self, instant: pa.Array, wall: pa.Array) -> None:
+        self._set(instant=instant, wall=wall)
 
 
 def pattern_regex(tokens: tuple[Token, ...]) -> str:

@@ -171,4 +171,53 @@ def test_cli_read_builds_only_its_command(family_table):
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=True)
     *printed, last = done.stdout.strip().splitlines()
     assert json.loads("\n".join(printed)) == [{"id": 0, "c5": 0.0}, {"id": 1, "c5": 1.5}]
-    assert json.loads(last) == {"status": 0, "mods": ["pyhudi.cli.io", "pyhudi.cli.output", "pyhudi.cli.tables"]}
+    assert json.loads(last) == {"status": 0, "mods": ["pyhudi.cli.io", "pyhudi.cli.output", "pyhudi.cli.plain", "pyhudi.cli.tables"]}
+
+
+def test_bench_cold_reports_what_pyhudi_adds_over_the_floor(tmp_path):
+    """``python -m bench cold`` prints the cold start and, as its own comparison, pyhudi's
+    addition over ``import pyarrow, pyarrow.parquet`` as timed inside the same children."""
+    done = subprocess.run([sys.executable, "-m", "bench", "cold", "--tiny", "--out", str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(next(tmp_path.glob("cold-*.json")).read_text())
+    cold, added = report["scenarios"]["cold"]["comparisons"]
+    assert cold["name"] == "cold start: fresh process, read 2 columns"
+    split = cold["variants"]["pyhudi: import + open + read 2 columns"]["metrics"]
+    assert split["rows"] == 2_000 and split["loaded"] == "-"
+    assert added["name"] == "cold start: pyhudi's own cost, inside the child"
+    own = added["variants"]["pyhudi over the floor: import + open + read"]
+    assert [round(x, 4) for x in own["wall"]] == [split["added_s"]]  # (the split is shown rounded)
+    assert [round(x, 4) for x in own["cpu"]] == [split["added_cpu_s"]]
+    assert abs(split["added_s"] - (split["import_s"] + split["open_s"] + split["read_s"])) < 2e-4  # (rounding)
+    assert list(added["variants"])[-1] == "floor inside the child: import pyarrow (+parquet)"
+    assert "pyhudi over the floor: import + open + read" in done.stdout
+
+
+DATACLASSES_LEFT = {
+    "pyhudi.timeline.lock.LockHolder", "pyhudi.logformat.reader.BlockLayout", "pyhudi.logformat.reader.LogReader",
+    "pyhudi.read.keys.KeySpec", "pyhudi.read.merge.Versions", "pyhudi.read.sources.Prefilter",
+    "pyhudi.read.sources.ReadSpec", "pyhudi.read.family_reader.FamilyScan", "pyhudi.read.task.TaskSettings",
+    "pyhudi.read.task.FamilyPart", "pyhudi.read.task.ReadTask", "pyhudi.read.plan.ScanPlan",
+}
+"""The dataclasses a cold read still builds (copied with ``dataclasses.replace`` by the read
+tasks); every other class it imports is a plain or :class:`pyhudi.value.Value` class."""
+
+
+def test_a_cold_read_compiles_no_other_dataclass(family_table):
+    """``@dataclass`` compiles each class's methods with ``exec`` at import (~0.3 ms a class):
+    the value classes a cold read imports are :mod:`pyhudi.value` classes instead. A new
+    dataclass on the read path fails here — write it as a ``Value`` (or list it, saying why)."""
+    path, _ = family_table
+    code = ("import dataclasses, json, sys\nbuilt = []\nprocess = dataclasses._process_class\n"
+            "def record(cls, *args):\n    built.append(cls.__module__ + '.' + cls.__qualname__)\n"
+            "    return process(cls, *args)\n"
+            "dataclasses._process_class = record\nimport pyhudi\n"
+            "rows = pyhudi.open_table(sys.argv[1]).read(columns=['c0', 'c5']).num_rows\n"
+            "print(json.dumps({'rows': rows, 'built': built}))")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=True)
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["rows"] == 1_000
+    assert set(out["built"]) - DATACLASSES_LEFT == set()
+    assert "pyhudi.timeline.instant.Instant" not in out["built"] and "pyhudi.fsview.view.FileGroup" not in out["built"]

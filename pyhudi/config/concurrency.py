@@ -25,11 +25,11 @@ deleting a live write.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping
 
 from pyhudi.config.keys import ConfigKey
 from pyhudi.errors import ConfigError
+from pyhudi.value import Value
 
 SINGLE_WRITER = "SINGLE_WRITER"
 OCC = "OPTIMISTIC_CONCURRENCY_CONTROL"
@@ -57,14 +57,17 @@ HEARTBEAT_TOLERABLE_MISSES = ConfigKey(
 )
 
 
-@dataclass(frozen=True)
-class ConcurrencyPolicy:
+class ConcurrencyPolicy(Value):
     """The effective concurrency settings of one writer on one table."""
 
     mode: str
     failed_writes: str
     heartbeat_interval_ms: int
     heartbeat_misses: int
+
+    def __init__(self, mode: str, failed_writes: str, heartbeat_interval_ms: int, heartbeat_misses: int) -> None:
+        self._set(mode=mode, failed_writes=failed_writes, heartbeat_interval_ms=heartbeat_interval_ms,
+                  heartbeat_misses=heartbeat_misses)
 
     @property
     def multi_writer(self) -> bool:

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
 from pyhudi.errors import ColumnFamilyError
 from pyhudi.schema import has_order
+from pyhudi.value import Value
 
 FAMILY_PREFIX = "hoodie.colFamily."
 FAMILY_ALIAS_PREFIX = "hoodie.columnFamily."
@@ -35,13 +35,15 @@ DEFAULT_FAMILY = ""
 _NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9]{0,63}")
 
 
-@dataclass(frozen=True)
-class ColumnFamily:
+class ColumnFamily(Value):
     """One column family: its name, its own (non-key) columns and its ordering column."""
 
     name: str
     columns: tuple[str, ...]
     ordering_field: str | None = None
+
+    def __init__(self, name: str, columns: tuple[str, ...], ordering_field: str | None = None) -> None:
+        self._set(name=name, columns=columns, ordering_field=ordering_field)
 
     @property
     def is_default(self) -> bool:

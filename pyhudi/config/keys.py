@@ -8,10 +8,10 @@ up by its string or any alias (and lets docs be generated from the declarations)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Mapping, TypeVar
 
 from pyhudi.errors import ConfigError
+from pyhudi.value import Value
 
 T = TypeVar("T")
 
@@ -40,9 +40,9 @@ _PARSERS: dict[type, Callable[[str], Any]] = {
 }
 
 
-@dataclass(frozen=True)
-class ConfigKey(Generic[T]):
-    """One configuration key: how it is spelled, typed, defaulted and documented."""
+class ConfigKey(Value, Generic[T]):
+    """One configuration key: how it is spelled, typed, defaulted and documented (``register``:
+    whether :data:`REGISTRY` lists it — not a field, neither compared nor shown)."""
 
     key: str
     type: type
@@ -50,13 +50,14 @@ class ConfigKey(Generic[T]):
     doc: str
     aliases: tuple[str, ...] = ()
     choices: tuple[str, ...] | None = None
-    register: bool = field(default=True, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        if self.type not in _PARSERS:
-            raise TypeError(f"unsupported config type {self.type!r} for {self.key}")
-        if self.register:
-            for name in (self.key, *self.aliases):
+    def __init__(self, key: str, type: type, default: T | None, doc: str, aliases: tuple[str, ...] = (),
+                 choices: tuple[str, ...] | None = None, register: bool = True) -> None:
+        if type not in _PARSERS:
+            raise TypeError(f"unsupported config type {type!r} for {key}")
+        self._set(key=key, type=type, default=default, doc=doc, aliases=aliases, choices=choices, register=register)
+        if register:
+            for name in (key, *aliases):
                 REGISTRY[name] = self
 
     def parse(self, raw: Any) -> T:

@@ -10,7 +10,6 @@ at any point never leaves a table without properties.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from pyhudi.config import properties
@@ -18,6 +17,7 @@ from pyhudi.config.families import ColumnFamily, families_from_properties, famil
 from pyhudi.config.keys import ConfigKey
 from pyhudi.errors import ConfigError, StorageError, TableNotFoundError
 from pyhudi.storage.fs import Storage
+from pyhudi.value import Record
 
 METAFOLDER = ".hoodie"
 PROPERTIES_FILE = f"{METAFOLDER}/hoodie.properties"
@@ -110,11 +110,13 @@ def table_checksum(table_name: str, database: str | None = None) -> int:
 _PARSED_FAMILIES: dict[tuple, dict[str, ColumnFamily]] = {}
 
 
-@dataclass
-class TableConfig:
+class TableConfig(Record):
     """The parsed content of ``hoodie.properties`` (raw strings kept, typed accessors on top)."""
 
-    props: dict[str, str] = field(default_factory=dict)
+    props: dict[str, str]
+
+    def __init__(self, props: dict[str, str] | None = None) -> None:
+        self.props = {} if props is None else props
 
     # ------------------------------------------------------------------------ accessors
     def get(self, key: ConfigKey, default=...):

@@ -26,15 +26,15 @@ Rules (table version 8, RFC-66 completion-time slicing; DESIGN §4 for families)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
-from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import Any
 
 from pyhudi.errors import FileNameError
 from pyhudi.storage.fs import FileInfo, Storage
 from pyhudi.storage.naming import PARTITION_METAFILE, BaseFileName, LogFileName, parse_data_file_name
 from pyhudi.timeline.archive_times import ArchivedCompletions
 from pyhudi.timeline.timeline import Timeline
+from pyhudi.value import Record, Value
 
 FULL_ROW = None
 """Family key of full-row base files (no suffix) in a family table."""
@@ -46,8 +46,7 @@ def _parsed_name(name: str) -> BaseFileName | LogFileName:
     return parse_data_file_name(name)
 
 
-@dataclass(frozen=True)
-class _DataFile:
+class _DataFile(Value):
     """A visible data file: where it is, its parsed name, size, and its instant's completion
     (``mtime_ns``: the listing's modification time, part of the file's identity for caches)."""
 
@@ -59,6 +58,16 @@ class _DataFile:
     committed: tuple[tuple[int, int, str], ...] = ()
     """``(start, end, instant)``: bytes completed commits wrote to the file (their write stats;
     :mod:`pyhudi.read.damage`)."""
+
+    def __init__(self, partition_path: str, name: BaseFileName | LogFileName, size: int, completion_time: str,
+                 mtime_ns: int | None = None, committed: tuple[tuple[int, int, str], ...] = ()) -> None:
+        self._set(partition_path=partition_path, name=name, size=size, completion_time=completion_time,
+                  mtime_ns=mtime_ns, committed=committed)
+
+    def with_committed(self, committed: tuple[tuple[int, int, str], ...]) -> "_DataFile":
+        """The same file with the byte ranges completed commits wrote to it."""
+        return self.__class__(self.partition_path, self.name, self.size, self.completion_time, self.mtime_ns,
+                              committed)
 
     @cached_property
     def relpath(self) -> str:
@@ -85,15 +94,22 @@ class LogFile(_DataFile):
         return (self.name.instant, self.name.version, self.name.write_token or "")
 
 
-@dataclass
-class FileSlice:
+class FileSlice(Record):
     """One family's view of a file group: a base file (own or full-row) and the logs after it."""
 
     partition_path: str
     file_id: str
     family: str | None
     base_file: BaseFile | None
-    log_files: list[LogFile] = field(default_factory=list)
+    log_files: list[LogFile]
+
+    def __init__(self, partition_path: str, file_id: str, family: str | None, base_file: BaseFile | None,
+                 log_files: list[LogFile] | None = None) -> None:
+        self.partition_path = partition_path
+        self.file_id = file_id
+        self.family = family
+        self.base_file = base_file
+        self.log_files = [] if log_files is None else log_files
 
     @property
     def base_instant(self) -> str | None:
@@ -104,19 +120,29 @@ class FileSlice:
         return self.base_file is None and not self.log_files
 
 
-@dataclass
-class FileGroup:
+class FileGroup(Record):
     partition_path: str
     file_id: str
-    base_files: list[BaseFile] = field(default_factory=list)
-    log_files: list[LogFile] = field(default_factory=list)
-    compactions: frozenset[str] = frozenset()
+    base_files: list[BaseFile]
+    log_files: list[LogFile]
+    compactions: frozenset[str]
     """Instants of compactions not completed as of the view (table version 6: slices to merge)."""
-    family_since: Mapping[str, str] = field(default_factory=dict)
+    family_since: Mapping[str, str]
     """When an ALTER added a family: full-row base files from before then are not its base."""
-    missing: tuple[tuple[str, str], ...] = ()
+    missing: tuple[tuple[str, str], ...]
     """``(path, instant)`` of files completed commits wrote to the group that storage lacks
     (:mod:`pyhudi.read.damage`: reading the group is an error)."""
+
+    def __init__(self, partition_path: str, file_id: str, base_files: list[BaseFile] | None = None,
+                 log_files: list[LogFile] | None = None, compactions: frozenset[str] = frozenset(),
+                 family_since: Mapping[str, str] | None = None, missing: tuple[tuple[str, str], ...] = ()) -> None:
+        self.partition_path = partition_path
+        self.file_id = file_id
+        self.base_files = [] if base_files is None else base_files
+        self.log_files = [] if log_files is None else log_files
+        self.compactions = compactions
+        self.family_since = {} if family_since is None else family_since
+        self.missing = missing
 
     def families(self) -> set[str | None]:
         return {b.name.family for b in self.base_files} | {lf.name.family for lf in self.log_files}
@@ -169,8 +195,7 @@ class FileGroup:
         return [s for s in out if not s.is_empty]
 
 
-@dataclass(frozen=True)
-class Visibility:
+class Visibility(Value):
     """Which instants a reader sees: completed ones (completion ≤ ``as_of`` when time travelling).
 
     A plain, picklable value so that read tasks can decide block visibility on executors
@@ -184,6 +209,10 @@ class Visibility:
     #: Completion times from the LSM history (asked only about instants before the active
     #: timeline; None: the requested time stands in for them).
     archive: Any = None
+
+    def __init__(self, completions: dict[str, str], archived_before: str | None = None, as_of: str | None = None,
+                 archive: Any = None) -> None:
+        self._set(completions=completions, archived_before=archived_before, as_of=as_of, archive=archive)
 
     def completion_of(self, instant: str | None) -> str | None:
         """When ``instant`` completed, or None if it is not visible."""

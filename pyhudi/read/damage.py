@@ -33,7 +33,6 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -43,14 +42,14 @@ from pyhudi.errors import CorruptFileError, HudiError, LogFormatError
 from pyhudi.fsview.view import FileGroup, FileSystemView, LogFile
 from pyhudi.timeline.timeline import COMMIT_ACTIONS
 from pyhudi.config.read import SKIP_CORRUPT_BLOCKS  # noqa: F401 (declared there)
+from pyhudi.value import Value
 
 
 DECODE_ERRORS = (pa.ArrowException, OSError, ValueError, EOFError, struct.error, IndexError, KeyError, TypeError)
 """What decoding damaged bytes raises (Arrow, Parquet thrift, fastavro, UTF-8, struct)."""
 
 
-@dataclass(frozen=True)
-class CommittedFile:
+class CommittedFile(Value):
     """A data file as completed commits recorded it: byte ranges written, and by which instant."""
 
     partition: str
@@ -59,6 +58,10 @@ class CommittedFile:
     ranges: tuple[tuple[int, int, str], ...]
     """``(start, end, instant)``: bytes ``[start, end)`` were written by commit ``instant``."""
     instant: str
+
+    def __init__(self, partition: str, file_id: str, is_log: bool, ranges: tuple[tuple[int, int, str], ...],
+                 instant: str) -> None:
+        self._set(partition=partition, file_id=file_id, is_log=is_log, ranges=ranges, instant=instant)
 
     @property
     def end(self) -> int:
@@ -201,7 +204,7 @@ def missing_files_error(storage: Any, group: FileGroup) -> CorruptFileError:
 
 
 def _with_ranges(log: LogFile, written: CommittedFile | None) -> LogFile:
-    return log if written is None or not written.end else replace(log, committed=written.ranges)
+    return log if written is None or not written.end else log.with_committed(written.ranges)
 
 
 def skip_corrupt_blocks(options: Mapping[str, Any] | None) -> bool:

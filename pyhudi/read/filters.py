@@ -10,13 +10,13 @@ data that cannot produce a matching row.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from pyhudi.errors import SchemaError
 from pyhudi.lazy import pc
+from pyhudi.value import Value
 
 _BINARY = {"=": "__eq__", "==": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
 _STRING_OPS = ("starts_with", "ends_with", "contains")
@@ -28,13 +28,15 @@ NULL_REJECTING = frozenset(OPERATORS) - {"is null"}
 """Operators that a null value never satisfies (a missing row of a family reads as null)."""
 
 
-@dataclass(frozen=True)
-class Filter:
+class Filter(Value):
     """One validated filter: ``op`` is canonical (lower case, ``==`` spelled ``=``)."""
 
     column: str
     op: str
     value: Any = None
+
+    def __init__(self, column: str, op: str, value: Any = None) -> None:
+        self._set(column=column, op=op, value=value)
 
     def expression(self, field: pa.Field) -> pc.Expression:
         ref = pc.field(self.column)

@@ -36,7 +36,6 @@ import json
 import math
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -50,6 +49,7 @@ from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.pruning import row_group_may_match, stats_may_match
 from pyhudi.read.task import FamilyPart
 from pyhudi.storage.fs import Storage
+from pyhudi.value import Value
 
 COLUMN_RANGES_KEY = "pyhudi.column.ranges"
 """Extra-metadata key of a commit holding per-base-file column ranges (see the module docstring)."""
@@ -98,8 +98,7 @@ def encode_column_ranges(files: Mapping[str, Mapping[str, Any]]) -> str:
     return json.dumps(dict(files), separators=(",", ":"), sort_keys=True)
 
 
-@dataclass(frozen=True)
-class RecordedStats:
+class RecordedStats(Value):
     """Column statistics from commit metadata, shaped like ``pyarrow.parquet.Statistics``."""
 
     min: Any
@@ -107,6 +106,9 @@ class RecordedStats:
     null_count: int | None
     has_min_max: bool
     has_null_count: bool
+
+    def __init__(self, min: Any, max: Any, null_count: int | None, has_min_max: bool, has_null_count: bool) -> None:
+        self._set(min=min, max=max, null_count=null_count, has_min_max=has_min_max, has_null_count=has_null_count)
 
 
 def _decode_stats(entry: Any, type_: pa.DataType) -> RecordedStats | None:
@@ -124,27 +126,26 @@ def _decode_stats(entry: Any, type_: pa.DataType) -> RecordedStats | None:
 
 
 # ---------------------------------------------------------------------------- the skipper
-@dataclass
 class FileSkipper:
     """Decides, per file group of a scan plan, whether its statistics rule it out."""
 
-    storage: Storage
-    timeline: Any
-    filters: Sequence[Filter]
-    schema: pa.Schema
-    key_columns: frozenset[str]
-    read_optimized: bool = False
-    metrics: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("file_groups_considered", "file_groups_skipped", "files_considered", "files_skipped",
-         "footers_read", "ranges_from_commit_metadata"), 0))
-    _usable: list[Filter] = field(init=False)
-    _carriers: dict[str, Any] | None = field(init=False, default=None)
-    _recorded: dict[str, dict] = field(init=False, default_factory=dict)
-    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
-        names = set(self.schema.names)
-        self._usable = [f for f in self.filters if f.op in NULL_REJECTING and f.column in names]
+    def __init__(self, storage: Storage, timeline: Any, filters: Sequence[Filter], schema: pa.Schema,
+                 key_columns: frozenset[str], read_optimized: bool = False,
+                 metrics: dict[str, int] | None = None) -> None:
+        self.storage = storage
+        self.timeline = timeline
+        self.filters = filters
+        self.schema = schema
+        self.key_columns = key_columns
+        self.read_optimized = read_optimized
+        self.metrics: dict[str, int] = metrics if metrics is not None else dict.fromkeys(
+            ("file_groups_considered", "file_groups_skipped", "files_considered", "files_skipped",
+             "footers_read", "ranges_from_commit_metadata"), 0)
+        names = set(schema.names)
+        self._usable = [f for f in filters if f.op in NULL_REJECTING and f.column in names]
+        self._carriers: dict[str, Any] | None = None
+        self._recorded: dict[str, dict] = {}
+        self._lock = threading.Lock()
 
     def prefetch(self, groups: Sequence[Sequence[FamilyPart]]) -> None:
         """Read, on up to :data:`PREFETCH_THREADS` threads, the footers :meth:`may_match` will

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
-from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 import pyarrow as pa
@@ -27,16 +26,19 @@ import pyarrow.fs as pafs
 
 from pyhudi.errors import AlreadyExistsError, PathEscapeError, StorageError
 from pyhudi.storage import s3
+from pyhudi.value import Value
 
 
-@dataclass(frozen=True)
-class FileInfo:
+class FileInfo(Value):
     """One entry of a directory listing; ``path`` is relative to the base path."""
 
     path: str
     size: int
     mtime_ns: int | None
     is_dir: bool
+
+    def __init__(self, path: str, size: int, mtime_ns: int | None, is_dir: bool) -> None:
+        self._set(path=path, size=size, mtime_ns=mtime_ns, is_dir=is_dir)
 
     @property
     def name(self) -> str:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass
 from typing import Sequence
 
 from pyhudi.errors import FileNameError, PathEscapeError
 from pyhudi.storage.fs import safe_relpath
+from pyhudi.value import Value
 
 _FAMILY = r"[A-Za-z][A-Za-z0-9]{0,63}"
 _TOKEN = r"\d+-\d+-\d+"
@@ -41,13 +41,28 @@ PARTITION_METAFILE = ".hoodie_partition_metadata"
 DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
 
 
-@dataclass(frozen=True, order=True)
-class WriteToken:
-    """``<taskPartitionId>-<stageId>-<taskAttemptId>``: which task attempt wrote a file."""
+class WriteToken(Value):
+    """``<taskPartitionId>-<stageId>-<taskAttemptId>``: which task attempt wrote a file (ordered
+    by its three numbers)."""
 
     task_partition: int
     stage: int
     attempt: int
+
+    def __init__(self, task_partition: int, stage: int, attempt: int) -> None:
+        self._set(task_partition=task_partition, stage=stage, attempt=attempt)
+
+    def __lt__(self, other: object) -> bool:
+        return self._value_key(self) < other._value_key(other) if other.__class__ is WriteToken else NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        return self._value_key(self) <= other._value_key(other) if other.__class__ is WriteToken else NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        return self._value_key(self) > other._value_key(other) if other.__class__ is WriteToken else NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        return self._value_key(self) >= other._value_key(other) if other.__class__ is WriteToken else NotImplemented
 
     def __str__(self) -> str:
         return f"{self.task_partition}-{self.stage}-{self.attempt}"
@@ -80,8 +95,7 @@ def _validate_instant(instant: str) -> str:
     return instant
 
 
-@dataclass(frozen=True)
-class BaseFileName:
+class BaseFileName(Value):
     """A base file: ``<fileId>_<writeToken>_<instant>[_<cf>].<ext>``."""
 
     file_id: str
@@ -90,11 +104,12 @@ class BaseFileName:
     family: str | None = None
     ext: str = "parquet"
 
-    def __post_init__(self) -> None:
-        validate_file_id(self.file_id)
-        WriteToken.parse(self.write_token)
-        _validate_instant(self.instant)
-        object.__setattr__(self, "family", _validate_family(self.family))
+    def __init__(self, file_id: str, write_token: str, instant: str, family: str | None = None,
+                 ext: str = "parquet") -> None:
+        validate_file_id(file_id)
+        WriteToken.parse(write_token)
+        _validate_instant(instant)
+        self._set(file_id=file_id, write_token=write_token, instant=instant, family=_validate_family(family), ext=ext)
 
     @property
     def name(self) -> str:
@@ -114,8 +129,7 @@ class BaseFileName:
         return cls(**match.groupdict())
 
 
-@dataclass(frozen=True)
-class LogFileName:
+class LogFileName(Value):
     """A log file: ``.<fileId>_<instant>[_<cf>].log.<version>_<writeToken>``.
 
     In table version 8 the instant is the *writing* deltacommit's requested time, which is what
@@ -130,14 +144,16 @@ class LogFileName:
     kind: str = "log"
     cdc: bool = False
 
-    def __post_init__(self) -> None:
-        validate_file_id(self.file_id)
-        _validate_instant(self.instant)
-        if self.write_token is not None:
-            WriteToken.parse(self.write_token)
-        if not isinstance(self.version, int) or self.version < 0:
-            raise FileNameError(f"invalid log version {self.version!r}")
-        object.__setattr__(self, "family", _validate_family(self.family))
+    def __init__(self, file_id: str, instant: str, version: int = 1, write_token: str | None = None,
+                 family: str | None = None, kind: str = "log", cdc: bool = False) -> None:
+        validate_file_id(file_id)
+        _validate_instant(instant)
+        if write_token is not None:
+            WriteToken.parse(write_token)
+        if not isinstance(version, int) or version < 0:
+            raise FileNameError(f"invalid log version {version!r}")
+        self._set(file_id=file_id, instant=instant, version=version, write_token=write_token,
+                  family=_validate_family(family), kind=kind, cdc=cdc)
 
     @property
     def name(self) -> str:
@@ -206,13 +222,15 @@ def bucket_id_from_file_id(file_id: str) -> int:
 
 
 # ------------------------------------------------------------------------------- markers
-@dataclass(frozen=True)
-class MarkerName:
+class MarkerName(Value):
     """``.hoodie/.temp/<instant>/<partition>/<dataFile>.marker.<IOType>``."""
 
     partition_path: str
     data_file: str
     io_type: str
+
+    def __init__(self, partition_path: str, data_file: str, io_type: str) -> None:
+        self._set(partition_path=partition_path, data_file=data_file, io_type=io_type)
 
     def relpath(self, instant: str) -> str:
         parts = [".hoodie", ".temp", _validate_instant(instant)]

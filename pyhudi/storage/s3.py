@@ -25,13 +25,13 @@ import os
 import threading
 import time
 import uuid
-from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any, Mapping
 
 import pyarrow.fs as pafs
 
 from pyhudi.errors import AlreadyExistsError, ConfigError, StorageError
+from pyhudi.value import Value
 from pyhudi.config.storage import S3_ENDPOINT, S3_REGION, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_CONDITIONAL_PUT  # noqa: F401 (declared there)
 
 S3_SCHEMES = ("s3", "s3a")
@@ -71,8 +71,7 @@ def remembered_options(base_uri: str) -> dict[str, str]:
         return dict(_REMEMBERED.get(base_uri.rstrip("/"), {}))
 
 
-@dataclass(frozen=True)
-class S3Settings:
+class S3Settings(Value):
     """How to reach one S3-compatible store (hashable: file systems and clients are cached by it)."""
 
     endpoint: str | None
@@ -81,6 +80,11 @@ class S3Settings:
     secret_key: str | None
     session_token: str | None
     conditional_put: str
+
+    def __init__(self, endpoint: str | None, region: str | None, access_key: str | None, secret_key: str | None,
+                 session_token: str | None, conditional_put: str) -> None:
+        self._set(endpoint=endpoint, region=region, access_key=access_key, secret_key=secret_key,
+                  session_token=session_token, conditional_put=conditional_put)
 
     @classmethod
     def resolve(cls, options: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None) -> S3Settings:
@@ -104,7 +108,7 @@ class S3Settings:
         )
 
     def __repr__(self) -> str:  # never print secrets
-        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("secret_key", "session_token")}
+        shown = {name: getattr(self, name) for name in self._value_fields if name not in ("secret_key", "session_token")}
         return f"S3Settings({shown})"
 
     def filesystem(self) -> pafs.S3FileSystem:

@@ -23,13 +23,13 @@ says and remembers the service it came from in :attr:`Instant.pending_action` (t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from datetime import timezone as dt_timezone
 from enum import Enum
 from functools import total_ordering
 
 from pyhudi.errors import FileNameError, TimelineError
+from pyhudi.value import Value
 
 
 class Action(str, Enum):
@@ -99,8 +99,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
 
 
 @total_ordering
-@dataclass(frozen=True, eq=True)
-class Instant:
+class Instant(Value):
     """One instant of the timeline, in one state.
 
     Instances sort by requested time (then action and state), which is the order Hudi's
@@ -115,23 +114,27 @@ class Instant:
     completion_time: str | None = None
     #: For a completed ``commit``/``deltacommit``/``replacecommit`` that finished a compaction,
     #: log compaction or clustering: that pending action. Not part of equality.
-    pending_action: Action | None = field(default=None, compare=False)
+    pending_action: Action | None = None
+    _value_uncompared = ("pending_action",)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "action", to_action(self.action))
+    def __init__(self, requested_time: str, action: Action | str, state: State | str,
+                 completion_time: str | None = None, pending_action: Action | str | None = None) -> None:
+        action = to_action(action)
         try:
-            object.__setattr__(self, "state", State(self.state))
+            state = State(state)
         except ValueError:
-            raise TimelineError(f"unknown instant state {self.state!r} for instant {self.requested_time}") from None
-        if self.pending_action is not None:
-            object.__setattr__(self, "pending_action", to_action(self.pending_action))
-        if not _is_digits(self.requested_time):
-            raise TimelineError(f"instant time must be a string of digits, got {self.requested_time!r}")
-        if self.completion_time is not None and not _is_digits(self.completion_time):
+            raise TimelineError(f"unknown instant state {state!r} for instant {requested_time}") from None
+        if pending_action is not None:
+            pending_action = to_action(pending_action)
+        if not _is_digits(requested_time):
+            raise TimelineError(f"instant time must be a string of digits, got {requested_time!r}")
+        if completion_time is not None and not _is_digits(completion_time):
             raise TimelineError(
-                f"completion time must be a string of digits, got {self.completion_time!r} "
-                f"for instant {self.requested_time}"
+                f"completion time must be a string of digits, got {completion_time!r} "
+                f"for instant {requested_time}"
             )
+        self._set(requested_time=requested_time, action=action, state=state, completion_time=completion_time,
+                  pending_action=pending_action)
 
     # ------------------------------------------------------------------ ordering
     def _sort_key(self) -> tuple[str, str, int, str]:
