@@ -171,7 +171,7 @@ def test_cli_read_builds_only_its_command(family_table):
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=True)
     *printed, last = done.stdout.strip().splitlines()
     assert json.loads("\n".join(printed)) == [{"id": 0, "c5": 0.0}, {"id": 1, "c5": 1.5}]
-    assert json.loads(last) == {"status": 0, "mods": ["pyhudi.cli.io", "pyhudi.cli.output", "pyhudi.cli.plain", "pyhudi.cli.tables"]}
+    assert json.loads(last) == {"status": 0, "mods": ["pyhudi.cli.io", "pyhudi.cli.output", "pyhudi.cli.tables"]}
 
 
 def test_bench_cold_reports_what_pyhudi_adds_over_the_floor(tmp_path):

@@ -3,9 +3,6 @@ progress bars on long work, ``KEY=VALUE`` options, opening a table.
 
 Commands print results to stdout and nothing else there: with ``--json`` exactly one JSON
 document, so ``pyhudi timeline t --json | jq`` works. Progress and errors go to stderr.
-
-rich is imported when something is printed with it: ``pyhudi read`` to a pipe prints its rows
-with :mod:`pyhudi.cli.plain` (the same characters) and never imports it (cold start, issue 15).
 """
 
 from __future__ import annotations
@@ -14,49 +11,25 @@ import json
 import os
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, TextIO
+from typing import Any, Iterable, Iterator, Sequence
 
-from pyhudi.cli import plain
+from rich.console import Console
+from rich.table import Table as RichTable
+
 from pyhudi.cli.io import CliInputError
-
-if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table as RichTable
 
 
 PIPE_WIDTH = 160
 """Columns of tables printed to a pipe or file (``COLUMNS`` overrides): wide enough for file names."""
 
 
-class ResultConsole:
-    """The console results go to: a rich ``Console`` on stdout (looked up when this is made, so
-    tests capturing stdout see it), made at its first use."""
-
-    def __init__(self) -> None:
-        self.file: TextIO = sys.stdout
-        self._console: Console | None = None
-
-    @property
-    def rich(self) -> Console:
-        if self._console is None:
-            from rich.console import Console
-
-            width = None if self.file.isatty() else int(os.environ.get("COLUMNS") or PIPE_WIDTH)
-            self._console = Console(file=self.file, soft_wrap=False, width=width)
-        return self._console
-
-    def __getattr__(self, name: str) -> Any:  # print, rule, ...: the rich console's
-        return getattr(self.rich, name)
-
-
-def stdout_console() -> ResultConsole:
-    """The console results go to (see :class:`ResultConsole`)."""
-    return ResultConsole()
+def stdout_console() -> Console:
+    """The console results go to (looked up at call time so tests capturing stdout see it)."""
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS") or PIPE_WIDTH)
+    return Console(file=sys.stdout, soft_wrap=False, width=width)
 
 
 def stderr_console() -> Console:
-    from rich.console import Console
-
     return Console(file=sys.stderr, soft_wrap=True)
 
 
@@ -69,8 +42,6 @@ def table_view(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
                right: Sequence[str] = ()) -> RichTable:
     """A rich table of ``rows`` (values printed with ``str``; None as empty); ``right``: the
     columns that hold numbers (right-aligned)."""
-    from rich.table import Table as RichTable
-
     view = RichTable(title=title)
     for name in columns:
         view.add_column(name, justify="right" if name in right else "left", overflow="fold")
@@ -79,16 +50,9 @@ def table_view(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
     return view
 
 
-def print_rows(console: Console | ResultConsole, title: str, rows: list[dict[str, Any]]) -> None:
-    """Rows (dicts with the same keys) as a table titled ``title`` (to a pipe or file without
-    rich when :mod:`pyhudi.cli.plain` prints it as rich would)."""
+def print_rows(console: Console, title: str, rows: list[dict[str, Any]]) -> None:
+    """Rows (dicts with the same keys) as a table titled ``title``."""
     columns = list(rows[0]) if rows else []
-    if isinstance(console, ResultConsole) and console._console is None:
-        width = plain.plain_width(console.file, PIPE_WIDTH)
-        text = plain.render(title, columns, [list(r.values()) for r in rows], width) if width else None
-        if text is not None:
-            console.file.write(text)
-            return
     console.print(table_view(title, columns, (r.values() for r in rows)))
 
 

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import argparse
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import pyarrow as pa
+from rich.console import Console
 
 from pyhudi.cli import io as cli_io
 from pyhudi.cli.output import emit_json, open_table, parse_options, print_rows, progress, table_view
 from pyhudi.errors import HudiError
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 _TYPES = {
     "string": pa.string(),
