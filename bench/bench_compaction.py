@@ -6,9 +6,10 @@ Prints ratios measured in one run, wall and CPU time side by side (machines diff
   (RFC-80's "real savings", target <= 0.3), and / the default full compaction, which copies the
   column chunks of the four families without log files;
 - a full compaction / ``pq.write_table`` of the same rows (target <= 1.5): the first in the process,
-  and the median of 7 interleaved rounds on fresh copies of the table (each into a new file, as the
-  raw write, the page cache flushed before each timed step), with the range of the rounds' ratios,
-  and the ratio of the best rounds;
+  and the median of 9 interleaved rounds on fresh copies of the table, with the range of the
+  rounds' ratios, and the ratio of the best rounds (both inputs warm, both outputs written into
+  the page cache without fsync, both steps started from the same memory state and taking turns
+  going first: see :func:`full_vs_raw`);
 - a full read after the full compaction / ``pq.read_table`` of the same data (target <= 1.2);
 - peak memory (VmHWM growth, in a child process) of compacting a 10x larger file group (2M rows)
   / the smaller one (200k rows; ``--memory-rows``), family and full compaction (target <= 1.5;

@@ -53,6 +53,7 @@ from pyhudi.logformat.parquet_copy import (
 from pyhudi.logformat.parquet_options import (
     constant_strings,
     encode_parquet,
+    encoded_capacity,
     parquet_options_for,
     stored_schema_metadata,
 )
@@ -353,6 +354,7 @@ class _Encoding:
     key_fields: list[str]
     options: dict[str, Any] | None = None
     footer: Footer | None = None
+    buffer: pa.Buffer | None = None  # where row groups are encoded, one after another (``_encode``)
 
 
 def _row_group(plan: _ColumnPlan, batches: "_Rows", anchor_file: pq.ParquetFile, state: _Encoding, index: int,
@@ -375,7 +377,7 @@ def _encoded_parts(plan: _ColumnPlan, state: _Encoding, fresh: pa.Table, index: 
     located in their sources, in the output's column order."""
     if state.options is None:
         state.options = parquet_options_for(fresh, fixed=META_PARQUET_OPTIONS, delta_columns=state.key_fields)
-    buffer = _encode(fresh, state.options)
+    buffer = _encode(fresh, state)
     state.footer = read_footer(pa.BufferReader(buffer), "(the encoded row group)")
     if state.footer.created_by != plan.anchor.footer.created_by:
         raise NotAligned  # another writer's statistics rules: do not mix them in one file
@@ -417,10 +419,20 @@ def _sorting(names: list[str]) -> list[dict]:
     return [{1: names.index(RECORD_KEY), 2: False, 3: False, "i32": 1}]
 
 
-def _encode(table: pa.Table, options: dict[str, Any]) -> pa.Buffer:
+def _encode(table: pa.Table, state: _Encoding) -> pa.Buffer:
     """One row group of ``table`` as a Parquet file in memory (its chunks are then copied),
-    written into a buffer sized once (:func:`~pyhudi.logformat.parquet_options.encode_parquet`)."""
-    return encode_parquet(table, {**options, "row_group_size": max(1, table.num_rows), "store_schema": False})
+    written into the one buffer the file's row groups share
+    (:func:`~pyhudi.logformat.parquet_options.encode_parquet`): the previous row group is
+    written out before the next is encoded (``_Output.drain``), so its bytes are free to
+    overwrite, and the pages of a buffer allocated afresh for each row group would be faulted in
+    again each time. (A quarter more than the first row group needs: the next ones, of as many
+    rows, differ in their strings' sizes.)"""
+    options = {**state.options, "row_group_size": max(1, table.num_rows), "store_schema": False}
+    needed = encoded_capacity(table, options)
+    if state.buffer is None or state.buffer.size < needed:
+        state.buffer = None  # (the old one is released before the larger one is allocated)
+        state.buffer = pa.allocate_buffer(needed + needed // 4)
+    return encode_parquet(table, options, into=state.buffer)
 
 
 class _Rows:
