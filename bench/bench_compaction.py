@@ -137,8 +137,8 @@ def full_vs_raw(rows: int, rounds: int, work: str, repeats: int = 15) -> None:
     - the two steps take turns going first, round by round.
 
     Prints the first compaction in the process (it also pays for importing the services) and the
-    median of the ``repeats`` rounds after it, with the range of the per-round ratios — wall and
-    CPU (every thread of the process, user and system) side by side."""
+    median of the ``repeats`` rounds after it, with the middle half and the range of the
+    per-round ratios — wall and CPU (every thread of the process, user and system) side by side."""
     data = make_data(rows)
     source = os.path.join(work, "full")
     updated_table(source, data, rounds)
