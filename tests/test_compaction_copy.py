@@ -425,3 +425,41 @@ def test_a_default_full_row_base_is_copied_from_and_read_alike(tmp_path, copy_re
         os.path.basename(p) for p in full_files(t, instant)]
     got = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(t.path).build().read()).sort_by("id")
     assert got.select(SCHEMA.names).equals(expected.select(SCHEMA.names))
+
+
+def test_the_merge_takes_larger_batches_and_row_groups_are_encoded_into_one_buffer(
+        tmp_path, monkeypatch, copy_results):
+    """The merged family is read in batches of twice the scan's default rows when the output's
+    row groups are that large (else the default), and every row group's fresh chunks are
+    encoded into the one buffer of the file (each is written out before the next is encoded):
+    the file still equals the decode path's."""
+    assert chunk_copy._merge_batch_rows([155_729, 44_271]) == 2 * chunk_copy.DEFAULT_BATCH_SIZE
+    assert chunk_copy._merge_batch_rows([20_000, 30_000]) == 30_000
+    assert chunk_copy._merge_batch_rows([100, 300]) == chunk_copy.DEFAULT_BATCH_SIZE
+    t = loaded(tmp_path)
+    t.upsert(pa.table({"id": [5, 17, N - 1], "f": [1.5, None, 2.5], "g": ["G5", "G17", None]}))
+    expected = decode_path_twin(t, tmp_path, monkeypatch)
+    batch_sizes, targets, encoded = [], [], []
+    real_read, real_encode = chunk_copy.read_file_slices, chunk_copy.encode_parquet
+
+    def read(*args, **kwargs):
+        batch_sizes.append(kwargs["batch_size"])
+        return real_read(*args, **kwargs)
+
+    def encode(table, options, into=None):
+        targets.append(into)
+        encoded.append(real_encode(table, options, into=into))
+        return encoded[-1]
+
+    monkeypatch.setattr(chunk_copy, "read_file_slices", read)
+    monkeypatch.setattr(chunk_copy, "encode_parquet", encode)
+    instant = t.compact(full=True)
+
+    assert copy_results[0] is not None and copy_results[0][0] == N
+    [path] = full_files(t, instant)
+    groups = [g.num_rows for g in (pq.ParquetFile(path).metadata.row_group(i)
+                                   for i in range(pq.ParquetFile(path).metadata.num_row_groups))]
+    assert len(groups) > 3 and batch_sizes == [chunk_copy.DEFAULT_BATCH_SIZE]  # (row groups of ~60 rows)
+    assert len(encoded) == len(groups) and all(target is targets[0] for target in targets)
+    assert {buffer.address for buffer in encoded} == {targets[0].address}
+    assert without_file_name(pq.read_table(path)).equals(without_file_name(expected))

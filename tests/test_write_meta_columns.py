@@ -24,6 +24,7 @@ from pyhudi.logformat.parquet_options import (
     constant_strings,
     constant_value,
     encode_parquet,
+    encoded_capacity,
     parquet_options_for,
     write_parquet,
 )
@@ -147,6 +148,24 @@ def test_encoded_constant_column_larger_than_its_arrow_size_falls_back_to_a_grow
     assert back.schema == pa.schema([("a", pa.string()), ("b", pa.int64())])
     assert back.column("a").to_pylist() == [value] * n
     assert back.column("b").to_pylist() == list(range(n))
+
+
+def test_encoding_into_a_given_buffer_writes_the_same_bytes_and_reuses_it():
+    """A caller encoding one piece after another (full compaction's row groups) hands the same
+    buffer each time: the file is a slice of it, byte for byte the freshly allocated one's; a
+    buffer too small for a piece is not used."""
+    options = {"use_dictionary": False, "compression": "none", "store_schema": False}
+    first = pa.table({"a": pa.array(np.arange(1000, dtype=np.float64)), "s": [f"k{i}" for i in range(1000)]})
+    second = pa.table({"a": pa.array(np.arange(500, dtype=np.float64) * 3), "s": [f"v{i}" for i in range(500)]})
+    shared = pa.allocate_buffer(encoded_capacity(first, options))
+    one = encode_parquet(first, options, into=shared)
+    assert one.address == shared.address and one.equals(encode_parquet(first, options))
+    two = encode_parquet(second, options, into=shared)  # (overwrites the first piece's bytes)
+    assert two.address == shared.address and two.equals(encode_parquet(second, options))
+    assert pq.read_table(pa.BufferReader(two)).equals(second)
+    small = pa.allocate_buffer(16)
+    three = encode_parquet(first, options, into=small)
+    assert three.address != small.address and pq.read_table(pa.BufferReader(three)).equals(first)
 
 
 def test_constant_value_recognises_only_one_entry_dictionaries():

@@ -274,18 +274,26 @@ def write_parquet(table: pa.Table, where: Any, options: Mapping[str, Any]) -> No
         writer.add_key_value_metadata(_stored_schema_metadata(stored))
 
 
-def encode_parquet(table: pa.Table, options: Mapping[str, Any]) -> pa.Buffer:
+def encoded_capacity(table: pa.Table, options: Mapping[str, Any]) -> int:
+    """The buffer :func:`encode_parquet` writes ``table`` into: its Arrow size with room for
+    Parquet's own bytes."""
+    columns = max(1, table.num_columns)
+    groups = 1 + table.num_rows // max(1, int(options.get("row_group_size") or 1 << 20))
+    return int(table.nbytes * _ENCODED_SLACK) + 65536 + 1024 * columns * groups
+
+
+def encode_parquet(table: pa.Table, options: Mapping[str, Any], into: pa.Buffer | None = None) -> pa.Buffer:
     """``table`` as the bytes of a Parquet file, written into one buffer allocated up front.
 
     A growing ``BufferOutputStream`` re-allocates and copies its contents each time it doubles
     (a 9 MB family file: ~15 MB copied, fresh pages faulted in each time); a buffer sized from
     the table's Arrow size is written once. Output that would not fit (dictionaries decoded to
-    plain pages, incompressible data) falls back to the growing stream.
+    plain pages, incompressible data) falls back to the growing stream. ``into``: a mutable
+    buffer of at least :func:`encoded_capacity` bytes to write into instead (a caller encoding
+    one piece after another reuses its pages; the result is a slice of it).
     """
-    columns = max(1, table.num_columns)
-    groups = 1 + table.num_rows // max(1, int(options.get("row_group_size") or 1 << 20))
-    capacity = int(table.nbytes * _ENCODED_SLACK) + 65536 + 1024 * columns * groups
-    target = pa.allocate_buffer(capacity)
+    capacity = encoded_capacity(table, options)
+    target = into if into is not None and into.size >= capacity else pa.allocate_buffer(capacity)
     sink = pa.FixedSizeBufferWriter(target)
     try:
         write_parquet(table, sink, options)
