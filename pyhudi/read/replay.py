@@ -25,8 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,10 +38,10 @@ from pyhudi.read.metadata_cache import METADATA_CACHE, BlockKey, FileKey
 from pyhudi.read.positions import _overwrite
 from pyhudi.read.sources import ParquetInput, _conformed
 from pyhudi.storage.fs import Storage
+from pyhudi.value import Value
 
 
-@dataclass(frozen=True)
-class BaseRead:
+class BaseRead(Value):
     """Columns of one base file, every row group."""
 
     relpath: str
@@ -53,9 +51,13 @@ class BaseRead:
     leaves: tuple[int, ...] | None  # (the names' leaf columns, when each is one: see _LeafReader)
     row_groups: tuple[int, ...]
 
+    def __init__(self, relpath: str, file_key: FileKey, memory_map: bool, names: tuple[str, ...],
+                 leaves: tuple[int, ...] | None, row_groups: tuple[int, ...]) -> None:
+        self._set(relpath=relpath, file_key=file_key, memory_map=memory_map, names=names,
+                  leaves=leaves, row_groups=row_groups)
 
-@dataclass(frozen=True)
-class BlockRead:
+
+class BlockRead(Value):
     """Columns of one Parquet log block: its content's byte range in its log file."""
 
     block_key: BlockKey
@@ -67,18 +69,35 @@ class BlockRead:
     fields: tuple[pa.Field, ...]
     leaves: tuple[int, ...] | None
 
+    def __init__(self, block_key: BlockKey, relpath: str, log_size: int, memory_map: bool,
+                 content_offset: int, content_length: int, fields: tuple[pa.Field, ...],
+                 leaves: tuple[int, ...] | None) -> None:
+        self._set(block_key=block_key, relpath=relpath, log_size=log_size, memory_map=memory_map,
+                  content_offset=content_offset, content_length=content_length, fields=fields,
+                  leaves=leaves)
 
-@dataclass(frozen=True)
-class Recipe:
+
+class Recipe(Value):
     """What a positional read of one file group reads, and the metrics its full read counted."""
 
+    _value_uncompared = ("readers",)
     bases: tuple[BaseRead, ...]
     base_key: FileKey
     blocks: tuple[BlockRead, ...]
     fields: tuple[pa.Field, ...]
     threads: bool
     metrics: tuple[tuple[str, int], ...]
-    readers: KeptReaders = field(default_factory=KeptReaders, compare=False, repr=False)
+    readers: KeptReaders
+
+    def __init__(self, bases: tuple[BaseRead, ...], base_key: FileKey, blocks: tuple[BlockRead, ...],
+                 fields: tuple[pa.Field, ...], threads: bool, metrics: tuple[tuple[str, int], ...],
+                 readers: KeptReaders | None = None) -> None:
+        self._set(bases=bases, base_key=base_key, blocks=blocks, fields=fields, threads=threads,
+                  metrics=metrics, readers=KeptReaders() if readers is None else readers)
+
+    def with_metrics(self, metrics: tuple[tuple[str, int], ...]) -> Recipe:
+        """The same reads (and kept readers) with the metrics a full read counted."""
+        return Recipe(self.bases, self.base_key, self.blocks, self.fields, self.threads, metrics, self.readers)
 
 
 def recipe_of(base: ParquetInput | LockstepInput, blocks: list, fields: list[pa.Field]) -> Recipe | None:

@@ -136,7 +136,7 @@ class ReadTask:
                     tables = list(self._tables(files))
                     if self._recipe is not None:  # (kept once the full read succeeded)
                         counted = tuple((k, v) for k, v in self.metrics.items() if not k.startswith("positions_"))
-                        self._keep_recipe(replace(self._recipe, metrics=counted))  # (not what it learnt)
+                        self._keep_recipe(self._recipe.with_metrics(counted))  # (not what it learnt)
         except Exception as exc:
             self._raise_corrupt(exc)
             raise
