@@ -22,6 +22,7 @@ from pyhudi.read import kept_readers
 from pyhudi.read import task as task_module
 from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.storage.fs import Storage
+from read_helpers import run_plan_tasks
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a1", pa.float64()), ("a2", pa.string()),
                     ("a3", pa.float64()), ("b", pa.float64())])
@@ -53,13 +54,7 @@ def _update(table, changes: dict[int, float]) -> str:
 
 def _read(table, columns=("a1", "a2")):
     """The rows of one run of the plan's tasks and their summed metrics."""
-    plan = table.plan_scan(list(columns))
-    parts = [task.run() for task in plan.tasks]
-    metrics: dict = {}
-    for task in plan.tasks:
-        for name, value in task.metrics.items():
-            metrics[name] = metrics.get(name, 0) + value
-    return pa.concat_tables(parts), metrics
+    return run_plan_tasks(table, columns)
 
 
 def _expected(changes: dict[int, float], columns=("a1", "a2")) -> list[dict]:

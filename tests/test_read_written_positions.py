@@ -23,6 +23,7 @@ from pyhudi.logformat.positions import decode_positions, encode_positions
 from pyhudi.read import positions as positions_module
 from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.storage.fs import Storage
+from read_helpers import run_plan_tasks
 
 SCHEMA = pa.schema([("id", pa.int64()), ("a1", pa.float64()), ("a2", pa.string()), ("b", pa.float64())])
 FAMILIES = {"fa": "a1,a2", "fb": "b"}
@@ -68,13 +69,7 @@ def _blocks(table) -> list:
 
 
 def _read(table, columns):
-    plan = table.plan_scan(columns)
-    parts = [task.run() for task in plan.tasks]
-    metrics: dict = {}
-    for task in plan.tasks:
-        for name, value in task.metrics.items():
-            metrics[name] = metrics.get(name, 0) + value
-    return pa.concat_tables(parts), metrics
+    return run_plan_tasks(table, columns)
 
 
 def _base_keys(table, family="fa") -> list[str]:
