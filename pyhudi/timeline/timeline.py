@@ -13,11 +13,13 @@ other writers (RFC-66), so that completion order equals completion-time order.
 
 from __future__ import annotations
 
+import bisect
+import os
 import posixpath
 from typing import Any, Callable, Iterable, Iterator
 
 from pyhudi.errors import AlreadyExistsError, ConfigError, FileNameError, StaleTimelineError, StorageError, TimelineError
-from pyhudi.storage.fs import FileInfo, Storage
+from pyhudi.storage.fs import Storage
 from pyhudi.timeline.instant import (
     Action,
     Instant,
@@ -80,11 +82,14 @@ class Timeline:
 
     # ------------------------------------------------------------------ loading
     def load(self) -> Timeline:
-        """List the timeline directory once and rebuild every instant. Returns self."""
-        previous, self._entries = self._entries, {}
-        for info in self.storage.list_files(self.timeline_dir):
-            self._add_entry(info)
-        if not self._loaded or self._entries != previous:  # (a reload that finds nothing new is a listing)
+        """List the timeline directory once and rebuild every instant. Returns self.
+
+        Every load lists storage (that listing is what makes the timeline current); what is
+        built from a listing is shared with every timeline object that lists the same names
+        (:data:`_BUILT`), so a write that lists the timeline several times folds it once."""
+        entries = self._list_entries()
+        if not self._loaded or entries != self._entries:  # (a reload that finds nothing new is a listing)
+            self._entries = entries
             self._rebuild()
             self._archived = None
             self._archive_listed = None
@@ -93,37 +98,79 @@ class Timeline:
 
     reload = load
 
-    def _add_entry(self, info: FileInfo) -> None:
-        name = posixpath.basename(info.path)
-        instant = _parse_instant_file(name, self.layout_version, info.mtime_ns, self.timezone)
-        if instant is not None:
-            self._entries[name] = instant
+    def _list_entries(self) -> dict[str, Instant]:
+        """File name -> instant of every instant file in the timeline folder, by name. A local
+        folder is listed by name alone (no stat per file): only names whose completion time is
+        the file's modification time (layout 1, legacy names) are stat'ed."""
+        layout, timezone, entries = self.layout_version, self.timezone, {}
+        if not self.storage.is_local:
+            for info in self.storage.list_files(self.timeline_dir):
+                name = posixpath.basename(info.path)
+                instant = _parse_instant_file(name, layout, info.mtime_ns, timezone)
+                if instant is not None:
+                    entries[name] = instant
+            return entries
+        folder = self.storage.full_path(self.timeline_dir)
+        try:
+            names = sorted(os.listdir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            return entries
+        except OSError as exc:
+            raise StorageError(f"cannot list {folder}: {exc}") from exc
+        for name in names:
+            instant = _parse_instant_file(name, layout, None, timezone)
+            if instant is not None and instant.is_completed and instant.completion_time is None:
+                try:
+                    mtime_ns = os.stat(f"{folder}/{name}").st_mtime_ns
+                except FileNotFoundError:
+                    continue  # (gone since the listing: as if listed a moment later)
+                instant = _parse_instant_file(name, layout, mtime_ns, timezone)
+            if instant is not None:
+                entries[name] = instant
+        return entries
 
     def _rebuild(self) -> None:
+        """Fold the listed files into instants (shared through :data:`_BUILT`: a timeline never
+        mutates its ``_instants`` or ``_names``, it replaces them)."""
+        key = (self.storage.base_uri, self.timeline_dir, self.layout_version)
+        built = _BUILT.get(key)
+        if built is not None and built[0] == self._entries:
+            self._instants, self._names = built[1], built[2]
+            return
+        self._fold()
+        if len(_BUILT) >= _BUILT_MAX:
+            _BUILT.clear()
+        _BUILT[key] = (dict(self._entries), self._instants, self._names)
+
+    def _fold(self) -> None:
         groups: dict[_GroupKey, dict[State, list[tuple[Instant, str]]]] = {}
         for name, inst in self._entries.items():
             key = (inst.requested_time, inst.completed_action)
             groups.setdefault(key, {}).setdefault(inst.state, []).append((inst, name))
         instants: list[Instant] = []
         names: dict[tuple[str, Action, State], str] = {}
-        for (requested, completed_action), by_state in groups.items():
-            for state, entries in by_state.items():
-                entries.sort(key=lambda e: (e[0].completion_time or "", e[1]))
-                names[(requested, completed_action, state)] = entries[0][1]
-            if State.COMPLETED in by_state:
-                done = by_state[State.COMPLETED][0][0]
-                pending = [e[0].action for s in (State.REQUESTED, State.INFLIGHT) for e in by_state.get(s, ())]
-                origin = next((a for a in pending if a is not done.action), None)
-                instants.append(
-                    Instant(requested, done.action, State.COMPLETED, done.completion_time, pending_action=origin)
-                )
-            elif State.INFLIGHT in by_state:
-                instants.append(by_state[State.INFLIGHT][0][0])
-            else:
-                instants.append(by_state[State.REQUESTED][0][0])
+        for key, by_state in groups.items():
+            instants.append(_fold_group(key, by_state, names))
         instants.sort()
         self._instants = instants
         self._names = names
+
+    def _refold(self, key: _GroupKey) -> None:
+        """Fold one instant again after a file of it was added (a transition of this object):
+        the others stay as they are."""
+        by_state: dict[State, list[tuple[Instant, str]]] = {}
+        for name, inst in self._entries.items():
+            if inst.requested_time == key[0] and inst.completed_action is key[1]:
+                by_state.setdefault(inst.state, []).append((inst, name))
+        names = {k: v for k, v in self._names.items() if k[:2] != key}
+        instants = [i for i in self._instants if (i.requested_time, i.completed_action) != key]
+        if by_state:
+            bisect.insort(instants, _fold_group(key, by_state, names))
+        self._instants, self._names = instants, names
+        if len(_BUILT) >= _BUILT_MAX:
+            _BUILT.clear()
+        _BUILT[(self.storage.base_uri, self.timeline_dir, self.layout_version)] = (
+            dict(self._entries), self._instants, self._names)
 
     def _ensure_loaded(self) -> None:
         if not self._loaded:
@@ -511,7 +558,25 @@ class Timeline:
             raise TimelineError(f"instant {instant} already exists ({self.timeline_dir}/{name})") from None
         self._ensure_loaded()
         self._entries[name] = instant
-        self._rebuild()
+        self._refold((instant.requested_time, instant.completed_action))
+
+
+def _fold_group(key: _GroupKey, by_state: dict[State, list[tuple[Instant, str]]],
+                names: dict[tuple[str, Action, State], str]) -> Instant:
+    """The one instant the files of ``key`` (requested time, completed action) make, in its most
+    advanced state; records each state's file name in ``names``."""
+    requested, completed_action = key
+    for state, entries in by_state.items():
+        entries.sort(key=lambda e: (e[0].completion_time or "", e[1]))
+        names[(requested, completed_action, state)] = entries[0][1]
+    if State.COMPLETED in by_state:
+        done = by_state[State.COMPLETED][0][0]
+        pending = [e[0].action for s in (State.REQUESTED, State.INFLIGHT) for e in by_state.get(s, ())]
+        origin = next((a for a in pending if a is not done.action), None)
+        return Instant(requested, done.action, State.COMPLETED, done.completion_time, pending_action=origin)
+    if State.INFLIGHT in by_state:
+        return by_state[State.INFLIGHT][0][0]
+    return by_state[State.REQUESTED][0][0]
 
 
 def checked_history_path(path: str) -> str:
@@ -569,6 +634,11 @@ _RECORDS: dict[tuple[str, str, str], Any] = {}
 """Plain records of small completed instant files (:meth:`Timeline.read_record`)."""
 _RECORDS_MAX, _RECORD_MAX_BYTES = 256, 64 << 10
 _MISSING = object()
+
+_BUILT: dict[tuple[str, str, int], tuple[dict[str, Instant], list[Instant], dict[Any, str]]] = {}
+"""(table, timeline dir, layout) -> the last listing folded (:meth:`Timeline._rebuild`): its entries,
+instants and file names. Equal listings are equal timelines, so the handles of one table share it."""
+_BUILT_MAX = 64
 
 _PARSED: dict[tuple[str, int], Instant | None] = {}
 """Instant file name -> what it says (None: not an instant file). Names never change meaning, so
