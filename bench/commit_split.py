@@ -12,6 +12,7 @@ write pays whatever its size.
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
@@ -49,7 +50,7 @@ def _targets() -> list[tuple[str, Any, str]]:
         ("commit metadata", client.WriteClient, "_commit_metadata"),
         ("commit metadata", metadata_base.AvroModel, "to_avro_bytes"),
         ("file-system view, index", FileSystemView, "file_groups"),
-        ("file-system view, index", txn, "plan_bucketed"),
+        ("index (bucket routing)", txn, "plan_bucketed"),
         ("conflict checks", client, "check_write_conflicts"),
         ("conflict checks", client, "check_no_concurrent_base_version"),
         ("conflict checks", client, "check_clustering_conflicts"),
@@ -66,20 +67,26 @@ class Split:
 
     def __init__(self) -> None:
         self.parts: dict[str, list[float]] = {}
+        self.calls: dict[str, int] = {}  # "owner.attribute" -> calls (on the calling thread)
         self._stack: list[list[float]] = []  # per open call: [inner wall, inner cpu]
+        self._thread = threading.get_ident()
 
     def reset(self) -> None:
         self.parts = {}
+        self.calls: dict[str, int] = {}
 
     def charge(self, part: str, wall: float, cpu: float) -> None:
         into = self.parts.setdefault(part, [0.0, 0.0])
         into[0] += wall
         into[1] += cpu
 
-    def _wrap(self, part: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    def _wrap(self, part: str, original: Callable[..., Any], label: str) -> Callable[..., Any]:
         split = self
 
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() != split._thread:  # (the engine's workers: inside the data part)
+                return original(*args, **kwargs)
+            split.calls[label] = split.calls.get(label, 0) + 1
             split._stack.append([0.0, 0.0])
             wall, cpu = time.perf_counter(), time.process_time()
             try:
@@ -97,11 +104,12 @@ class Split:
     @contextmanager
     def installed(self) -> Iterator[Split]:
         """Wrap every target for the block (and restore them after it)."""
-        saved = []
+        saved, self._thread = [], threading.get_ident()
         for part, owner, name in _targets():
             original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
             saved.append((owner, name, original))
-            setattr(owner, name, self._wrap(part, original))
+            label = f"{getattr(owner, '__name__', owner)}.{name}".rpartition(".")
+            setattr(owner, name, self._wrap(part, original, f"{label[0].rpartition('.')[2]}.{label[2]}"))
         try:
             yield self
         finally:

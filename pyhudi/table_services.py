@@ -7,6 +7,7 @@ works through the table's public handle (storage, config, a fresh timeline, its 
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pyhudi.config.keys import format_value
@@ -120,9 +121,12 @@ class TableServices:
 
         if not INLINE_COMPACT.get(options) or self.config.table_type != "MERGE_ON_READ":
             return
+        from pyhudi.timeline.instant import format_instant_time_ms
+
         self._run_pending_compactions(engine, options)
         timeline = self.active_timeline(options)
-        if compaction_due(timeline, options, timeline.new_instant_time()):
+        # (the clock, not a new instant time: asking costs no lock and no persisted time)
+        if compaction_due(timeline, options, format_instant_time_ms(int(time.time() * 1000), timeline.timezone)):
             self.compact(engine=engine, options=options)
 
     # clustering (pyhudi/services/clustering.py, clustering_run.py)

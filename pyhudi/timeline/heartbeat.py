@@ -113,7 +113,8 @@ class Heartbeat:
 
 class _Beater:
     """The process's heartbeat thread: beats each running :class:`Heartbeat` every interval.
-    Started on the first heartbeat and kept (idle, waiting) for the next ones."""
+    Started on the first heartbeat and kept (waking every :data:`_IDLE_S` at most, to look for
+    new ones) for the next: a heartbeat due later than that wakes nobody when it starts."""
 
     def __init__(self) -> None:
         self._reset()
@@ -121,15 +122,17 @@ class _Beater:
     def _reset(self) -> None:  # (also in a forked child: the parent's thread and beats are not its own)
         self._wake = threading.Condition()
         self._due: dict[Heartbeat, float] = {}  # heartbeat -> when its next beat is due (monotonic)
+        self._wakes_at = 0.0  # when the thread looks at ``_due`` next (0: now)
         self._thread: threading.Thread | None = None
 
     def add(self, heartbeat: Heartbeat) -> None:
         with self._wake:
-            self._due[heartbeat] = time.monotonic() + heartbeat.interval_s
+            at = self._due[heartbeat] = time.monotonic() + heartbeat.interval_s
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="pyhudi-heartbeats", daemon=True)
                 self._thread.start()
-            self._wake.notify()
+            elif at < self._wakes_at:
+                self._wake.notify()
 
     def remove(self, heartbeat: Heartbeat) -> None:
         with self._wake:
@@ -143,12 +146,15 @@ class _Beater:
                 for heartbeat in due:
                     self._due[heartbeat] = now + heartbeat.interval_s
                 if not due:
-                    self._wake.wait(min(self._due.values()) - now if self._due else None)
+                    self._wakes_at = min([*self._due.values(), now + _IDLE_S])
+                    self._wake.wait(self._wakes_at - now)
+                    self._wakes_at = 0.0
                     continue
             for heartbeat in due:  # (outside the condition: a slow store delays no start or stop)
                 heartbeat._beat_if_running()
 
 
+_IDLE_S = 5.0
 _BEATER = _Beater()
 os.register_at_fork(after_in_child=_BEATER._reset)
 

@@ -117,9 +117,15 @@ class Timeline:
             return entries
         except OSError as exc:
             raise StorageError(f"cannot list {folder}: {exc}") from exc
+        key = (folder, layout, timezone)
+        listed = _LISTED.get(key)
+        if listed is not None and listed[0] == names:  # (the listing of the last load: same files)
+            return dict(listed[1])
+        timed = False  # (names whose completion time is a modification time are listed every time)
         for name in names:
             instant = _parse_instant_file(name, layout, None, timezone)
             if instant is not None and instant.is_completed and instant.completion_time is None:
+                timed = True
                 try:
                     mtime_ns = os.stat(f"{folder}/{name}").st_mtime_ns
                 except FileNotFoundError:
@@ -127,6 +133,10 @@ class Timeline:
                 instant = _parse_instant_file(name, layout, mtime_ns, timezone)
             if instant is not None:
                 entries[name] = instant
+        if not timed:
+            if len(_LISTED) >= _BUILT_MAX:
+                _LISTED.clear()
+            _LISTED[key] = (names, dict(entries))
         return entries
 
     def _rebuild(self) -> None:
@@ -639,6 +649,9 @@ _BUILT: dict[tuple[str, str, int], tuple[dict[str, Instant], list[Instant], dict
 """(table, timeline dir, layout) -> the last listing folded (:meth:`Timeline._rebuild`): its entries,
 instants and file names. Equal listings are equal timelines, so the handles of one table share it."""
 _BUILT_MAX = 64
+_LISTED: dict[tuple[str, int, str], tuple[list[str], dict[str, Instant]]] = {}
+"""(local timeline folder, layout, timezone) -> its last listing (sorted names) and the instant
+files among them: a listing equal to the last one is not parsed again."""
 
 _PARSED: dict[tuple[str, int], Instant | None] = {}
 """Instant file name -> what it says (None: not an instant file). Names never change meaning, so
