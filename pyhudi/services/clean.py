@@ -182,7 +182,7 @@ def clean(context: TableContext, timeline: Timeline, options: Mapping[str, str] 
     policy, retained = cl.checked(merged)
     if policy == cl.KEEP_LATEST_COMMITS and earliest_commit_to_retain(timeline.reload(), policy, retained, "") is None:
         return finished  # (not more commits than retained: nothing to clean, and no instant time taken)
-    instant = schedule_clean(context, timeline.reload(), options)
+    instant = schedule_clean(context, timeline, options)  # (which plans on a fresh listing)
     if instant is not None:
         try:
             run_clean(context, timeline, instant, options)
