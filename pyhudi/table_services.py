@@ -128,8 +128,10 @@ class TableServices:
         timeline = self.active_timeline(options)  # (one listing serves both steps unless a compaction ran)
         if self._run_pending(lambda i: i.is_compaction, self.run_compaction, engine, options, timeline):
             timeline.reload()
-        # (the clock, not a new instant time: asking costs no lock and no persisted time)
-        if compaction_due(timeline, options, format_instant_time_ms(int(time.time() * 1000), timeline.timezone)):
+        # now: the clock, or the latest time on the timeline if that is ahead (instant times may
+        # run ahead of the clock) — not a new instant time: asking costs no lock, persists nothing
+        clock = format_instant_time_ms(int(time.time() * 1000), timeline.timezone)
+        if compaction_due(timeline, options, max(clock, timeline.latest_time() or clock)):
             self.compact(engine=engine, options=options)
 
     # clustering (pyhudi/services/clustering.py, clustering_run.py)

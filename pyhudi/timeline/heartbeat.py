@@ -73,8 +73,25 @@ class Heartbeat:
         if self.tied_to_process:
             lines.append(f"owner={os.getpid()}@{_HOST}")
         tmp = f"{self.relpath}.{os.getpid()}.{threading.get_ident()}.tmp"  # unique across processes too
-        self.storage.write(tmp, "\n".join(lines).encode())
-        self.storage.rename(tmp, self.relpath)
+        data = "\n".join(lines).encode()
+        if not self.storage.is_local:
+            self.storage.write(tmp, data)
+            self.storage.rename(tmp, self.relpath)
+            return
+        path, tmp_path = self.storage.full_path(self.relpath), self.storage.full_path(tmp)
+        try:
+            try:
+                fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            except FileNotFoundError:
+                os.makedirs(os.path.dirname(tmp_path), exist_ok=True)
+                fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(tmp_path, path)
+        except OSError as exc:
+            raise StorageError(f"cannot write heartbeat {path}: {exc}") from exc
 
     def _beat_if_running(self) -> None:
         """A beat from the beater thread, unless the heartbeat stopped meanwhile."""
