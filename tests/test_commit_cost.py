@@ -167,12 +167,17 @@ def test_untie_leaves_a_detached_beat(tmp_path):
 def test_instant_time_state_is_rewritten_in_place_and_trimmed(tmp_path):
     storage = Storage(str(tmp_path))
     storage.write(DEFAULT_STATE_PATH, b"20991231235959999\n")  # longer, and far ahead
-    generator = InstantTimeGenerator(storage)
+    # (zones no other test uses: the process remembers its last time per zone)
+    generator = InstantTimeGenerator(storage, timezone="Pacific/Kiritimati")
     t = generator.next_time()
-    assert t == "21000101000000000"  # one millisecond after the persisted time
+    assert len(t) == 17 and t >= "21000101000000000"  # after the persisted time (this process may know later)
     assert storage.read(DEFAULT_STATE_PATH) == t.encode()  # exactly the 17 digits (the newline trimmed)
-    assert generator.next_time() == "21000101000000001"
-    assert storage.read(DEFAULT_STATE_PATH) == b"21000101000000001"
+    later = generator.next_time()
+    assert later > t and storage.read(DEFAULT_STATE_PATH) == later.encode()
+    fresh = Storage(str(tmp_path / "other"))
+    fresh.write(DEFAULT_STATE_PATH, b"29991231235959998")
+    assert InstantTimeGenerator(fresh, timezone="Pacific/Chatham").next_time() == "29991231235959999"
+    assert fresh.read(DEFAULT_STATE_PATH) == b"29991231235959999"
 
 
 def test_a_lock_file_not_yet_written_counts_as_a_fresh_unknown_holder(tmp_path):

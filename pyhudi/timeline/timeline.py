@@ -290,8 +290,18 @@ class Timeline:
         if self._archived is not None:
             return len(self._archived) > 0
         if self._archive_listed is None:
-            self._archive_listed = self.layout_version == 2 and bool(self.storage.list_files(self.history_dir))
+            self._archive_listed = self.layout_version == 2 and self._history_has_files()
         return self._archive_listed
+
+    def _history_has_files(self) -> bool:
+        if not self.storage.is_local:
+            return bool(self.storage.list_files(self.history_dir))
+        folder = self.storage.full_path(self.history_dir)
+        try:
+            with os.scandir(folder) as entries:  # (the first file answers: no stat of the others)
+                return any(not entry.is_dir() for entry in entries)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
 
     @property
     def first_active_time(self) -> str | None:
