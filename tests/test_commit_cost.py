@@ -22,7 +22,8 @@ from pyhudi.timeline import heartbeat as hb
 from pyhudi.timeline.instant import Action, State
 from pyhudi.timeline.lock import FileLock
 from pyhudi.timeline.timegen import DEFAULT_STATE_PATH, InstantTimeGenerator
-from pyhudi.timeline.timeline import _BUILT, _LISTED, Timeline
+from pyhudi.timeline.listing import _BUILT, _LISTED
+from pyhudi.timeline.timeline import Timeline
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.float64())])
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -13,12 +13,11 @@ other writers (RFC-66), so that completion order equals completion-time order.
 
 from __future__ import annotations
 
-import bisect
 import os
 import posixpath
 from typing import Any, Callable, Iterable, Iterator
 
-from pyhudi.errors import AlreadyExistsError, ConfigError, FileNameError, StaleTimelineError, StorageError, TimelineError
+from pyhudi.errors import AlreadyExistsError, ConfigError, StaleTimelineError, StorageError, TimelineError
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.instant import (
     Action,
@@ -27,6 +26,7 @@ from pyhudi.timeline.instant import (
     is_valid_instant_time,
     to_action,
 )
+from pyhudi.timeline.listing import GroupKey, folded, list_instant_files, refolded
 from pyhudi.timeline.lock import FileLock
 from pyhudi.timeline.metadata_base import commit_summary, decode_record
 from pyhudi.timeline.timegen import InstantTimeGenerator, TimelineLock, _max_time
@@ -39,7 +39,6 @@ COMMIT_ACTIONS = frozenset({Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOM
 #: Pending actions that will complete as one of COMMIT_ACTIONS.
 PENDING_COMMIT_ACTIONS = COMMIT_ACTIONS | {Action.COMPACTION, Action.LOGCOMPACTION, Action.CLUSTERING}
 
-_GroupKey = tuple[str, Action]  # (requested time, completed action)
 
 
 class Timeline:
@@ -86,7 +85,8 @@ class Timeline:
 
         Every load lists storage (that listing is what makes the timeline current); what is
         built from a listing is shared with every timeline object that lists the same names
-        (:data:`_BUILT`), so a write that lists the timeline several times folds it once."""
+        (:mod:`pyhudi.timeline.listing`), so a write that lists the timeline several times folds
+        it once."""
         entries = self._list_entries()
         if not self._loaded or entries != self._entries:  # (a reload that finds nothing new is a listing)
             self._entries = entries
@@ -99,88 +99,19 @@ class Timeline:
     reload = load
 
     def _list_entries(self) -> dict[str, Instant]:
-        """File name -> instant of every instant file in the timeline folder, by name. A local
-        folder is listed by name alone (no stat per file): only names whose completion time is
-        the file's modification time (layout 1, legacy names) are stat'ed."""
-        layout, timezone, entries = self.layout_version, self.timezone, {}
-        if not self.storage.is_local:
-            for info in self.storage.list_files(self.timeline_dir):
-                name = posixpath.basename(info.path)
-                instant = _parse_instant_file(name, layout, info.mtime_ns, timezone)
-                if instant is not None:
-                    entries[name] = instant
-            return entries
-        folder = self.storage.full_path(self.timeline_dir)
-        try:
-            names = sorted(os.listdir(folder))
-        except (FileNotFoundError, NotADirectoryError):
-            return entries
-        except OSError as exc:
-            raise StorageError(f"cannot list {folder}: {exc}") from exc
-        key = (folder, layout, timezone)
-        listed = _LISTED.get(key)
-        if listed is not None and listed[0] == names:  # (the listing of the last load: same files)
-            return dict(listed[1])
-        timed = False  # (names whose completion time is a modification time are listed every time)
-        for name in names:
-            instant = _parse_instant_file(name, layout, None, timezone)
-            if instant is not None and instant.is_completed and instant.completion_time is None:
-                timed = True
-                try:
-                    mtime_ns = os.stat(f"{folder}/{name}").st_mtime_ns
-                except FileNotFoundError:
-                    continue  # (gone since the listing: as if listed a moment later)
-                instant = _parse_instant_file(name, layout, mtime_ns, timezone)
-            if instant is not None:
-                entries[name] = instant
-        if not timed:
-            if len(_LISTED) >= _BUILT_MAX:
-                _LISTED.clear()
-            _LISTED[key] = (names, dict(entries))
-        return entries
+        return list_instant_files(self.storage, self.timeline_dir, self.layout_version, self.timezone)
+
+    def _memo_key(self) -> tuple[str, str, int]:
+        return (self.storage.base_uri, self.timeline_dir, self.layout_version)
 
     def _rebuild(self) -> None:
-        """Fold the listed files into instants (shared through :data:`_BUILT`: a timeline never
+        """Fold the listed files into instants (shared between timeline objects: a timeline never
         mutates its ``_instants`` or ``_names``, it replaces them)."""
-        key = (self.storage.base_uri, self.timeline_dir, self.layout_version)
-        built = _BUILT.get(key)
-        if built is not None and built[0] == self._entries:
-            self._instants, self._names = built[1], built[2]
-            return
-        self._fold()
-        if len(_BUILT) >= _BUILT_MAX:
-            _BUILT.clear()
-        _BUILT[key] = (dict(self._entries), self._instants, self._names)
+        self._instants, self._names = folded(self._memo_key(), self._entries)
 
-    def _fold(self) -> None:
-        groups: dict[_GroupKey, dict[State, list[tuple[Instant, str]]]] = {}
-        for name, inst in self._entries.items():
-            key = (inst.requested_time, inst.completed_action)
-            groups.setdefault(key, {}).setdefault(inst.state, []).append((inst, name))
-        instants: list[Instant] = []
-        names: dict[tuple[str, Action, State], str] = {}
-        for key, by_state in groups.items():
-            instants.append(_fold_group(key, by_state, names))
-        instants.sort()
-        self._instants = instants
-        self._names = names
-
-    def _refold(self, key: _GroupKey) -> None:
-        """Fold one instant again after a file of it was added (a transition of this object):
-        the others stay as they are."""
-        by_state: dict[State, list[tuple[Instant, str]]] = {}
-        for name, inst in self._entries.items():
-            if inst.requested_time == key[0] and inst.completed_action is key[1]:
-                by_state.setdefault(inst.state, []).append((inst, name))
-        names = {k: v for k, v in self._names.items() if k[:2] != key}
-        instants = [i for i in self._instants if (i.requested_time, i.completed_action) != key]
-        if by_state:
-            bisect.insort(instants, _fold_group(key, by_state, names))
-        self._instants, self._names = instants, names
-        if len(_BUILT) >= _BUILT_MAX:
-            _BUILT.clear()
-        _BUILT[(self.storage.base_uri, self.timeline_dir, self.layout_version)] = (
-            dict(self._entries), self._instants, self._names)
+    def _refold(self, key: GroupKey) -> None:
+        """Fold one instant again after a file of it was added (a transition of this object)."""
+        self._instants, self._names = refolded(self._memo_key(), self._entries, self._instants, self._names, key)
 
     def _ensure_loaded(self) -> None:
         if not self._loaded:
@@ -581,24 +512,6 @@ class Timeline:
         self._refold((instant.requested_time, instant.completed_action))
 
 
-def _fold_group(key: _GroupKey, by_state: dict[State, list[tuple[Instant, str]]],
-                names: dict[tuple[str, Action, State], str]) -> Instant:
-    """The one instant the files of ``key`` (requested time, completed action) make, in its most
-    advanced state; records each state's file name in ``names``."""
-    requested, completed_action = key
-    for state, entries in by_state.items():
-        entries.sort(key=lambda e: (e[0].completion_time or "", e[1]))
-        names[(requested, completed_action, state)] = entries[0][1]
-    if State.COMPLETED in by_state:
-        done = by_state[State.COMPLETED][0][0]
-        pending = [e[0].action for s in (State.REQUESTED, State.INFLIGHT) for e in by_state.get(s, ())]
-        origin = next((a for a in pending if a is not done.action), None)
-        return Instant(requested, done.action, State.COMPLETED, done.completion_time, pending_action=origin)
-    if State.INFLIGHT in by_state:
-        return by_state[State.INFLIGHT][0][0]
-    return by_state[State.REQUESTED][0][0]
-
-
 def checked_history_path(path: str) -> str:
     """``hoodie.timeline.history.path``: a folder inside the timeline folder (as Hudi resolves it);
     an absolute path, a URI or one leaving ``.hoodie`` would put the archive where no reader looks."""
@@ -654,40 +567,6 @@ _RECORDS: dict[tuple[str, str, str], Any] = {}
 """Plain records of small completed instant files (:meth:`Timeline.read_record`)."""
 _RECORDS_MAX, _RECORD_MAX_BYTES = 256, 64 << 10
 _MISSING = object()
-
-_BUILT: dict[tuple[str, str, int], tuple[dict[str, Instant], list[Instant], dict[Any, str]]] = {}
-"""(table, timeline dir, layout) -> the last listing folded (:meth:`Timeline._rebuild`): its entries,
-instants and file names. Equal listings are equal timelines, so the handles of one table share it."""
-_BUILT_MAX = 64
-_LISTED: dict[tuple[str, int, str], tuple[list[str], dict[str, Instant]]] = {}
-"""(local timeline folder, layout, timezone) -> its last listing (sorted names) and the instant
-files among them: a listing equal to the last one is not parsed again."""
-
-_PARSED: dict[tuple[str, int], Instant | None] = {}
-"""Instant file name -> what it says (None: not an instant file). Names never change meaning, so
-one cache serves every load of every timeline; it spares each write parsing every file name of
-the timeline again (the timeline is listed a few times per write)."""
-_PARSED_MAX = 200_000
-
-
-def _parse_instant_file(name: str, layout_version: int, mtime_ns: int | None, timezone: str) -> Instant | None:
-    """``Instant.parse`` through :data:`_PARSED`; names whose completion time comes from the file's
-    modification time (completed layout-1 and legacy names) are parsed with it every time."""
-    key = (name, layout_version)
-    if key in _PARSED:
-        instant = _PARSED[key]
-    else:
-        try:
-            instant = Instant.parse(name, layout_version)
-        except (FileNameError, TimelineError):
-            instant = None
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        _PARSED[key] = instant
-    if instant is not None and instant.is_completed and instant.completion_time is None and mtime_ns is not None:
-        return Instant.parse(name, layout_version, modification_time_ns=mtime_ns, timezone=timezone)
-    return instant
-
 
 def _as_iterable(value: Any) -> Iterable[Any]:
     if isinstance(value, str):  # Action/State are str enums too
