@@ -10,7 +10,8 @@ compaction, a clean that deleted, an archival that archived); the checks that fo
 do stay in it. The **young** table has 10 real commits before the measured ones; the **long-lived**
 one has ``--instants`` of history: all but the last 50 are delta commits written straight into
 the timeline and archived ten at a time by the real archival service (the LSM history real
-commits leave), then 50 real upserts bring the services to their steady state.
+commits leave), then 50 real upserts bring the services to their steady state. Both are built
+first (and the builds' writes flushed); the measured upserts then go to the two tables in turns.
 
 Comparisons: the young table's fixed cost against the 5 ms target (a ratio <= 1 meets it), and
 the long-lived table's against the young one's (growth with history; target <= 1.3). The
@@ -19,6 +20,7 @@ young table's split (median ms per part, CPU) is printed beside them.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from typing import Any
@@ -45,10 +47,18 @@ def batch(i: int, rows: int) -> pa.Table:
     return pa.table({"id": ids, "v": rng.random(rows), "s": pa.array([f"s{i}"] * rows)}, schema=SCHEMA)
 
 
-def measure(table: pyhudi.Table, rows: int, samples: int, first: int) -> list[dict[str, tuple[float, float]]]:
-    split = Split()
+def measure(tables: list[tuple[pyhudi.Table, int]], rows: int, samples: int) -> list[list[dict[str, tuple[float, float]]]]:
+    """``samples`` split upserts into each of ``tables`` (each with its next batch number), in
+    turns (A B, then B A: a busy phase of the machine slows both alike)."""
+    split, runs = Split(), [[] for _ in tables]
+    os.sync()  # (the builds' writeback is not the measured commits' cost)
     with split.installed():
-        return [timed_upsert(split, table, batch(first + k, rows), OPTIONS) for k in range(samples)]
+        for k in range(samples):
+            order = range(len(tables)) if k % 2 == 0 else reversed(range(len(tables)))
+            for i in order:
+                table, first = tables[i]
+                runs[i].append(timed_upsert(split, table, batch(first + k, rows), OPTIONS))
+    return runs
 
 
 def build(ctx: Context, instants: int, rows: int) -> tuple[pyhudi.Table, int, float]:
@@ -83,10 +93,9 @@ def run(ctx: Context) -> list[Comparison]:
     rows = ctx.rows
     instants = ctx.instants if ctx.instants is not None else (30 if ctx.tiny else 2000)
     samples = 5 if ctx.tiny else max(30, 10 * ctx.repeat)
-    young, first, _ = build(ctx, YOUNG, rows)
-    young_runs = measure(young, rows, samples, first)
-    old, first, seconds = build(ctx, instants, rows)
-    old_runs = measure(old, rows, samples, first)
+    young, young_first, _ = build(ctx, YOUNG, rows)
+    old, old_first, seconds = build(ctx, instants, rows)
+    young_runs, old_runs = measure([(young, young_first), (old, old_first)], rows, samples)
     active, archived = len(old.timeline), len(old.archived_timeline())
     metrics = _split_metrics(young_runs)
     print(f"  split of a {rows}-row upsert on the young table (median CPU ms): "
