@@ -4,7 +4,8 @@ Scenarios: ``w`` (Scenario W: write, partial update, full and pruned reads, cold
 ``rfc80`` (column-family claims), ``scaling`` (10x rows), ``spark`` (Spark vs Spark's Parquet),
 ``peers`` (hudi-rs; others when installed), ``clustering`` (500 small files clustered: the
 rewrite against pyarrow, data skipping and full scans after it), ``pruned`` (2-column reads, warm and in
-fresh processes, against ``pq.read_table``), ``cold`` (the cold start alone, more rounds) and
+fresh processes, against ``pq.read_table``), ``cold`` (the cold start alone, more rounds),
+``commit`` (a 1,000-row upsert's fixed cost, young and after ``--instants`` of history) and
 ``all`` (all but ``cold``). Variants of a comparison run in turns;
 each prints median wall and CPU seconds and the ratio first / last (the baseline). The run is
 saved as ``results/<scenario>-<timestamp>.json`` and ``.png`` (the plot needs matplotlib:
@@ -40,8 +41,9 @@ SCENARIOS: dict[str, tuple[int, int, str]] = {
     "clustering": (2_000_000, 20_000, "bench.sc_clustering"),
     "pruned": (200_000, 2_000, "bench.sc_pruned"),
     "cold": (200_000, 2_000, "bench.sc_cold"),  # (cold start alone; `w` includes it, `all` does not repeat it)
+    "commit": (1_000, 1_000, "bench.sc_commit"),  # (rows of each upsert)
 }
-ALL = ["w", "rfc80", "scaling", "spark", "peers", "clustering", "pruned"]
+ALL = ["w", "rfc80", "scaling", "spark", "peers", "clustering", "pruned", "commit"]
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -50,6 +52,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, help="rows of Scenario W (default per scenario; scaling uses rows and 10x)")
     parser.add_argument("--repeat", type=int, help="rounds of each comparison (default 3, 1 with --tiny)")
     parser.add_argument("--tiny", action="store_true", help="CI size: few rows, one round")
+    parser.add_argument("--instants", type=int,
+                        help="commit: instants of history of the long-lived table (default 2000, 30 with --tiny)")
     parser.add_argument("--out", default="results", help="directory of the JSON and PNG (default results/)")
     return parser.parse_args(argv)
 
@@ -70,7 +74,7 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
     work = tempfile.mkdtemp(prefix=f"pyhudi-bench-{name}-")
     start = time.perf_counter()
     try:
-        results: list[Comparison] = module.run(Context(rows, repeat, args.tiny, work))
+        results: list[Comparison] = module.run(Context(rows, repeat, args.tiny, work, args.instants))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for result in results:

@@ -23,13 +23,15 @@ BUCKETS = 4
 
 @dataclass
 class Context:
-    """A run's settings: ``rows`` of Scenario W, ``repeat`` rounds, ``tiny`` (the CI size), and
-    ``work``, a scratch directory the scenario may fill (removed after the run)."""
+    """A run's settings: ``rows`` of Scenario W, ``repeat`` rounds, ``tiny`` (the CI size),
+    ``work``, a scratch directory the scenario may fill (removed after the run), and ``instants``
+    (``--instants``: the history of the ``commit`` scenario's long-lived table)."""
 
     rows: int
     repeat: int
     tiny: bool
     work: str
+    instants: int | None = None  # (``commit``: the long-lived table's history; None = its default)
 
     def path(self, name: str) -> str:
         return os.path.join(self.work, name)

@@ -7,6 +7,7 @@ works through the table's public handle (storage, config, a fresh timeline, its 
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pyhudi.config.keys import format_value
@@ -85,13 +86,15 @@ class TableServices:
         return self._run_pending(lambda i: i.is_compaction, self.run_compaction, engine, options)
 
     def _run_pending(self, selected: Callable[[Instant], bool], run: Callable[..., str], engine: Any,
-                     options: Mapping[str, Any] | None) -> list[str]:
+                     options: Mapping[str, Any] | None, timeline: Timeline | None = None) -> list[str]:
         """Run every pending plan ``selected`` picks that no live process is executing (another
-        process may run or complete one meanwhile: it is left to it); returns the instants run."""
+        process may run or complete one meanwhile: it is left to it); returns the instants run.
+        ``timeline``: a listing just taken (else the timeline is listed here)."""
         from pyhudi.errors import ConcurrentWriteError, TimelineError
 
         ran = []
-        for instant in self.active_timeline(_string_options(options)).pending():
+        timeline = timeline if timeline is not None else self.active_timeline(_string_options(options))
+        for instant in timeline.pending():
             if not selected(instant):
                 continue
             try:
@@ -120,9 +123,15 @@ class TableServices:
 
         if not INLINE_COMPACT.get(options) or self.config.table_type != "MERGE_ON_READ":
             return
-        self._run_pending_compactions(engine, options)
-        timeline = self.active_timeline(options)
-        if compaction_due(timeline, options, timeline.new_instant_time()):
+        from pyhudi.timeline.instant import format_instant_time_ms
+
+        timeline = self.active_timeline(options)  # (one listing serves both steps unless a compaction ran)
+        if self._run_pending(lambda i: i.is_compaction, self.run_compaction, engine, options, timeline):
+            timeline.reload()
+        # now: the clock, or the latest time on the timeline if that is ahead (instant times may
+        # run ahead of the clock) — not a new instant time: asking costs no lock, persists nothing
+        clock = format_instant_time_ms(int(time.time() * 1000), timeline.timezone)
+        if compaction_due(timeline, options, max(clock, timeline.latest_time() or clock)):
             self.compact(engine=engine, options=options)
 
     # clustering (pyhudi/services/clustering.py, clustering_run.py)
@@ -264,8 +273,11 @@ class TableServices:
         if not AUTO_CLEAN.get(merged) or self.config.layout_version != 2:
             return
         if not ASYNC_CLEAN.get(merged):
-            if clean_due(self.active_timeline(options), merged):
-                self.clean(options)
+            timeline = self.active_timeline(options)
+            if clean_due(timeline, merged):
+                from pyhudi.services.clean import clean
+
+                clean(self.table_context(timeline), timeline, options)  # (as self.clean, on this listing)
             return
         self.wait_for_clean()  # (one background clean at a time per handle)
 

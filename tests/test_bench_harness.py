@@ -43,6 +43,8 @@ EXPECTED = {
                    "full scan: after clustering (z-order) / before"],
     "pruned": ["pruned read, warm: 2 columns, with logs", "pruned read, warm: 2 columns, no logs",
                "pruned read, cold: the read step of a fresh process"],
+    "commit": ["commit fixed cost of a 1000-row upsert: young table / 5 ms target",
+               "commit fixed cost: after 30 instants / young table"],
 }
 
 
@@ -81,7 +83,7 @@ def test_unknown_scenario_is_refused_with_the_choices():
     done = subprocess.run([sys.executable, "-m", "bench", "nosuch"], capture_output=True, text=True, cwd=ROOT,
                           env=ENV)
     assert done.returncode == 2
-    choices = "'w', 'rfc80', 'scaling', 'spark', 'peers', 'clustering', 'pruned', 'cold', 'all'"
+    choices = "'w', 'rfc80', 'scaling', 'spark', 'peers', 'clustering', 'pruned', 'cold', 'commit', 'all'"
     assert f"invalid choice: 'nosuch' (choose from {choices})" in done.stderr
 
 

@@ -169,7 +169,8 @@ def clean(context: TableContext, timeline: Timeline, options: Mapping[str, str] 
     _check_layout(context)
     merged = {**context.config.props, **(options or {})}
     finished = None
-    for pending in pending_cleans(timeline):
+    pending_before = pending_cleans(timeline)
+    for pending in pending_before:
         if pending.is_inflight and not heartbeat_expired(context.storage, pending.requested_time,
                                                          HEARTBEAT_INTERVAL_MS.get(merged),
                                                          HEARTBEAT_TOLERABLE_MISSES.get(merged)):
@@ -180,9 +181,11 @@ def clean(context: TableContext, timeline: Timeline, options: Mapping[str, str] 
             continue  # another process took it over, or finished it, meanwhile
 
     policy, retained = cl.checked(merged)
-    if policy == cl.KEEP_LATEST_COMMITS and earliest_commit_to_retain(timeline.reload(), policy, retained, "") is None:
+    if pending_before:
+        timeline.reload()  # (what finishing them changed, here or in another process)
+    if policy == cl.KEEP_LATEST_COMMITS and earliest_commit_to_retain(timeline, policy, retained, "") is None:
         return finished  # (not more commits than retained: nothing to clean, and no instant time taken)
-    instant = schedule_clean(context, timeline.reload(), options)
+    instant = schedule_clean(context, timeline, options)  # (which plans on a fresh listing)
     if instant is not None:
         try:
             run_clean(context, timeline, instant, options)

@@ -242,8 +242,10 @@ def plan_clean(context: TableContext, timeline: Timeline, instant_time: str,
     # after it (a compaction scheduled long before completes late: its snapshot is retained too)
     points = sorted({*(c.sort_time for c in commits if ectr is not None and (
         c.requested_time >= ectr.requested_time or c.sort_time >= ectr.sort_time)), *pins})
-    view = _CleanerView(storage, timeline, partition_layout(context.config).depth)
-    groups = view.file_groups(_partitions_to_list(timeline, options, policy))
+    depth = partition_layout(context.config).depth
+    view = _CleanerView(storage, timeline, depth)
+    # (an unpartitioned table has one folder to list: which partitions changed is not asked)
+    groups = view.file_groups(None if depth == 0 else _partitions_to_list(timeline, options, policy))
     declared = [name for name, f in context.families.items() if not f.is_default]
     family_table = bool(declared)
     in_files = {f for g in groups for f in g.families() if f is not None} if family_table else set()

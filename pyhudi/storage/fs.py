@@ -242,6 +242,19 @@ class Storage:
         self.write(relpath, data)
 
     def _local_create_if_absent(self, path: str, data: bytes, durable: bool = True) -> None:
+        if not data:  # an empty file is complete the moment it exists: one exclusive create
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError as exc:
+                raise AlreadyExistsError(f"file already exists: {path}") from exc
+            except OSError as exc:
+                raise StorageError(f"cannot create {path}: {exc}") from exc
+            try:
+                if durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            return
         tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{uuid.uuid4().hex}.tmp"
         try:
             with open(tmp, "wb") as fh:

@@ -38,7 +38,9 @@ upstream stage) nobody beats, so the instant counts as alive for an hour at leas
 
 
 class Heartbeat:
-    """Touches ``.hoodie/.heartbeat/<instant>`` from a daemon thread while a write runs.
+    """Touches ``.hoodie/.heartbeat/<instant>`` while a write runs (from :data:`_BEATER`, the one
+    daemon thread of the process that beats every running heartbeat when it is due: a thread per
+    write cost each commit a thread start and join).
 
     The file holds the time of the last beat in epoch ms on its first line (Java Hudi reads the
     file's modification time, which the rename sets too), then ``timeout_ms=<n>`` — how long the
@@ -56,13 +58,13 @@ class Heartbeat:
         self.interval_s = max(interval_ms, 10) / 1000.0
         self.timeout_ms = timeout_ms if timeout_ms is not None else max(interval_ms, 10) * max(misses, 1)
         self.tied_to_process = tied_to_process
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._guard = threading.Lock()  # held by a beat in progress: stop waits for it
+        self._beating = False
 
     def start(self) -> "Heartbeat":
         self._beat()
-        self._thread = threading.Thread(target=self._run, name=f"pyhudi-heartbeat-{self.relpath}", daemon=True)
-        self._thread.start()
+        self._beating = True
+        _BEATER.add(self)
         return self
 
     def _beat(self) -> None:
@@ -71,29 +73,50 @@ class Heartbeat:
         if self.tied_to_process:
             lines.append(f"owner={os.getpid()}@{_HOST}")
         tmp = f"{self.relpath}.{os.getpid()}.{threading.get_ident()}.tmp"  # unique across processes too
-        self.storage.write(tmp, "\n".join(lines).encode())
-        self.storage.rename(tmp, self.relpath)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        data = "\n".join(lines).encode()
+        if not self.storage.is_local:
+            self.storage.write(tmp, data)
+            self.storage.rename(tmp, self.relpath)
+            return
+        path, tmp_path = self.storage.full_path(self.relpath), self.storage.full_path(tmp)
+        try:
             try:
-                self._beat()
-            except StorageError:
-                pass  # a missed beat is tolerated; enough of them mark the writer failed
+                fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            except FileNotFoundError:
+                os.makedirs(os.path.dirname(tmp_path), exist_ok=True)
+                fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(tmp_path, path)
+        except OSError as exc:
+            raise StorageError(f"cannot write heartbeat {path}: {exc}") from exc
+
+    def _beat_if_running(self) -> None:
+        """A beat from the beater thread, unless the heartbeat stopped meanwhile."""
+        with self._guard:
+            if self._beating:
+                try:
+                    self._beat()
+                except StorageError:
+                    pass  # a missed beat is tolerated; enough of them mark the writer failed
 
     def stop(self, delete: bool = True) -> None:
-        """Stop beating; ``delete=False`` leaves the file as it is (fresh, for whoever goes on)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        """Stop beating (a beat in progress finishes first: none comes after this returns);
+        ``delete=False`` leaves the file as it is (fresh, for whoever goes on)."""
+        _BEATER.remove(self)
+        took = self._guard.acquire(timeout=5)
+        self._beating = False
+        if took:
+            self._guard.release()
         if delete:
             self.storage.delete(self.relpath)
 
     @property
     def detached(self) -> bool:
         """Whether :meth:`untie` left the beat (no process named, the long timeout)."""
-        return not self.tied_to_process and self.timeout_ms >= DETACHED_TIMEOUT_MS and self._thread is None
+        return not self.tied_to_process and self.timeout_ms >= DETACHED_TIMEOUT_MS and not self._beating
 
     def untie(self) -> None:
         """Stop beating and leave a fresh beat that names no process and a long timeout
@@ -103,6 +126,54 @@ class Heartbeat:
         self.tied_to_process = False
         self.timeout_ms = max(self.timeout_ms, DETACHED_TIMEOUT_MS)
         self._beat()
+
+
+class _Beater:
+    """The process's heartbeat thread: beats each running :class:`Heartbeat` every interval.
+    Started on the first heartbeat and kept (waking every :data:`_IDLE_S` at most, to look for
+    new ones) for the next: a heartbeat due later than that wakes nobody when it starts."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:  # (also in a forked child: the parent's thread and beats are not its own)
+        self._wake = threading.Condition()
+        self._due: dict[Heartbeat, float] = {}  # heartbeat -> when its next beat is due (monotonic)
+        self._wakes_at = 0.0  # when the thread looks at ``_due`` next (0: now)
+        self._thread: threading.Thread | None = None
+
+    def add(self, heartbeat: Heartbeat) -> None:
+        with self._wake:
+            at = self._due[heartbeat] = time.monotonic() + heartbeat.interval_s
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="pyhudi-heartbeats", daemon=True)
+                self._thread.start()
+            elif at < self._wakes_at:
+                self._wake.notify()
+
+    def remove(self, heartbeat: Heartbeat) -> None:
+        with self._wake:
+            self._due.pop(heartbeat, None)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                now = time.monotonic()
+                due = [h for h, at in self._due.items() if at <= now]
+                for heartbeat in due:
+                    self._due[heartbeat] = now + heartbeat.interval_s
+                if not due:
+                    self._wakes_at = min([*self._due.values(), now + _IDLE_S])
+                    self._wake.wait(self._wakes_at - now)
+                    self._wakes_at = 0.0
+                    continue
+            for heartbeat in due:  # (outside the condition: a slow store delays no start or stop)
+                heartbeat._beat_if_running()
+
+
+_IDLE_S = 5.0
+_BEATER = _Beater()
+os.register_at_fork(after_in_child=_BEATER._reset)
 
 
 def heartbeat_expired(storage: Storage, instant: str, interval_ms: int, misses: int, now_ms: int | None = None) -> bool:

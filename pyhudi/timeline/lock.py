@@ -5,8 +5,9 @@ generating instant times and, atomically with it, generating a completion time a
 completed instant file (hudi-internals-core §4, "What the lock is for under NBCC"). So the lock
 is held for milliseconds and a simple lock file is enough:
 
-* **Acquire** = create ``.hoodie/.lock`` with :meth:`Storage.create_if_absent` (temp file +
-  ``link(2)``: exactly one creator wins, and the file is never seen half-written). Its content is
+* **Acquire** = create ``.hoodie/.lock`` exclusively (locally ``open(O_CREAT | O_EXCL)``, else
+  :meth:`Storage.create_if_absent`: exactly one creator wins; a waiter that reads the file before
+  its holder wrote it sees an unknown, fresh holder and waits). Its content is
   JSON ``{owner, pid, host, acquired_at_ms}`` so a waiter can name the holder in its error.
   Losers retry with exponential backoff (plus jitter) until the wait timeout.
 * **Stale locks** (the holder crashed): a lock older than the expiry, or held by a pid that no
@@ -193,7 +194,7 @@ class FileLock:
                 {"owner": owner, "pid": os.getpid(), "host": self._host, "acquired_at_ms": _now_ms()}
             ).encode("utf-8")
             try:
-                self.storage.create_if_absent(self.path, payload, durable=False)  # a lock never outlives a crash
+                self._create(payload)
             except AlreadyExistsError:
                 pass
             else:
@@ -218,6 +219,32 @@ class FileLock:
 
             time.sleep(min(delay * random.uniform(0.5, 1.0), max(0.0, deadline - now)))
             delay = min(delay * 2.0, self.max_retry_interval_s)
+
+    def _create(self, payload: bytes) -> None:
+        """Create the lock file holding ``payload`` (unsynced: a lock never outlives a crash).
+
+        Locally one exclusive ``open`` and a write: a waiter that reads the file in between
+        finds it empty — an unknown holder whose lock is fresh, so it waits as for any other.
+        Elsewhere :meth:`Storage.create_if_absent`."""
+        if not self.storage.is_local:
+            self.storage.create_if_absent(self.path, payload, durable=False)
+            return
+        path = self.storage.full_path(self.path)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        try:
+            try:
+                fd = os.open(path, flags, 0o644)
+            except FileNotFoundError:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd = os.open(path, flags, 0o644)
+        except FileExistsError as exc:
+            raise AlreadyExistsError(f"file already exists: {path}") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot create {path}: {exc}") from exc
+        try:
+            os.write(fd, payload)
+        finally:
+            os.close(fd)
 
     def release(self) -> None:
         """Release the lock; raises :class:`LockError` if this object does not hold it."""

@@ -19,6 +19,7 @@ result is greater *as a string* even across a DST fall-back in LOCAL timelines.
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from datetime import datetime
@@ -135,7 +136,27 @@ class InstantTimeGenerator:
             return t
 
     def _persist(self, value: str) -> None:
-        """Replace the state file atomically (temp file + rename), so a crash never tears it."""
+        """Record ``value`` (always 17 digits) in the state file without ever tearing it.
+
+        Locally the file is overwritten in place — one write of 17 bytes at offset 0, within one
+        disk sector, under the lock every reader holds: a reader sees the old value or the new
+        one. Replacing it by rename (or truncating it) made ext4 flush it on every instant time
+        (``auto_da_alloc``), milliseconds per time; other stores replace it (temp file + rename)."""
+        data = value.encode("ascii")
+        if self.storage.is_local and len(data) == 17:
+            path = self.storage.full_path(self.state_path)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            except FileNotFoundError:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.pwrite(fd, data, 0)
+                if os.fstat(fd).st_size > len(data):  # (an older, longer content)
+                    os.ftruncate(fd, len(data))
+            finally:
+                os.close(fd)
+            return
         tmp = f"{self.state_path}.{uuid.uuid4().hex}.tmp"
         self.storage.write(tmp, value.encode("ascii"))
         try:

@@ -13,11 +13,12 @@ other writers (RFC-66), so that completion order equals completion-time order.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from typing import Any, Callable, Iterable, Iterator
 
-from pyhudi.errors import AlreadyExistsError, ConfigError, FileNameError, StaleTimelineError, StorageError, TimelineError
-from pyhudi.storage.fs import FileInfo, Storage
+from pyhudi.errors import AlreadyExistsError, ConfigError, StaleTimelineError, StorageError, TimelineError
+from pyhudi.storage.fs import Storage
 from pyhudi.timeline.instant import (
     Action,
     Instant,
@@ -25,6 +26,7 @@ from pyhudi.timeline.instant import (
     is_valid_instant_time,
     to_action,
 )
+from pyhudi.timeline.listing import GroupKey, folded, list_instant_files, refolded
 from pyhudi.timeline.lock import FileLock
 from pyhudi.timeline.metadata_base import commit_summary, decode_record
 from pyhudi.timeline.timegen import InstantTimeGenerator, TimelineLock, _max_time
@@ -37,7 +39,6 @@ COMMIT_ACTIONS = frozenset({Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOM
 #: Pending actions that will complete as one of COMMIT_ACTIONS.
 PENDING_COMMIT_ACTIONS = COMMIT_ACTIONS | {Action.COMPACTION, Action.LOGCOMPACTION, Action.CLUSTERING}
 
-_GroupKey = tuple[str, Action]  # (requested time, completed action)
 
 
 class Timeline:
@@ -80,11 +81,15 @@ class Timeline:
 
     # ------------------------------------------------------------------ loading
     def load(self) -> Timeline:
-        """List the timeline directory once and rebuild every instant. Returns self."""
-        previous, self._entries = self._entries, {}
-        for info in self.storage.list_files(self.timeline_dir):
-            self._add_entry(info)
-        if not self._loaded or self._entries != previous:  # (a reload that finds nothing new is a listing)
+        """List the timeline directory once and rebuild every instant. Returns self.
+
+        Every load lists storage (that listing is what makes the timeline current); what is
+        built from a listing is shared with every timeline object that lists the same names
+        (:mod:`pyhudi.timeline.listing`), so a write that lists the timeline several times folds
+        it once."""
+        entries = self._list_entries()
+        if not self._loaded or entries != self._entries:  # (a reload that finds nothing new is a listing)
+            self._entries = entries
             self._rebuild()
             self._archived = None
             self._archive_listed = None
@@ -93,37 +98,20 @@ class Timeline:
 
     reload = load
 
-    def _add_entry(self, info: FileInfo) -> None:
-        name = posixpath.basename(info.path)
-        instant = _parse_instant_file(name, self.layout_version, info.mtime_ns, self.timezone)
-        if instant is not None:
-            self._entries[name] = instant
+    def _list_entries(self) -> dict[str, Instant]:
+        return list_instant_files(self.storage, self.timeline_dir, self.layout_version, self.timezone)
+
+    def _memo_key(self) -> tuple[str, str, int]:
+        return (self.storage.base_uri, self.timeline_dir, self.layout_version)
 
     def _rebuild(self) -> None:
-        groups: dict[_GroupKey, dict[State, list[tuple[Instant, str]]]] = {}
-        for name, inst in self._entries.items():
-            key = (inst.requested_time, inst.completed_action)
-            groups.setdefault(key, {}).setdefault(inst.state, []).append((inst, name))
-        instants: list[Instant] = []
-        names: dict[tuple[str, Action, State], str] = {}
-        for (requested, completed_action), by_state in groups.items():
-            for state, entries in by_state.items():
-                entries.sort(key=lambda e: (e[0].completion_time or "", e[1]))
-                names[(requested, completed_action, state)] = entries[0][1]
-            if State.COMPLETED in by_state:
-                done = by_state[State.COMPLETED][0][0]
-                pending = [e[0].action for s in (State.REQUESTED, State.INFLIGHT) for e in by_state.get(s, ())]
-                origin = next((a for a in pending if a is not done.action), None)
-                instants.append(
-                    Instant(requested, done.action, State.COMPLETED, done.completion_time, pending_action=origin)
-                )
-            elif State.INFLIGHT in by_state:
-                instants.append(by_state[State.INFLIGHT][0][0])
-            else:
-                instants.append(by_state[State.REQUESTED][0][0])
-        instants.sort()
-        self._instants = instants
-        self._names = names
+        """Fold the listed files into instants (shared between timeline objects: a timeline never
+        mutates its ``_instants`` or ``_names``, it replaces them)."""
+        self._instants, self._names = folded(self._memo_key(), self._entries)
+
+    def _refold(self, key: GroupKey) -> None:
+        """Fold one instant again after a file of it was added (a transition of this object)."""
+        self._instants, self._names = refolded(self._memo_key(), self._entries, self._instants, self._names, key)
 
     def _ensure_loaded(self) -> None:
         if not self._loaded:
@@ -233,8 +221,18 @@ class Timeline:
         if self._archived is not None:
             return len(self._archived) > 0
         if self._archive_listed is None:
-            self._archive_listed = self.layout_version == 2 and bool(self.storage.list_files(self.history_dir))
+            self._archive_listed = self.layout_version == 2 and self._history_has_files()
         return self._archive_listed
+
+    def _history_has_files(self) -> bool:
+        if not self.storage.is_local:
+            return bool(self.storage.list_files(self.history_dir))
+        folder = self.storage.full_path(self.history_dir)
+        try:
+            with os.scandir(folder) as entries:  # (the first file answers: no stat of the others)
+                return any(not entry.is_dir() for entry in entries)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
 
     @property
     def first_active_time(self) -> str | None:
@@ -511,7 +509,7 @@ class Timeline:
             raise TimelineError(f"instant {instant} already exists ({self.timeline_dir}/{name})") from None
         self._ensure_loaded()
         self._entries[name] = instant
-        self._rebuild()
+        self._refold((instant.requested_time, instant.completed_action))
 
 
 def checked_history_path(path: str) -> str:
@@ -569,32 +567,6 @@ _RECORDS: dict[tuple[str, str, str], Any] = {}
 """Plain records of small completed instant files (:meth:`Timeline.read_record`)."""
 _RECORDS_MAX, _RECORD_MAX_BYTES = 256, 64 << 10
 _MISSING = object()
-
-_PARSED: dict[tuple[str, int], Instant | None] = {}
-"""Instant file name -> what it says (None: not an instant file). Names never change meaning, so
-one cache serves every load of every timeline; it spares each write parsing every file name of
-the timeline again (the timeline is listed a few times per write)."""
-_PARSED_MAX = 200_000
-
-
-def _parse_instant_file(name: str, layout_version: int, mtime_ns: int | None, timezone: str) -> Instant | None:
-    """``Instant.parse`` through :data:`_PARSED`; names whose completion time comes from the file's
-    modification time (completed layout-1 and legacy names) are parsed with it every time."""
-    key = (name, layout_version)
-    if key in _PARSED:
-        instant = _PARSED[key]
-    else:
-        try:
-            instant = Instant.parse(name, layout_version)
-        except (FileNameError, TimelineError):
-            instant = None
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        _PARSED[key] = instant
-    if instant is not None and instant.is_completed and instant.completion_time is None and mtime_ns is not None:
-        return Instant.parse(name, layout_version, modification_time_ns=mtime_ns, timezone=timezone)
-    return instant
-
 
 def _as_iterable(value: Any) -> Iterable[Any]:
     if isinstance(value, str):  # Action/State are str enums too

@@ -9,6 +9,7 @@ commit the instant's marker folder is deleted.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 
 from pyhudi.errors import FileNameError
@@ -65,4 +66,11 @@ def list_markers(storage: Storage, instant: str) -> list[Marker]:
 
 
 def delete_markers(storage: Storage, instant: str) -> None:
-    storage.delete_dir(marker_dir(instant))
+    """Delete the instant's marker folder (locally with plain unlinks: a commit does this once)."""
+    if not storage.is_local:
+        storage.delete_dir(marker_dir(instant))
+        return
+    try:
+        shutil.rmtree(storage.full_path(marker_dir(instant)))
+    except FileNotFoundError:
+        pass  # (no marker written, or deleted already)
