@@ -163,8 +163,8 @@ def test_file_slice_read_with_commit_times_merges_by_position(tmp_path, monkeypa
     taken = []
     original = positions_module.positional_stream
 
-    def spy(*args):
-        stream = original(*args)
+    def spy(*args, **kwargs):
+        stream = original(*args, **kwargs)
         taken.append(stream is not None)
         return stream
 
@@ -183,7 +183,7 @@ def test_file_slice_read_with_commit_times_merges_by_position(tmp_path, monkeypa
     assert (rows[17]["_hoodie_commit_time"], rows[17]["a1"]) == (second, 171.0)
     assert (rows[40]["_hoodie_commit_time"], rows[40]["a2"]) == (second, "y40")
     assert rows[17]["_hoodie_commit_seqno"].startswith(second)
-    monkeypatch.setattr("pyhudi.read.task.positional_stream", lambda *args: None)  # (the merge by key)
+    monkeypatch.setattr("pyhudi.read.task.positional_stream", lambda *args, **kwargs: None)  # (the merge by key)
     by_key = read_file_slices(TableContext.of(table, timeline), fa, task.settings.visibility, columns=columns)
     assert by_key.read_all().sort_by("id").equals(got.sort_by("id"))
 

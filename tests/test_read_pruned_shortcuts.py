@@ -225,7 +225,7 @@ def test_declared_key_order_is_checked_once_per_file(tmp_path, monkeypatch):
     from pyhudi.schema import META_FIELDS
 
     table = _table(tmp_path)
-    monkeypatch.setattr("pyhudi.read.task.positional_stream", lambda *args: None)  # (merge by key)
+    monkeypatch.setattr("pyhudi.read.task.positional_stream", lambda *args, **kwargs: None)  # (merge by key)
     checked = []
     original = ParquetInput._check_declared_order
 

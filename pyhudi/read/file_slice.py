@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from pyhudi.context import TableContext
 from pyhudi.fsview.view import FileSlice, Visibility
+from pyhudi.read.commit_codes import CODES_TYPE
 from pyhudi.read.plan import _family_scans, _output_schema, key_spec
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
 from pyhudi.schema import META_FIELDS
@@ -25,7 +26,8 @@ __all__ = ["TableContext", "read_file_slices"]
 
 def read_file_slices(context: TableContext, slices: Sequence[FileSlice], visibility: Visibility, *,
                      columns: Sequence[str] | None = None, with_meta: bool = False,
-                     batch_size: int = DEFAULT_BATCH_SIZE, decode_threads: bool = True) -> pa.RecordBatchReader:
+                     batch_size: int = DEFAULT_BATCH_SIZE, decode_threads: bool = True,
+                     commit_time_codes: bool = False) -> pa.RecordBatchReader:
     """Stream the merged rows of ``slices`` (one file group; one slice per family read).
 
     ``columns``: the data columns to return (None: every column of the families read, key and
@@ -33,7 +35,10 @@ def read_file_slices(context: TableContext, slices: Sequence[FileSlice], visibil
     (a row's ``_hoodie_commit_time`` is the newest of its families'). ``visibility`` decides which
     log blocks count (those of instants it shows as completed). ``decode_threads``: Parquet
     decoding on Arrow's thread pool (False: in the calling thread, when the caller keeps the
-    other cores busy itself).
+    other cores busy itself). ``commit_time_codes``: ``_hoodie_commit_time`` (when returned)
+    as a dictionary array (:data:`~pyhudi.read.commit_codes.CODES_TYPE`; built without decoding
+    where the files prove their values constant: :mod:`pyhudi.read.commit_codes`) — for a writer
+    that encodes it as a dictionary; each batch has its own dictionary.
     """
     if not slices:
         raise ValueError("read_file_slices needs at least one slice")
@@ -48,6 +53,9 @@ def read_file_slices(context: TableContext, slices: Sequence[FileSlice], visibil
         own = {c for f in chosen.values() for c in f.columns}
         columns = [c for c in schema.names if c in own or c in implicit]
     output = _output_schema(schema, columns, with_meta)
+    at = output.get_field_index(META_FIELDS[0])
+    if commit_time_codes and at >= 0:
+        output = output.set(at, pa.field(META_FIELDS[0], CODES_TYPE, output.field(at).nullable))
     scans = _family_scans(context, chosen, schema, set(output.names))
     table_schema = schema
     for i, name in enumerate(META_FIELDS):

@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from pyhudi.errors import LogFormatError
 from pyhudi.logformat.positions import decode_positions
+from pyhudi.read.commit_codes import CommitCodes
 from pyhudi.read.family_reader import FamilyScan
 from pyhudi.read.keys import strictly_increasing
 from pyhudi.read.metadata_cache import METADATA_CACHE
@@ -62,10 +63,11 @@ _NOT_WITHIN = "not-within"
 
 
 def positional_stream(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter, batch_size: int,
-                      metrics: dict) -> Iterator[pa.Table] | None:
+                      metrics: dict, commit_codes: bool = False) -> Iterator[pa.Table] | None:
     """The merged rows of a task's single family by record positions, batch by batch (tables of
     the family's fields, no key column); None when the positional path does not apply (the
-    caller merges by key)."""
+    caller merges by key). ``commit_codes``: the commit time as dictionary codes where the files
+    prove it constant (:mod:`pyhudi.read.commit_codes`)."""
     if not _applies(kept, prefilter):
         return None
     scan, (base, *blocks) = kept[0]
@@ -73,7 +75,9 @@ def positional_stream(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter,
     if positions is None:
         return None
     metrics["strategy.positions"] = metrics.get("strategy.positions", 0) + 1
-    return _patched(base, list(zip(blocks, positions)), list(scan.fields), batch_size)
+    writes = list(zip(blocks, positions))
+    codes = CommitCodes.of(base, writes, list(scan.fields)) if commit_codes else None
+    return _patched(base, writes, list(scan.fields), batch_size, codes)
 
 
 def _applies(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> bool:
@@ -237,8 +241,13 @@ class _BlockRows:
 
 
 def _patched(base: ParquetInput | LockstepInput, blocks: list[tuple[ParquetInput, np.ndarray]],
-             fields: list[pa.Field], batch_size: int) -> Iterator[pa.Table]:
-    """The base file's rows in batches, each with the blocks' rows written over it in order."""
+             fields: list[pa.Field], batch_size: int, codes: CommitCodes | None = None) -> Iterator[pa.Table]:
+    """The base file's rows in batches, each with the blocks' rows written over it in order
+    (with ``codes``, the commit time is not read: built from them, at its place in ``fields``)."""
+    at_codes = None
+    if codes is not None:
+        at_codes = [f.name for f in fields].index(codes.field.name)
+        fields = [f for f in fields if f.name != codes.field.name]
     readers = [_BlockRows(block, positions, fields, batch_size) for block, positions in blocks]
     readers = [reader for reader in readers if reader.carries]  # (others rewrite no column read here)
     start = 0
@@ -247,6 +256,8 @@ def _patched(base: ParquetInput | LockstepInput, blocks: list[tuple[ParquetInput
         updates = [update for update in (reader.below(end) for reader in readers) if update is not None]
         if updates:
             table = _overwrite(table, [(at - start, rows) for at, rows in updates])
+        if codes is not None:
+            table = table.add_column(at_codes, codes.field, codes.column(start, end))
         start = end
         yield table
 

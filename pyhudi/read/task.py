@@ -41,6 +41,7 @@ from pyhudi.read.replay import Recipe, recipe_of, replay
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
 from pyhudi.read.lockstep import LockstepInput
 from pyhudi.read.sources import KeySpec, MemoryInput, ParquetInput, Prefilter, ReadSpec
+from pyhudi.schema import META_FIELDS
 from pyhudi.storage.fs import Storage
 
 DEFAULT_BATCH_SIZE = 16384
@@ -236,7 +237,8 @@ class ReadTask:
         kept = self._lockstep(kept)
         positional = None
         if settings.strategy == "auto" and settings.incremental is None:
-            positional = positional_stream(kept, prefilter, settings.batch_size, self.metrics)
+            positional = positional_stream(kept, prefilter, settings.batch_size, self.metrics,
+                                           commit_codes=_asks_commit_codes(settings.output))
             if positional is not None:
                 scan, (base, *blocks) = kept[0]
                 self._recipe = recipe_of(base, blocks, list(scan.fields))
@@ -573,3 +575,10 @@ def _removes_rows(source: ParquetInput | MemoryInput) -> bool:
     if isinstance(source, MemoryInput):
         return bool(np.any(source.versions.is_delete))
     return source.soft_deletes
+
+
+def _asks_commit_codes(output: pa.Schema) -> bool:
+    """Whether the output takes the commit time as dictionary codes (a compaction's chunk copy:
+    :mod:`pyhudi.read.commit_codes`); any other merge's strings are cast to them on output."""
+    at = output.get_field_index(META_FIELDS[0])
+    return at >= 0 and pa.types.is_dictionary(output.field(at).type)

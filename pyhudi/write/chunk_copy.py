@@ -276,7 +276,8 @@ def _write(context: TableContext, slices: Sequence[FileSlice], visibility: Visib
     # pipelined, the output thread takes the other core: the merge decodes in this thread
     # (Arrow's pool on 16k-row batches costs ~20% more CPU for no gain in wall time then)
     merged = read_file_slices(context, plan.read, visibility, columns=plan.read_columns,
-                              batch_size=_merge_batch_rows(counts), decode_threads=not pipelined)
+                              batch_size=_merge_batch_rows(counts), decode_threads=not pipelined,
+                              commit_time_codes=True)  # (dictionary-encoded as it comes: _row_group)
     batches = _Rows(iter(merged))
     anchor_file = pq.ParquetFile(plan.anchor.file)
     writer = SplicedFileWriter(sink)
@@ -370,8 +371,17 @@ def _row_group(plan: _ColumnPlan, batches: "_Rows", anchor_file: pq.ParquetFile,
     if not table.select(state.key_fields).equals(
             anchor_file.read_row_group(index, state.key_fields), check_metadata=False):
         raise NotAligned  # (equal key fields: equal record keys, the keygen is the table's)
-    return pa.table({name: (constant_strings(state.file_name, rows) if name == FILE_NAME else table.column(name))
-                     for name in plan.fresh})
+    return pa.table({name: (constant_strings(state.file_name, rows) if name == FILE_NAME else
+                            _one_dictionary(table.column(name))) for name in plan.fresh})
+
+
+def _one_dictionary(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A dictionary column (the merge's commit time codes, a dictionary per batch) with one
+    dictionary for all its chunks: the Parquet writer then writes that dictionary and the codes
+    as they are (a chunk with another dictionary would make it fall back to plain pages)."""
+    if not pa.types.is_dictionary(column.type) or column.num_chunks < 2:
+        return column
+    return column.unify_dictionaries()
 
 
 def _encoded_parts(plan: _ColumnPlan, state: _Encoding, fresh: pa.Table, index: int) -> list[Part]:
