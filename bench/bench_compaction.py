@@ -88,13 +88,31 @@ _PRIME_CHUNK = b"\0" * (4 << 20)
 
 
 def prime_pages(work: str, nbytes: int) -> None:
-    """Write ``nbytes`` to a scratch file and delete it, just before a timed step: the pages the
-    step then writes its output into (and allocates its buffers from) are ones the machine
-    touched a moment ago. On a VM whose host takes back free guest pages (free page reporting:
-    Firecracker with virtio-balloon here), the first touch of a page left free for a few seconds
-    faults on the host: writing 160 MB into the page cache then took 0.2-0.45 s of system time in
-    some rounds and 0.02-0.04 s in others (more noise than the compaction's own cost); after this
-    priming, 0.02-0.04 s in every round. The scratch file is deleted before it is written back."""
+    """Write ``nbytes`` to a scratch file and delete it, from every CPU in turn, just before a
+    timed step: the pages the step then writes its output into (and allocates its buffers from)
+    are ones the machine touched a moment ago, whichever CPU takes them. On a VM whose host takes
+    back free guest pages (free page reporting: Firecracker with virtio-balloon here), the first
+    touch of a page left free for a few seconds faults on the host: writing 160 MB into the page
+    cache then took 0.2-0.45 s of system time in some rounds and 0.02-0.04 s in others (more noise
+    than the compaction's own cost). Freed pages go back to the freeing CPU's lists first, so
+    priming from one CPU only helped the raw write (one thread) and not the compaction, whose
+    output thread runs on the other CPU: its writes took 0.15 s of system time in most rounds,
+    against 0.02 s with the whole bench pinned to one CPU. The scratch file is deleted before it
+    is written back."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cpus) < 2:
+        _write_scratch(work, nbytes)
+        return
+    every = set(cpus)
+    try:
+        for cpu in cpus:
+            os.sched_setaffinity(0, {cpu})  # (the calling thread only, on Linux)
+            _write_scratch(work, nbytes)
+    finally:
+        os.sched_setaffinity(0, every)
+
+
+def _write_scratch(work: str, nbytes: int) -> None:
     path = os.path.join(work, "prime.bin")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
