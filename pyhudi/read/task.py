@@ -206,6 +206,8 @@ class ReadTask:
                                 settings.visibility, files, base_only=settings.read_optimized, opened=opened,
                                 sorted_cache=sorted_cache, with_base=with_base,
                                 skip_corrupt=settings.skip_corrupt_blocks,
+                                # (a streaming read maps no log file: the mapped pages it touched would stay
+                                # resident, the whole block by the end; see data_block._parquet_over)
                                 map_logs=settings.memory_map and _reads_most(part))
 
         # key-only families with a base file are opened (footer, key fingerprint) but their base
