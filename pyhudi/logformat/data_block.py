@@ -198,7 +198,7 @@ class ParquetDataBlock(DataBlock):
         """The content as a ``ParquetFile``: footer parsed once, row groups read on demand."""
         if self._parquet_file is None:
             if self._content is not None:
-                self._parquet_file = pq.ParquetFile(self._content.open())
+                self._parquet_file = _parquet_over(self._content.open())
             else:
                 self._parquet_file = pq.ParquetFile(pa.BufferReader(self.encode_content()))
         return self._parquet_file
@@ -207,7 +207,7 @@ class ParquetDataBlock(DataBlock):
         """:meth:`parquet_file`, given the footer of these same bytes parsed before (readers keep
         footers of immutable log files; None: parse it)."""
         if self._parquet_file is None and self._content is not None and metadata is not None:
-            self._parquet_file = pq.ParquetFile(self._content.open(), metadata=metadata)
+            self._parquet_file = _parquet_over(self._content.open(), metadata)
         return self.parquet_file()
 
     @property
@@ -333,3 +333,17 @@ __all__ = [
     "BLOCK_CLASSES",
     "block_from_content",
 ]
+
+
+_BLOCK_READ_BUFFER = 64 << 10
+
+
+def _parquet_over(content: pa.NativeFile, metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
+    """A block's content as a ``ParquetFile``. Content in memory (or mapped) is read zero-copy;
+    content in a file is read through a buffered stream, page by page, rather than a column
+    chunk at a time: a block is written as one row group, so reading whole chunks would hold
+    the whole decoded-size block for as long as it is read (a streaming merge reads it batch by
+    batch, in step with its base file)."""
+    if isinstance(content, pa.BufferReader):
+        return pq.ParquetFile(content, metadata=metadata)
+    return pq.ParquetFile(content, metadata=metadata, buffer_size=_BLOCK_READ_BUFFER, pre_buffer=False)

@@ -206,7 +206,9 @@ class ReadTask:
                                 settings.visibility, files, base_only=settings.read_optimized, opened=opened,
                                 sorted_cache=sorted_cache, with_base=with_base,
                                 skip_corrupt=settings.skip_corrupt_blocks,
-                                map_logs=not settings.memory_map or _reads_most(part))
+                                # (a streaming read maps no log file: the mapped pages it touched would stay
+                                # resident, the whole block by the end; see data_block._parquet_over)
+                                map_logs=settings.memory_map and _reads_most(part))
 
         # key-only families with a base file are opened (footer, key fingerprint) but their base
         # input is built only if that base may add rows (see _redundant_families)
