@@ -234,3 +234,46 @@ def test_the_commit_scenario_splits_a_commit_and_states_its_ratios(tmp_path):
     old = next(iter(growth["variants"]))
     assert old.startswith("fixed cost, 25 instants (") and growth["target"] == "<= 1.3"
     assert set(growth["ratio"]) == {"wall", "cpu"}
+
+
+def test_an_empty_lock_file_left_by_a_dead_holder_is_broken_after_the_grace_even_without_expiry(tmp_path):
+    """A holder that dies between the exclusive create and its write leaves an empty file: with
+    ``expiry_s=0`` (never break by age) it would block the table forever, so an EMPTY file older
+    than ``EMPTY_LOCK_GRACE_S`` is stale; a written holder is still never broken by age."""
+    from pyhudi.timeline.lock import EMPTY_LOCK_GRACE_S
+
+    storage = Storage(str(tmp_path))
+    storage.makedirs(".hoodie")
+    lock_file = tmp_path / ".hoodie" / ".lock"
+    lock_file.write_bytes(b"")
+    waiter = FileLock(storage, wait_timeout_s=0.1, retry_interval_s=0.01, expiry_s=0)
+    os.utime(lock_file, (time.time() - EMPTY_LOCK_GRACE_S / 2,) * 2)
+    with pytest.raises(LockError, match="held by an unreadable lock file"):
+        waiter.acquire()  # (younger than the grace: a holder may be about to write it)
+    os.utime(lock_file, (time.time() - EMPTY_LOCK_GRACE_S - 5,) * 2)
+    with waiter:
+        assert waiter.broken_count == 1
+        assert json.loads(lock_file.read_text())["owner"] == waiter._owner_id
+    lock_file.write_bytes(b"not a holder record")  # (unreadable but not empty: only its age breaks it)
+    os.utime(lock_file, (time.time() - 3600,) * 2)
+    with pytest.raises(LockError, match="held by an unreadable lock file"):
+        waiter.acquire()
+
+
+def test_an_unexpected_error_in_one_heartbeat_does_not_stop_the_others(tmp_path, monkeypatch):
+    storage = Storage(str(tmp_path))
+    broken = hb.Heartbeat(storage, "20240101000000004", interval_ms=20)
+    healthy = hb.Heartbeat(storage, "20240101000000005", interval_ms=20)
+
+    def fail() -> None:
+        raise RuntimeError("a store's unexpected error")
+
+    broken.start()
+    monkeypatch.setattr(broken, "_beat", fail)
+    healthy.start()
+    first = _beat_time(storage, "20240101000000005")
+    time.sleep(0.3)
+    assert _beat_time(storage, "20240101000000005") > first  # still beaten after the other's errors
+    assert [t.name for t in threading.enumerate()].count("pyhudi-heartbeats") == 1
+    broken.stop()
+    healthy.stop()

@@ -168,7 +168,10 @@ class _Beater:
                     self._wakes_at = 0.0
                     continue
             for heartbeat in due:  # (outside the condition: a slow store delays no start or stop)
-                heartbeat._beat_if_running()
+                try:
+                    heartbeat._beat_if_running()
+                except Exception:  # (one store's unexpected error must not stop every other heartbeat)
+                    pass  # a missed beat is tolerated, as in _beat_if_running
 
 
 _IDLE_S = 5.0

@@ -47,6 +47,12 @@ DEFAULT_LOCK_PATH = ".hoodie/.lock"
 # ---------------------------------------------------------------------------------------- keys
 
 
+EMPTY_LOCK_GRACE_S = 10.0
+"""A lock file still empty this long after it was made is stale whatever the expiry: a holder
+writes its record right after the exclusive create (:meth:`FileLock._create`), so only a holder
+that died in between leaves it empty."""
+
+
 @dataclass(frozen=True)
 class LockHolder:
     """What a lock file says about its holder."""
@@ -290,6 +296,12 @@ class FileLock:
             return (_now_ms() - holder.acquired_at_ms) / 1000.0
         return None
 
+    def _empty(self) -> bool:
+        try:
+            return self.storage.size(self.path) == 0
+        except StorageError:
+            return False
+
     def _mtime_ns(self, path: str) -> int | None:
         try:
             info = self.storage.fs.get_file_info(self.storage.full_path(path))
@@ -303,9 +315,11 @@ class FileLock:
         if holder is not None and holder.host == self._host and holder.pid is not None:
             if holder.pid != os.getpid() and not pid_alive(holder.pid):
                 return True
+        age = self._lock_age_s(holder)
+        if holder is None and age is not None and age > EMPTY_LOCK_GRACE_S and self._empty():
+            return True  # (a holder that died between creating the file and writing it)
         if self.expiry_s <= 0:
             return False
-        age = self._lock_age_s(holder)
         return age is not None and age > self.expiry_s
 
     def _break(self, seen: LockHolder | None) -> None:

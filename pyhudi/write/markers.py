@@ -12,7 +12,7 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from pyhudi.errors import FileNameError
+from pyhudi.errors import FileNameError, StorageError
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import MarkerName, marker_dir
 
@@ -70,7 +70,10 @@ def delete_markers(storage: Storage, instant: str) -> None:
     if not storage.is_local:
         storage.delete_dir(marker_dir(instant))
         return
+    folder = storage.full_path(marker_dir(instant))
     try:
-        shutil.rmtree(storage.full_path(marker_dir(instant)))
+        shutil.rmtree(folder)
     except FileNotFoundError:
         pass  # (no marker written, or deleted already)
+    except OSError as exc:
+        raise StorageError(f"cannot delete the markers of {instant} ({folder}): {exc}") from exc
