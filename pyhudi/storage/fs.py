@@ -29,6 +29,17 @@ from pyhudi.storage import s3
 from pyhudi.value import Value
 
 
+def open_local(path: str, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` of a local file, creating its parent folders when they are missing (the first
+    file of a folder: a lock, heartbeat, marker or state file). OSErrors pass through, for the
+    caller to name what it was doing."""
+    try:
+        return os.open(path, flags, mode)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return os.open(path, flags, mode)
+
+
 class FileInfo(Value):
     """One entry of a directory listing; ``path`` is relative to the base path."""
 

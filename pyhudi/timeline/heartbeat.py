@@ -14,7 +14,7 @@ import threading
 import time
 
 from pyhudi.errors import StorageError
-from pyhudi.storage.fs import Storage
+from pyhudi.storage.fs import Storage, open_local
 from pyhudi.timeline.lock import pid_alive
 
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
@@ -80,11 +80,7 @@ class Heartbeat:
             return
         path, tmp_path = self.storage.full_path(self.relpath), self.storage.full_path(tmp)
         try:
-            try:
-                fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            except FileNotFoundError:
-                os.makedirs(os.path.dirname(tmp_path), exist_ok=True)
-                fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = open_local(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             try:
                 os.write(fd, data)
             finally:

@@ -39,7 +39,7 @@ from typing import Any, Mapping
 import pyarrow.fs as pafs
 
 from pyhudi.errors import AlreadyExistsError, LockError, StorageError
-from pyhudi.storage.fs import Storage
+from pyhudi.storage.fs import Storage, open_local
 from pyhudi.config.lock import LOCK_WAIT_TIME_MS, LOCK_NUM_RETRIES, LOCK_RETRY_WAIT_MS, LOCK_MAX_RETRY_WAIT_MS, LOCK_EXPIRE_MINUTES  # noqa: F401 (declared there)
 
 DEFAULT_LOCK_PATH = ".hoodie/.lock"
@@ -238,11 +238,7 @@ class FileLock:
         path = self.storage.full_path(self.path)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
         try:
-            try:
-                fd = os.open(path, flags, 0o644)
-            except FileNotFoundError:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                fd = os.open(path, flags, 0o644)
+            fd = open_local(path, flags)
         except FileExistsError as exc:
             raise AlreadyExistsError(f"file already exists: {path}") from exc
         except OSError as exc:

@@ -27,7 +27,7 @@ from datetime import timezone as dt_timezone
 from typing import Callable, Protocol
 
 from pyhudi.errors import StorageError
-from pyhudi.storage.fs import Storage
+from pyhudi.storage.fs import Storage, open_local
 from pyhudi.timeline.instant import format_instant_time, next_instant_time, resolve_timezone
 from pyhudi.timeline.lock import FileLock
 
@@ -145,11 +145,7 @@ class InstantTimeGenerator:
         data = value.encode("ascii")
         if self.storage.is_local and len(data) == 17:
             path = self.storage.full_path(self.state_path)
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-            except FileNotFoundError:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            fd = open_local(path, os.O_WRONLY | os.O_CREAT)
             try:
                 os.pwrite(fd, data, 0)
                 if os.fstat(fd).st_size > len(data):  # (an older, longer content)

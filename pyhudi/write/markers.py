@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 
 from pyhudi.errors import FileNameError, StorageError
-from pyhudi.storage.fs import Storage
+from pyhudi.storage.fs import Storage, open_local
 from pyhudi.storage.naming import MarkerName, marker_dir
 
 IO_CREATE = "CREATE"  # a new base file
@@ -40,12 +40,7 @@ def create_marker(storage: Storage, instant: str, partition_path: str, file_name
     """
     relpath = MarkerName(partition_path, file_name, io_type).relpath(instant)
     if storage.is_local:  # one open() in the usual case: the folder exists after the first marker
-        path = storage.full_path(relpath)
-        try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
-        except FileNotFoundError:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+        os.close(open_local(storage.full_path(relpath), os.O_WRONLY | os.O_CREAT))
         return relpath
     storage.write(relpath, b"")
     return relpath
