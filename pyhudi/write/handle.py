@@ -276,7 +276,7 @@ class FileGroupWriteTask:
     family_bases: dict = field(default_factory=dict)
     """KIND_APPEND: family → (relpath, instant, file identity) of its base file, to record positions against
     (:mod:`pyhudi.write.positions`; empty when ``hoodie.write.record.positions`` is off)."""
-    full_row: bool = False  # KIND_CREATE of every family: one full-row base file if they can share it (FULL_ROW_INSERT)
+    full_row: bool = False  # every family of a new group: one full-row base or log file if they can share it (FULL_ROW_INSERT)
 
     def run(self) -> list[WriteStatus]:
         storage = Storage(self.base_uri)
@@ -286,7 +286,7 @@ class FileGroupWriteTask:
             return [self._merge_base(storage)]
         meta_cache: dict = {}
         payloads = self.payloads
-        if self.full_row and self.kind == KIND_CREATE:
+        if self.full_row and self.kind in (KIND_CREATE, KIND_APPEND):
             merged = full_row_payload(payloads, meta_cache)
             payloads = [merged] if merged is not None else payloads
         written = {}

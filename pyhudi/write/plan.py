@@ -267,7 +267,8 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         new_group = (partition, file_id) not in existing
         kind = KIND_CREATE if txn.operation == "bulk_insert" and new_group else KIND_APPEND
         bases = _family_bases(txn, existing.get((partition, file_id)), payloads) if kind == KIND_APPEND else {}
-        full_row = (kind == KIND_CREATE and len(families) > 1 and len(payloads) == len(families)
+        # a new file group of a family table: one full-row file (base or log) for every family
+        full_row = (new_group and len(families) > 1 and len(payloads) == len(families)
                     and FULL_ROW_INSERT.get(txn.options))
         tasks.append(_task(txn, partition, file_id, kind, existing, token_for(index), row_group,
                            payloads=payloads, family_bases=bases, full_row=full_row))
