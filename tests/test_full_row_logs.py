@@ -118,6 +118,11 @@ def test_reads_of_some_columns_and_filters_take_each_familys_columns(tmp_path):
     assert read(t, columns=["id", "c1"]) == [{"id": i, "c1": f"c{i}-0"} for i in range(12)]
     assert read(t, columns=["id", "b2", "ts"]) == [{"id": i, "b2": i / 2, "ts": 1} for i in range(12)]
     assert read(t, columns=["id", "d1"], filters=[("d1", ">=", 1000)]) == [{"id": i, "d1": i * 100} for i in (10, 11)]
+    from pyhudi.read.plan import plan_scan
+
+    # families that merge alike (f2-f5: by commit time) read the shared full-row log once, as one
+    task = plan_scan(t).tasks[0]
+    assert [p.scan.family for p in task.families] == ["f1", "f2+f3+f4+f5"]
     with_meta = t.read(with_meta=True)
     assert set(with_meta.column("_hoodie_commit_time").to_pylist()) == {t.timeline[-1].requested_time}
 
