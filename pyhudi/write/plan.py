@@ -12,7 +12,8 @@ Where rows go depends on the index:
 
 - **bucket index** (:func:`plan_bucketed`): the bucket id of a row names its file group
   (``%08d-0000-0000-0000-000000000000-0``), so every family of it gets one new log file (or a
-  base file when bulk inserting into an empty group) — no lookup, no coordination;
+  base file when bulk inserting into an empty group; one full-row file for all families when the
+  group is new, :mod:`~pyhudi.write.full_row`) — no lookup, no coordination;
 - **simple index** (:func:`plan_simple_index`, tables without buckets — Hudi's SIMPLE index):
   upserts and deletes look their keys up in the latest file slices (base file and log files) of
   the partitions they touch (:mod:`pyhudi.index.simple`); updates go to the key's file group
