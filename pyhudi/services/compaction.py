@@ -150,6 +150,9 @@ def _group_units(group: FileGroup, families: Sequence[str | None], family_table:
     if family_table and None in present:  # a full-row base file (full compaction or insert) serves every family
         present = present | set(families)
     slices = [_before(group.latest_slice(f, family_table), instant_time) for f in families if f in present]
+    if family_table:  # full-row logs are every family's logs: read through the families' slices
+        slices = [FileSlice(s.partition_path, s.file_id, None, s.base_file, []) if s.family is None else s
+                  for s in slices]
     slices = [s for s in slices if not s.is_empty]
     if not full:
         return [_Unit([_operation(s, max_file_size)], [s.family]) for s in slices if s.log_files]
