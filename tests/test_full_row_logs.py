@@ -104,6 +104,14 @@ def test_insert_writes_one_full_row_log_per_new_file_group(tmp_path):
     assert HeaderKey.IS_PARTIAL not in block.header and HeaderKey.RECORD_POSITIONS not in block.header
     assert [f["name"] for f in __import__("json").loads(block.header[HeaderKey.SCHEMA])["fields"]] == \
         [*META_FIELDS, *file_columns]
+    group = block.parquet_file().metadata.row_group(0)
+    chunks = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    assert [c.column_index for c in group.sorting_columns] == [2]  # sorted by record key
+    # statistics on the commit time and the keys only (a log block's data values are never used to skip)
+    assert sorted(name for name, chunk in chunks.items() if chunk.is_stats_set) == [
+        "_hoodie_commit_time", "_hoodie_record_key", "id"]
+    assert chunks["_hoodie_commit_time"].has_dictionary_page and not chunks["_hoodie_commit_seqno"].has_dictionary_page
+    assert stored.column("_hoodie_commit_seqno").to_pylist() == [f"{instant}_0_{i}" for i in range(len(ids))]
     metadata = t.active_timeline().read_metadata(t.timeline[-1])
     assert sorted(s.path for s in metadata.write_stats()) == sorted(data_files(t))
     assert t.last_write.rows_per_family == {"": 20}
