@@ -318,6 +318,29 @@ def test_two_concurrent_writers_into_the_same_new_buckets_both_commit(tmp_path, 
     assert read(pyhudi.open_table(t.path)) == expected(inputs[first], inputs[last])  # same ts: the later commit wins
 
 
+def test_a_full_row_log_completing_after_a_family_compaction_applies_on_top_of_its_base(tmp_path):
+    """Writer B writes its full-row logs into groups it finds new, then writer A inserts into the
+    same groups and a compaction of f3 runs before B commits: B's logs complete after f3's base,
+    so f3 reads them on top of that base, and the other families after A's log."""
+    from pyhudi.write.client import WriteClient
+
+    t = create(tmp_path)
+    writer = WriteClient(pyhudi.open_table(t.path))
+    txn = writer.begin("insert")
+    statuses = txn.write_rows(rows(range(8), tag=2), task_id=0)
+    assert all(parse_data_file_name(s.file_name).family is None for s in statuses)
+    first = t.insert(rows(range(8), tag=1))
+    compaction = t.compact(families=["f3"])
+    assert read(t) == expected(rows(range(8), tag=1))
+    later = writer.commit(txn, statuses).instant
+    for group in pyhudi.open_table(t.path).file_groups():
+        f3 = group.latest_slice("f3", True)
+        assert f3.base_file.instant == compaction and [lf.instant for lf in f3.log_files] == [later]
+        assert [lf.instant for lf in group.latest_slice("f1", True).log_files] == [first, later]
+    assert read(pyhudi.open_table(t.path)) == expected(rows(range(8), tag=2))  # the later commit wins everywhere
+    assert read(pyhudi.open_table(t.path), as_of=compaction) == expected(rows(range(8), tag=1))
+
+
 def test_a_failed_full_row_insert_is_rolled_back_and_the_table_is_unchanged(tmp_path, monkeypatch):
     t = create(tmp_path)
     zero_bucket = [i for i in range(40) if buckets_of([i]) == [0]][:2]
