@@ -240,6 +240,19 @@ def test_family_compaction_then_clean_keeps_the_full_row_log_while_any_family_re
     assert read(t) == want and read(t, columns=["id", "a2"]) == [{"id": r["id"], "a2": r["a2"]} for r in want]
 
 
+def test_clean_by_file_versions_keeps_a_full_row_log_in_any_familys_latest_slice(tmp_path):
+    t = create(tmp_path, options={"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+                                  "hoodie.cleaner.fileversions.retained": "1"})
+    t.insert(rows(range(10)))
+    full = full_row_logs(t)
+    t.compact(families=["f3"])
+    assert t.clean() is None and full_row_logs(t) == full  # f1, f2, f4, f5's latest slices hold them
+    t.compact(families=["f1", "f2", "f4", "f5"])
+    assert t.clean() is not None and full_row_logs(t) == set()
+    assert read(t) == expected(rows(range(10)))
+    assert sorted(parse_data_file_name(os.path.basename(n)).family for n in data_files(t)) == sorted(list(FAMILIES) * 4)
+
+
 def test_full_compaction_writes_full_row_bases_and_clean_removes_the_logs(tmp_path):
     t = create(tmp_path, options={"hoodie.cleaner.commits.retained": "1"})
     first = t.insert(rows(range(10)))
