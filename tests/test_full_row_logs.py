@@ -253,6 +253,24 @@ def test_clean_by_file_versions_keeps_a_full_row_log_in_any_familys_latest_slice
     assert sorted(parse_data_file_name(os.path.basename(n)).family for n in data_files(t)) == sorted(list(FAMILIES) * 4)
 
 
+def test_compacting_every_family_of_full_row_only_groups_writes_one_full_row_base(tmp_path):
+    """Every family's slice is the same full-row log in groups 1-3 (one full-row base file each);
+    group 0 also has f2 logs: one base file per family there."""
+    t = create(tmp_path, options={"hoodie.cleaner.commits.retained": "1"})
+    t.insert(rows(range(12)))
+    t.upsert(pa.table({"id": pa.array([1], pa.int64()), "b1": [-1], "b2": [-0.5]}))  # id 1: bucket 0
+    want = expected(rows(range(12)))
+    want[1].update(b1=-1, b2=-0.5)
+    done = t.compact()
+    bases = sorted((n.file_id, n.family) for n in (parse_data_file_name(os.path.basename(f)) for f in data_files(t))
+                   if n.instant == done)
+    assert bases == sorted([*((fid(0), f) for f in FAMILIES), *((fid(b), None) for b in (1, 2, 3))], key=str)
+    assert read(t) == want
+    t.clean()
+    assert full_row_logs(t) == set() and read(t) == want
+    assert read(t, columns=["id", "e1"], filters=[("e1", ">", 15.0)]) == [{"id": i, "e1": i * 1.5} for i in (11,)]
+
+
 def test_full_compaction_writes_full_row_bases_and_clean_removes_the_logs(tmp_path):
     t = create(tmp_path, options={"hoodie.cleaner.commits.retained": "1"})
     first = t.insert(rows(range(10)))
