@@ -14,7 +14,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pyhudi.lazy import pc
 from pyhudi.schema import META_FIELDS
@@ -262,6 +261,8 @@ def write_parquet(table: pa.Table, where: Any, options: Mapping[str, Any]) -> No
     ``ARROW:schema`` altogether, as Java Hudi does, would change every file's footer and leave each
     reader to type columns from Parquet alone; keeping it leaves no reader anything to tell apart.
     """
+    import pyarrow.parquet as pq  # (writes only: a read imports less, issue 15)
+
     schema = table.schema
     stored = _value_schema(schema)
     if stored is schema or options.get("store_schema") is False:

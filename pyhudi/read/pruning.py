@@ -21,17 +21,19 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pyhudi.errors import ReadError
 from pyhudi.lazy import pc
 from pyhudi.read.filters import NULL_REJECTING, Filter, typed_values
 from pyhudi.read.keys import text_keys
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 KeyRange = tuple[str, str]
 """An inclusive ``(low, high)`` range of record keys."""
