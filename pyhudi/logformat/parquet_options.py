@@ -9,7 +9,6 @@ dictionaries (:func:`constant_strings`), which Parquet encodes without hashing e
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -237,6 +236,8 @@ def _stored_schema_metadata(schema: pa.Schema) -> dict[bytes, bytes]:
     ``ARROW:schema``, the base64 of its serialized Arrow schema). Not memoised: hashing a
     ``pa.Schema`` costs more than serializing it (5000 columns: 4 ms vs 1.6 ms), and schema
     equality ignores field metadata, which the serialized schema keeps."""
+    import base64  # (writes only)
+
     serialized = base64.b64encode(schema.serialize().to_pybytes())
     return {b"ARROW:schema": serialized, **(schema.metadata or {})}
 
