@@ -97,6 +97,12 @@ def check_name(name: str, what: str = "name") -> str:
     return name
 
 
+def _is_local_fs(filesystem: pafs.FileSystem) -> bool:
+    import pyarrow.fs as pafs  # (imported already: a file system object exists)
+
+    return isinstance(filesystem, pafs.LocalFileSystem)
+
+
 def _file_type() -> type[pafs.FileType]:
     """``pyarrow.fs.FileType`` (imported already wherever a ``pyarrow.fs`` file system is used)."""
     import pyarrow.fs as pafs
@@ -137,7 +143,7 @@ class Storage:
         self._fs: pafs.FileSystem | None = filesystem
         self.base_uri = base_uri
         self.root = root.rstrip("/") or "/"
-        self.is_local = filesystem is None or type(filesystem).__name__ == "LocalFileSystem"
+        self.is_local = filesystem is None or _is_local_fs(filesystem)
         self._plain = filesystem is None  # (a local path: reads go through os, see the module doc)
         self._options = dict(options or {})
 
