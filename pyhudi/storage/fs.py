@@ -242,7 +242,7 @@ class Storage:
     def _local_list(self, path: str, recursive: bool) -> list[FileInfo]:
         """:meth:`list` of a local directory through ``os.scandir`` (entries that vanish while
         listed are left out)."""
-        cut = len(self.root) + 1
+        prefix = self.root + "/"
         out = []
         try:
             with os.scandir(path) as entries:
@@ -252,7 +252,7 @@ class Storage:
                         info = entry.stat()
                     except FileNotFoundError:
                         continue
-                    rel = entry.path[cut:] if entry.path.startswith(self.root) else entry.path
+                    rel = entry.path[len(prefix):] if entry.path.startswith(prefix) else entry.path
                     out.append(FileInfo(path=rel, size=0 if is_dir else info.st_size, mtime_ns=info.st_mtime_ns,
                                         is_dir=is_dir))
                     if is_dir and recursive:
