@@ -30,7 +30,7 @@ from bench.harness import Comparison, Variant, compare, single
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEAVY = ("pandas", "pyspark", "rich", "hypothesis", "pyarrow.dataset", "pyarrow.compute", "pyarrow.fs",
-         "pyarrow.parquet", "fastavro", "concurrent.futures")
+         "pyarrow.parquet")
 
 _PYHUDI = f"""
 import sys, time, json

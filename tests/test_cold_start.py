@@ -24,9 +24,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "pyspark", "rich", "hypothesis", "pyarrow.dataset", "pyarrow.compute",
          "pyhudi.timeline.metadata", "pyhudi.timeline.archived", "pyhudi.logformat.writer",
          # a local read needs neither pyarrow's file systems nor pyarrow.parquet (which imports
-         # them, with pathlib and ssl), nor fastavro, nor concurrent.futures (with logging)
-         "pyarrow.fs", "pyarrow.parquet", "pathlib", "ssl", "urllib.parse", "fastavro", "concurrent.futures",
-         "logging")
+         # them, with pathlib and ssl)
+         "pyarrow.fs", "pyarrow.parquet", "pathlib", "ssl", "urllib.parse")
 
 _PROBE = """
 import json, sys
@@ -80,8 +79,7 @@ def test_import_open_and_read_load_neither_pandas_nor_pyspark(family_table):
     assert out["import"] == []
     assert out["open"] == []
     # the files are read without pyarrow.compute, pyarrow.parquet or pyarrow.fs, the commit
-    # metadata decoded without the timeline's models or fastavro, the tasks run on threads
-    # without concurrent.futures (issue 15)
+    # metadata decoded without the timeline's models (issue 15)
     assert out["read"] == []
     assert out["rows"] == 1_000
     assert out["sums"] == sums
@@ -160,19 +158,17 @@ out["after_write"] = sorted(m for m in HEAVY if m in sys.modules)
     assert out["read"] == []
     assert out["filtered"] == [998, 999]
     assert {"pyarrow.compute", "pyarrow.dataset"} <= set(out["after_filter"])  # (filter expressions)
-    assert "fastavro" not in out["after_filter"] and "concurrent.futures" not in out["after_filter"]
     assert out["written"] == [7.5]
     assert {"pyhudi.timeline.metadata", "pyhudi.logformat.writer", "pyarrow.parquet"} <= set(out["after_write"])
 
 
-_CLI_LIGHT = ("pandas", "pyspark", "pyarrow.fs", "pyarrow.parquet", "ssl", "fastavro", "concurrent.futures",
-              "logging", "pyhudi.timeline.metadata")
+_CLI_LIGHT = ("pandas", "pyspark", "pyarrow.fs", "pyarrow.parquet", "ssl", "pyhudi.timeline.metadata")
 """What ``pyhudi read`` leaves out (its ``--sort`` loads ``pyarrow.compute``, which loads ``urllib.parse``)."""
 
 
 def test_cli_read_builds_only_its_command(family_table):
     """``pyhudi read`` imports the read command's module, not every command's (services,
-    drawing, demo, inspection), nor pyarrow's file systems, fastavro or concurrent.futures, and
+    drawing, demo, inspection), nor pyarrow's file systems, and
     prints the rows."""
     path, _ = family_table
     code = ("import sys, json\nfrom pyhudi.cli import main\n"

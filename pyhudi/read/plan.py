@@ -26,7 +26,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -43,10 +43,12 @@ from pyhudi.read.pruning import partition_columns_from_path, partition_may_match
 from pyhudi.read.skipping import FileSkipper
 from pyhudi.read.split import key_splits, split_rows
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
-from pyhudi.read.threads import HelperThreads
 from pyhudi.schema import META_FIELDS
 from pyhudi.timeline.instant import format_instant_time
 from pyhudi.timeline.timeline import COMMIT_ACTIONS
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
 COMMIT_TIME = META_FIELDS[0]
@@ -113,17 +115,19 @@ class ScanPlan:
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
 
-_POOL: tuple[int, HelperThreads] | None = None
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
 _POOL_LOCK = threading.Lock()
 
 
-def _shared_pool() -> HelperThreads:
+def _shared_pool() -> ThreadPoolExecutor:
     """The process's read threads, started once: starting threads on every read costs as much
     as a small read (a forked child starts its own)."""
+    from concurrent.futures import ThreadPoolExecutor  # (on first parallel read: a light import)
+
     global _POOL
     with _POOL_LOCK:
         if _POOL is None or _POOL[0] != os.getpid():
-            _POOL = (os.getpid(), HelperThreads(os.cpu_count() or 1, "pyhudi-read"))
+            _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="pyhudi-read"))
         return _POOL[1]
 
 
@@ -135,6 +139,7 @@ def run_tasks(tasks: Sequence[ReadTask], workers: int) -> list[pa.Table]:
     """
     if workers <= 1 or len(tasks) <= 1:
         return [task.run() for task in tasks]
+    from concurrent.futures import ThreadPoolExecutor
 
     results: list = [None] * len(tasks)
     pending = iter(range(len(tasks)))
@@ -154,7 +159,7 @@ def run_tasks(tasks: Sequence[ReadTask], workers: int) -> list[pa.Table]:
                 raise
 
     pool = _shared_pool() if workers <= (os.cpu_count() or 1) else None
-    own = HelperThreads(workers - 1, "pyhudi-read-own") if pool is None else None
+    own = ThreadPoolExecutor(max_workers=workers - 1) if pool is None else None
     try:
         helpers = [(pool or own).submit(runner) for _ in range(workers - 1)]
         try:
@@ -164,9 +169,8 @@ def run_tasks(tasks: Sequence[ReadTask], workers: int) -> list[pa.Table]:
                 if not helper.cancel():  # (one still queued behind other reads has nothing left to do)
                     helper.exception()  # wait for every running helper before raising or returning
         for helper in helpers:
-            error = None if helper.cancelled else helper.exception()
-            if error is not None:
-                raise error
+            if not helper.cancelled():
+                helper.result()
     finally:
         if own is not None:
             own.shutdown()

@@ -28,7 +28,7 @@ import sys
 from typing import Any, Callable, ClassVar, TypeVar
 
 from pyhudi.errors import MetadataError
-from pyhudi.timeline import avro_reader, schemas
+from pyhudi.timeline import schemas
 
 AVRO_MAGIC = b"Obj\x01"
 SCHEMA_KEY = "schema"
@@ -105,15 +105,6 @@ def read_container(data: bytes) -> tuple[str, dict[str, Any] | None]:
     """
     if data[:4] != AVRO_MAGIC:
         raise MetadataError("not an Avro container file (no 'Obj\\x01' magic)")
-    if avro_reader.usable(data):  # (a small file while fastavro is not loaded: issue 15)
-        try:
-            return _container_result(*avro_reader.read_one(data))
-        except avro_reader.Unsupported:
-            pass
-        except MetadataError:
-            raise
-        except Exception as exc:  # (the same kinds of damage fastavro reports, below)
-            raise MetadataError(f"undecodable Avro container: {exc}") from exc
     import fastavro  # (on first use: `import pyhudi` stays light, issue 15)
 
     try:
