@@ -441,3 +441,27 @@ def test_spark_planning_sends_file_groups_with_full_row_logs_to_the_python_sourc
     t.compact(full=True)
     split = split_scan(t, COLUMNS, None, as_of=None, query_type="snapshot")
     assert split.python == [] and len(split.native) == 4
+
+
+def test_a_pending_older_instant_missing_from_a_young_listing_is_not_committed(tmp_path):
+    """A writer lists the timeline after beginning its instant; a concurrent writer that took an
+    older time but wrote its requested file after that listing is missing from it. On a table
+    that never archived anything, that older instant is pending, not archived: its files are not
+    committed data (before, being older than the listing's first instant made them count as
+    archived, hence completed)."""
+    from pyhudi.fsview.view import FileSystemView
+    from pyhudi.timeline.timeline import Timeline
+
+    t = create(tmp_path)
+    older = "20260101000000000"
+    pending_file = tmp_path / "t" / f".{fid(1)}_{older}.log.1_0-1-0"
+    pending_file.write_bytes(b"#HUDI#")  # (the concurrent writer's file, not yet committed)
+    os.makedirs(tmp_path / "t" / ".hoodie" / "timeline", exist_ok=True)
+    (tmp_path / "t" / ".hoodie" / "timeline" / "20260101000000500.deltacommit.requested").write_bytes(b"")
+    timeline = Timeline(t.storage, timeline_dir=".hoodie/timeline", layout_version=2)
+    assert [i.requested_time for i in timeline.instants] == ["20260101000000500"]
+    assert not timeline.has_archive()
+    view = FileSystemView(t.storage, timeline, 0)
+    assert view.completion_of(older) is None
+    assert all(not group.log_files for group in view.file_groups())
+    assert read(pyhudi.open_table(t.path)) == []

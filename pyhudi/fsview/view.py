@@ -285,6 +285,11 @@ class FileSystemView:
         instants = self.timeline.instants
         archived_before = getattr(timeline, "first_active_time", instants[0].requested_time if instants else None)
         history = getattr(timeline, "history_dir", None) if getattr(timeline, "layout_version", 2) == 2 else None
+        if history is not None and not getattr(timeline, "has_archive", lambda: True)():
+            # Nothing was ever archived: an instant missing from the listing is pending, not
+            # archived — e.g. a concurrent writer's, begun with an older time than the first
+            # instant this (young) listing holds, whose files must not count as committed.
+            archived_before = None
         archive = ArchivedCompletions(storage, history) if history is not None else None
         self.visibility = Visibility(self.completion, archived_before, self.as_of, archive)
         self.replaced = self._replaced_file_groups()
