@@ -445,10 +445,10 @@ def test_spark_planning_sends_file_groups_with_full_row_logs_to_the_python_sourc
 
 def test_a_pending_older_instant_missing_from_a_young_listing_is_not_committed(tmp_path):
     """A writer lists the timeline after beginning its instant; a concurrent writer that took an
-    older time but wrote its requested file after that listing is missing from it. On a table
-    that never archived anything, that older instant is pending, not archived: its files are not
-    committed data (before, being older than the listing's first instant made them count as
-    archived, hence completed)."""
+    older time but wrote its requested file after that listing is missing from it. A listing
+    without any completed commit had nothing archived (archival leaves completed commits
+    active), so that older instant is pending: its files are not committed data (before, being
+    older than the listing's first instant made them count as archived, hence completed)."""
     from pyhudi.fsview.view import FileSystemView
     from pyhudi.timeline.timeline import Timeline
 
@@ -460,7 +460,6 @@ def test_a_pending_older_instant_missing_from_a_young_listing_is_not_committed(t
     (tmp_path / "t" / ".hoodie" / "timeline" / "20260101000000500.deltacommit.requested").write_bytes(b"")
     timeline = Timeline(t.storage, timeline_dir=".hoodie/timeline", layout_version=2)
     assert [i.requested_time for i in timeline.instants] == ["20260101000000500"]
-    assert not timeline.has_archive()
     view = FileSystemView(t.storage, timeline, 0)
     assert view.completion_of(older) is None
     assert all(not group.log_files for group in view.file_groups())

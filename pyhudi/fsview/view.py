@@ -285,10 +285,11 @@ class FileSystemView:
         instants = self.timeline.instants
         archived_before = getattr(timeline, "first_active_time", instants[0].requested_time if instants else None)
         history = getattr(timeline, "history_dir", None) if getattr(timeline, "layout_version", 2) == 2 else None
-        if history is not None and not getattr(timeline, "has_archive", lambda: True)():
-            # Nothing was ever archived: an instant missing from the listing is pending, not
-            # archived — e.g. a concurrent writer's, begun with an older time than the first
-            # instant this (young) listing holds, whose files must not count as committed.
+        if not self.timeline.completed():
+            # Archival always leaves completed commits active, so a listing without any had
+            # nothing archived: an instant missing from it is pending — e.g. a concurrent writer's
+            # on a young table, begun with an older time than this listing's first instant and
+            # listed too late — and its files are not committed.
             archived_before = None
         archive = ArchivedCompletions(storage, history) if history is not None else None
         self.visibility = Visibility(self.completion, archived_before, self.as_of, archive)
