@@ -8,9 +8,10 @@ the clean is planned as before (:func:`pyhudi.services.clean_plan.plan_clean` de
 **Closing instants.** A file becomes deletable only once its snapshot interval closes
 (:mod:`pyhudi.services.clean_plan`): a newer base file of its family lands in its file group, its
 file group is replaced, or an ALTER drops its family. The completed instants that can do that are
-*closing*: every ``commit`` (compactions, copy-on-write writes), every ``replacecommit``
-(clustering, insert overwrite), an ALTER, and a ``deltacommit`` that wrote a base file over an
-earlier one (``prevCommit`` set; merge-on-read writes put new base files only into new file groups).
+*closing*: every ``replacecommit`` (clustering, insert overwrite), every compaction, and every
+other ``commit`` or ``deltacommit`` except a plain write (upsert, insert, bulk insert, delete)
+that wrote no base file over an earlier one (``prevCommit`` set: a copy-on-write rewrite; new
+base files of new file groups and log files close nothing). An ALTER is not a plain write.
 A file closed by instant ``E`` is read from its writer's completion until ``E``'s completion ``tE``.
 
 **Settled time** (:data:`SETTLED_KEY`, recorded by each clean in its plan's ``extraMetadata``):
@@ -45,7 +46,8 @@ SETTLED_KEY = "pyhudi.clean.settled"
 """Clean ``extraMetadata``: the settled time (see the module docstring); absent = nothing known."""
 
 _HOLDING_ACTIONS = frozenset({Action.COMPACTION, Action.LOGCOMPACTION, Action.CLUSTERING, Action.REPLACECOMMIT})
-_ALTER = "ALTER_SCHEMA"  # (pyhudi.evolution.ALTER_OPERATION: not imported, a write needs none of its modules)
+_PLAIN_WRITES = frozenset({"UPSERT", "INSERT", "BULK_INSERT", "DELETE", "UPSERT_PREPPED", "INSERT_PREPPED",
+                           "BULK_INSERT_PREPPED", "DELETE_PREPPED"})
 _CLOSES: dict[tuple[str, str, str], bool] = {}  # (table, requested, completion) -> closing (completed: immutable)
 _CLOSES_MAX = 100_000
 
@@ -53,22 +55,28 @@ _CLOSES_MAX = 100_000
 # ------------------------------------------------------------------------------ closing instants
 def closes_files(timeline: Timeline, instant: Instant) -> bool:
     """Whether the completed ``instant`` can close other files' snapshot intervals."""
-    if instant.action in (Action.COMMIT, Action.REPLACECOMMIT):
+    if instant.action is Action.REPLACECOMMIT:
         return True
-    if instant.action is not Action.DELTACOMMIT:
+    if instant.action not in (Action.COMMIT, Action.DELTACOMMIT):
         return False
+    if instant.is_compaction:
+        return True
     key = (timeline.storage.base_uri, instant.requested_time, instant.completion_time or "")
     found = _CLOSES.get(key)
     if found is None:
-        found = _deltacommit_closes(timeline.read_record(instant) or {})
+        found = _write_closes(timeline.read_record(instant) or {})
         if len(_CLOSES) >= _CLOSES_MAX:
             _CLOSES.clear()
         _CLOSES[key] = found
     return found
 
 
-def _deltacommit_closes(record: Mapping[str, Any]) -> bool:
-    if record.get("operationType") == _ALTER:
+def _write_closes(record: Mapping[str, Any]) -> bool:
+    """A commit or delta commit closes files unless it is a plain write (by its operation) that
+    wrote no base file over an earlier one."""
+    if str(record.get("operationType") or "").upper() not in _PLAIN_WRITES:
+        return True  # (a compaction, an ALTER, an operation not known here: conservatively)
+    if record.get("partitionToReplaceFileIds"):
         return True
     for stats in (record.get("partitionToWriteStats") or {}).values():
         for stat in stats or ():
@@ -76,7 +84,7 @@ def _deltacommit_closes(record: Mapping[str, Any]) -> bool:
             is_log = name.startswith(".") and ".log." in name
             if not is_log and str(stat.get("prevCommit") or "null") not in ("null", ""):
                 return True  # a base file over an earlier one of its file group
-    return bool(record.get("partitionToReplaceFileIds"))
+    return False
 
 
 # ------------------------------------------------------------------------------ settled time
