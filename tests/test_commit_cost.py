@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import pyhudi
-from pyhudi.errors import AlreadyExistsError, LockError
+from pyhudi.errors import AlreadyExistsError, LockError, TimelineError
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline import heartbeat as hb
 from pyhudi.timeline.instant import Action, State
@@ -277,3 +277,27 @@ def test_an_unexpected_error_in_one_heartbeat_does_not_stop_the_others(tmp_path,
     assert [t.name for t in threading.enumerate()].count("pyhudi-heartbeats") == 1
     broken.stop()
     healthy.stop()
+
+
+def test_an_empty_inflight_is_a_second_name_of_the_empty_requested_file(tmp_path):
+    """Locally the inflight of an instant that plans nothing is a hard link of its requested
+    file (no second inode); deleting one name leaves the other, and a plan's inflight is a file
+    of its own."""
+    t = table(tmp_path)
+    instant = t.upsert(rows(range(3)))
+    timeline_dir = tmp_path / "t" / ".hoodie" / "timeline"
+    requested, inflight = (timeline_dir / f"{instant}.deltacommit.{s}" for s in ("requested", "inflight"))
+    assert os.stat(requested).st_ino == os.stat(inflight).st_ino and os.stat(inflight).st_nlink == 2
+    assert inflight.read_bytes() == b"" and requested.read_bytes() == b""
+    timeline = t.active_timeline()
+    clean = timeline.create_requested(Action.CLEAN, timeline.new_instant_time(), content=b"plan")
+    moved = timeline.transition_to_inflight(clean)
+    plan, started = (timeline_dir / f"{clean.requested_time}.clean.{s}" for s in ("requested", "inflight"))
+    assert os.stat(plan).st_ino != os.stat(started).st_ino and started.read_bytes() == b""
+    assert moved.state is State.INFLIGHT and t.active_timeline().get(clean.requested_time).is_inflight
+    other = timeline.create_requested(Action.CLEAN, timeline.new_instant_time())
+    (timeline_dir / f"{other.requested_time}.clean.inflight").write_bytes(b"")  # (another process's)
+    with pytest.raises(TimelineError, match=f"instant .*{other.requested_time}.* already exists"):
+        timeline.transition_to_inflight(other)
+    os.unlink(inflight)  # one name goes, the other stays
+    assert requested.exists() and os.stat(requested).st_nlink == 1
