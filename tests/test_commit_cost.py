@@ -301,3 +301,36 @@ def test_an_empty_inflight_is_a_second_name_of_the_empty_requested_file(tmp_path
         timeline.transition_to_inflight(other)
     os.unlink(inflight)  # one name goes, the other stays
     assert requested.exists() and os.stat(requested).st_nlink == 1
+
+
+def test_instant_containers_decode_as_fastavros_reader_decodes_them():
+    """Instant files are decoded with their writer schema parsed once per process; every Avro
+    instant file of the Hudi-written fixtures decodes to what fastavro's reader gives, and
+    containers of another shape (a codec, several records) still decode through the reader."""
+    import io
+
+    import fastavro
+
+    from pyhudi.timeline.metadata_base import read_container
+
+    import zipfile
+
+    fixtures = pathlib.Path("/work/shared/fixtures/hudi")
+    files = [(str(p), p.read_bytes()) for p in fixtures.glob("commit_metadata/*.avro")]
+    for archive in sorted(fixtures.glob("**/*.zip")):
+        with zipfile.ZipFile(archive) as z:
+            files += [(f"{archive}:{n}", z.read(n)) for n in z.namelist() if "/.hoodie/" in f"/{n}" and not n.endswith("/")]
+    decoded = 0
+    for where, data in files:
+        if data[:4] != b"Obj\x01":
+            continue
+        reader = fastavro.reader(io.BytesIO(data))
+        assert read_container(data) == (reader.writer_schema["name"], next(iter(reader), None)), where
+        decoded += 1
+    assert decoded >= 100, decoded
+    schema = fastavro.parse_schema({"type": "record", "name": "R", "namespace": "x.y",
+                                    "fields": [{"name": "a", "type": "long"}]})
+    for codec, records in (("deflate", [{"a": 1}]), ("null", [{"a": 2}, {"a": 3}]), ("null", [])):
+        buf = io.BytesIO()
+        fastavro.writer(buf, schema, records, codec=codec)
+        assert read_container(buf.getvalue()) == ("x.y.R", records[0] if records else None)

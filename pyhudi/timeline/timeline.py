@@ -201,7 +201,12 @@ class Timeline:
         """The greatest requested or completion time on the timeline (a floor for new times)."""
         self._ensure_loaded()
         times = [t for i in self._instants for t in (i.requested_time, i.completion_time) if t]
-        return _max_time(*times) if times else None
+        if not times:
+            return None
+        top = max(times)
+        if len(top) == 17 and top.isdigit() and all(len(t) == 17 for t in times):
+            return top  # (17-digit times compare as strings: no normalising each)
+        return _max_time(*times)
 
     # ------------------------------------------------------------------ archived part
     def archived(self) -> Any:
