@@ -136,7 +136,8 @@ class TableServices:
     def _listing(self, options: Mapping[str, str], listing: PostCommitListing | None) -> PostCommitListing:
         return listing if listing is not None else PostCommitListing(self, options)
 
-    def _compact_inline(self, options: Mapping[str, str], engine: Any, listing: PostCommitListing | None = None) -> None:
+    def _compact_inline(self, options: Mapping[str, str], engine: Any,
+                        listing: PostCommitListing | None = None) -> None:
         """``hoodie.compact.inline``: after a write, compact when the trigger strategy says so."""
         from pyhudi.config.compaction import INLINE_COMPACT
         from pyhudi.services.compaction import compaction_due
@@ -222,7 +223,8 @@ class TableServices:
                               "runs clusterings after writes, the second only schedules them")
         return inline, schedule_only
 
-    def _cluster_inline(self, options: Mapping[str, str], engine: Any, listing: PostCommitListing | None = None) -> None:
+    def _cluster_inline(self, options: Mapping[str, str], engine: Any,
+                        listing: PostCommitListing | None = None) -> None:
         """``hoodie.clustering.inline``: after a write, cluster every ``inline.max.commits`` commits
         (``hoodie.clustering.schedule.inline``: only schedule it, to run elsewhere)."""
         from pyhudi.services.clustering import clustering_due

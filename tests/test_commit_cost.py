@@ -319,7 +319,8 @@ def test_instant_containers_decode_as_fastavros_reader_decodes_them():
     files = [(str(p), p.read_bytes()) for p in fixtures.glob("commit_metadata/*.avro")]
     for archive in sorted(fixtures.glob("**/*.zip")):
         with zipfile.ZipFile(archive) as z:
-            files += [(f"{archive}:{n}", z.read(n)) for n in z.namelist() if "/.hoodie/" in f"/{n}" and not n.endswith("/")]
+            files += [(f"{archive}:{n}", z.read(n)) for n in z.namelist()
+                      if "/.hoodie/" in f"/{n}" and not n.endswith("/")]
     decoded = 0
     for where, data in files:
         if data[:4] != b"Obj\x01":
@@ -334,3 +335,24 @@ def test_instant_containers_decode_as_fastavros_reader_decodes_them():
         buf = io.BytesIO()
         fastavro.writer(buf, schema, records, codec=codec)
         assert read_container(buf.getvalue()) == ("x.y.R", records[0] if records else None)
+
+
+def test_the_checks_after_a_write_reuse_its_listing_until_a_service_runs(tmp_path, monkeypatch):
+    """An upsert lists the timeline twice (planning, completion under the lock): compaction,
+    clean and archival checks decide on the completion's listing; once a compaction ran, the
+    clean check lists again and sees it (the clean that follows it deletes what it retired)."""
+    from pyhudi.timeline import listing
+
+    t = table(tmp_path, options={"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2",
+                                 "hoodie.cleaner.commits.retained": "1"})
+    calls = []
+    real = listing.os.listdir
+    monkeypatch.setattr(listing.os, "listdir", lambda p: calls.append(p) or real(p))
+    t.upsert(rows(range(4)))
+    assert [c.rpartition("/")[2] for c in calls] == ["timeline", "timeline"]
+    calls.clear()
+    t.upsert(rows(range(4), 2.0))  # + compaction: its services list on their own, then the clean check
+    timeline = t.active_timeline()
+    assert [i.action.value for i in timeline.completed()] == ["deltacommit", "deltacommit", "commit", "clean"]
+    assert len(calls) > 2
+    assert t.read().sort_by("id").column("v").to_pylist() == [2.0] * 4

@@ -40,7 +40,7 @@ from typing import Any, Mapping
 
 from pyhudi.config import clean as cl
 from pyhudi.timeline.instant import Action, Instant
-from pyhudi.timeline.timeline import COMMIT_ACTIONS, PENDING_COMMIT_ACTIONS, Timeline
+from pyhudi.timeline.timeline import PENDING_COMMIT_ACTIONS, Timeline
 
 SETTLED_KEY = "pyhudi.clean.settled"
 """Clean ``extraMetadata``: the settled time (see the module docstring); absent = nothing known."""
