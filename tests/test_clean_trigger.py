@@ -53,8 +53,8 @@ class Oracle:
         self.table, self.skipped, self.plans, self.empty_plans = t, 0, 0, 0
         real_may, real_plan = clean_mod.may_delete, clean_mod.plan_clean
 
-        def may_delete(timeline, policy, ectr):
-            answer = real_may(timeline, policy, ectr)
+        def may_delete(timeline, policy, ectr, versions=None):
+            answer = real_may(timeline, policy, ectr, versions)
             if not answer:
                 self.skipped += 1
                 plan = real_plan(self.table.table_context(timeline), timeline, clean_mod._now(timeline), {})
@@ -283,3 +283,30 @@ def test_after_a_clean_that_recorded_no_settled_time_every_due_clean_is_planned(
     assert oracle.plans == 2 and len(cleans(t)) == 2
     upsert(t, 5)
     assert oracle.skipped == 1 and oracle.plans == 2  # (the second clean recorded its settled time)
+
+
+@pytest.mark.parametrize("then", [
+    {"hoodie.cleaner.policy": "KEEP_LATEST_COMMITS", "hoodie.cleaner.commits.retained": "2"},
+    {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "1"},
+])
+def test_a_file_versions_clean_is_not_relied_on_by_a_clean_of_another_policy_or_fewer_versions(tmp_path, monkeypatch,
+                                                                                                then):
+    """KEEP_LATEST_FILE_VERSIONS keeps closed files as versions: after its cleans, a clean of
+    another policy or keeping fewer versions deletes them at the next commit, though that commit
+    (log files only) closes nothing."""
+    versions = {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "3"}
+    options = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "1", **versions}
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=1, options=options)
+    oracle = Oracle(monkeypatch, t)
+    for i in range(5):
+        upsert(t, i)  # + a compaction each: slices [u0], [k0 u1], [k1 u2], [k2 u3], [k3 u4], [k4]
+    clean = [i for i in t.active_timeline() if i.action.value == "clean"][-1]
+    extra = t.active_timeline().read_metadata(clean).extra_metadata
+    assert SETTLED_KEY not in extra and extra["pyhudi.clean.settled.versions"].startswith("3:")
+    assert len(data_files(t)) == 5  # the newest 3 slices: k2 u3, k3 u4, k4
+    k4 = max(i.requested_time for i in t.active_timeline() if i.action.value == "commit")
+    plans = oracle.plans
+    u5 = upsert(t, 5, options={**then, "hoodie.compact.inline": "false"})  # a log file: closes nothing
+    assert oracle.plans == plans + 1 and oracle.skipped == 0
+    assert data_files(t) == of(data_files(t), k4, u5)  # retained: k4 and u5 / the newest slice [k4 u5]
+    assert t.read().sort_by("id").column("a").to_pylist() == [5.0, 5.0]

@@ -40,7 +40,7 @@ from pyhudi.read.file_slice import TableContext
 from pyhudi.keygen import partition_layout
 from pyhudi.read.retention import PIN_EXPIRY, live_pins
 from pyhudi.services.clean_plan import earliest_commit_to_retain, plan_clean
-from pyhudi.services.clean_trigger import SETTLED_KEY, may_delete, settled_by_plan
+from pyhudi.services.clean_trigger import may_delete, settled_by_plan
 from pyhudi.timeline.heartbeat import Heartbeat, heartbeat_expired
 from pyhudi.timeline.instant import Action, Instant, format_instant_time_ms
 from pyhudi.timeline.metadata_plans import CleanerPlan, CleanMetadata, CleanPartitionMetadata
@@ -94,15 +94,16 @@ def _record_settled(context: TableContext, timeline: Timeline, plan: CleanerPlan
                     pinned: bool) -> CleanerPlan:
     """Record in the plan what this clean settles (:mod:`pyhudi.services.clean_trigger`): on the
     listing it was planned on; pins are looked at before and after the plan."""
-    policy, _ = cl.checked(options)
+    policy, retained = cl.checked(options)
     held = pinned or bool(live_pins(context.storage, PIN_EXPIRY.get(options)))
     ectr = None
     if plan.earliest_instant_to_retain is not None:
         ectr = timeline.get(plan.earliest_instant_to_retain.timestamp)
         if ectr is None:
             return plan  # (archived meanwhile: nothing is claimed)
-    settled = settled_by_plan(timeline, policy, ectr, held, options, partition_layout(context.config).depth > 0)
-    return replace(plan, extra_metadata={**(plan.extra_metadata or {}), SETTLED_KEY: settled})
+    partitioned = partition_layout(context.config).depth > 0
+    settled = settled_by_plan(timeline, policy, retained, ectr, held, options, partitioned)
+    return replace(plan, extra_metadata={**(plan.extra_metadata or {}), **settled})
 
 _ATTEMPTED: dict[str, str | None] = {}
 """Table → the ECTR of this process's last clean plan (saved or empty): an automatic clean is not
@@ -246,4 +247,6 @@ def clean_due(timeline: Timeline, options: Mapping[str, str]) -> bool:
     commits = sum(1 for i in timeline.commits_timeline() if i.requested_time > last)
     if commits < cl.MAX_COMMITS.get(options):
         return False
-    return may_delete(timeline, policy, None if policy == cl.KEEP_LATEST_FILE_VERSIONS else ectr)
+    if policy == cl.KEEP_LATEST_FILE_VERSIONS:
+        return may_delete(timeline, policy, None, versions=retained)
+    return may_delete(timeline, policy, ectr)

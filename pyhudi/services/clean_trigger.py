@@ -21,8 +21,10 @@ requested time of every pending write): no retained snapshot reads a file closed
 it deleted all of them — unless something held files back (a reader pin, a pending compaction or
 clustering: then it keeps the previous clean's settled time), or it listed only the partitions
 written since the previous clean's ECTR while the previous settled time is older than that ECTR.
-KEEP_LATEST_FILE_VERSIONS settles every instant on its listing (it keeps the newest slices
-whatever the time: only a new closing instant can make a file deletable).
+A KEEP_LATEST_FILE_VERSIONS clean makes a weaker claim (:data:`VERSIONS_SETTLED_KEY`): keeping
+the newest N slices, nothing closed by an instant on its listing is left to delete — only a new
+closing instant can make a file deletable then; a clean of another policy, or keeping fewer
+slices, does not rely on it.
 
 **The precheck** (:func:`may_delete`): a clean can delete something only if some closing instant
 ``E`` after the settled time is *ripe*: the last commit that completed before ``tE`` (every file
@@ -44,6 +46,10 @@ from pyhudi.timeline.timeline import PENDING_COMMIT_ACTIONS, Timeline
 
 SETTLED_KEY = "pyhudi.clean.settled"
 """Clean ``extraMetadata``: the settled time (see the module docstring); absent = nothing known."""
+VERSIONS_SETTLED_KEY = "pyhudi.clean.settled.versions"
+"""Clean ``extraMetadata`` of a KEEP_LATEST_FILE_VERSIONS clean: ``<N>:<time>`` — keeping the newest
+N slices, nothing closed by an instant completed by then is left to delete (closed files may still
+be there, as kept versions: only a clean keeping N or more slices may rely on it)."""
 
 _HOLDING_ACTIONS = frozenset({Action.COMPACTION, Action.LOGCOMPACTION, Action.CLUSTERING, Action.REPLACECOMMIT})
 _PLAIN_WRITES = frozenset({"UPSERT", "INSERT", "BULK_INSERT", "DELETE", "UPSERT_PREPPED", "INSERT_PREPPED",
@@ -93,42 +99,51 @@ def last_clean(timeline: Timeline) -> Instant | None:
     return max(cleans, key=lambda i: i.requested_time) if cleans else None
 
 
-def settled_time(timeline: Timeline) -> str:
-    """The settled time the latest completed clean recorded ("" when none)."""
+def settled_time(timeline: Timeline, versions: int | None = None) -> str:
+    """The settled time the latest completed clean recorded ("" when none); with ``versions``
+    (KEEP_LATEST_FILE_VERSIONS keeping that many slices) its file-versions claim counts too."""
     clean = last_clean(timeline)
     if clean is None:
         return ""
-    record = timeline.read_record(clean) or {}
-    return str((record.get("extraMetadata") or {}).get(SETTLED_KEY) or "")
+    extra = (timeline.read_record(clean) or {}).get("extraMetadata") or {}
+    settled = str(extra.get(SETTLED_KEY) or "")
+    kept, _, weak = str(extra.get(VERSIONS_SETTLED_KEY) or "").partition(":")
+    if versions is not None and kept.isdigit() and int(kept) <= versions:
+        settled = max(settled, weak)
+    return settled
 
 
-def settled_by_plan(timeline: Timeline, policy: str, ectr: Instant | None, held: bool,
-                    options: Mapping[str, str], partitioned: bool) -> str:
-    """The settled time a clean planned on ``timeline`` (with ECTR ``ectr``) leaves once it
-    completed; ``held``: a reader pin or a pending compaction / clustering kept files back."""
-    previous = settled_time(timeline)
-    if held or any(i.action in _HOLDING_ACTIONS for i in timeline.pending()):
-        return previous
-    completed = timeline.completed()
-    if policy == cl.KEEP_LATEST_FILE_VERSIONS:
-        return max([previous, *(i.sort_time for i in completed)])
-    if ectr is None:
-        return previous  # (nothing to clean was looked at)
+def settled_by_plan(timeline: Timeline, policy: str, retained: int, ectr: Instant | None, held: bool,
+                    options: Mapping[str, str], partitioned: bool) -> dict[str, str]:
+    """What a clean planned on ``timeline`` (with ECTR ``ectr``) settles once it completed, as
+    ``extraMetadata`` entries; ``held``: a reader pin or a pending compaction / clustering kept
+    files back (then it claims what the previous clean claimed)."""
     prior = last_clean(timeline)
+    carried = {k: v for k, v in ((timeline.read_record(prior) or {}).get("extraMetadata") or {}).items()
+               if k in (SETTLED_KEY, VERSIONS_SETTLED_KEY)} if prior is not None else {}
+    previous = str(carried.get(SETTLED_KEY) or "")
+    if held or any(i.action in _HOLDING_ACTIONS for i in timeline.pending()):
+        return carried
+    if policy == cl.KEEP_LATEST_FILE_VERSIONS:  # (files closed earlier may stay as kept versions)
+        listed = max((i.sort_time for i in timeline.completed()), default="")
+        return {**({SETTLED_KEY: previous} if previous else {}), VERSIONS_SETTLED_KEY: f"{retained}:{listed}"}
+    if ectr is None:
+        return carried  # (nothing to clean was looked at)
     if partitioned and prior is not None and cl.INCREMENTAL_MODE.get(options):
         since = (timeline.read_record(prior) or {}).get("earliestCommitToRetain") or ""
         if previous < since:
-            return previous  # (the partitions of closing instants in between were not listed)
-    retained = [c.sort_time for c in timeline.commits_timeline()
-                if c.requested_time >= ectr.requested_time or c.sort_time >= ectr.sort_time]
+            return carried  # (the partitions of closing instants in between were not listed)
+    kept = [c.sort_time for c in timeline.commits_timeline()
+            if c.requested_time >= ectr.requested_time or c.sort_time >= ectr.sort_time]
     running = [i.requested_time for i in timeline.pending() if i.action in PENDING_COMMIT_ACTIONS]
-    return max(previous, min([*retained, *running], default=previous))
+    return {SETTLED_KEY: max(previous, min([*kept, *running], default=previous))}
 
 
 # ------------------------------------------------------------------------------ the precheck
-def may_delete(timeline: Timeline, policy: str, ectr: Instant | None) -> bool:
-    """False only when a clean planned now must delete nothing (see the module docstring)."""
-    settled = settled_time(timeline)
+def may_delete(timeline: Timeline, policy: str, ectr: Instant | None, versions: int | None = None) -> bool:
+    """False only when a clean planned now must delete nothing (see the module docstring);
+    ``versions``: the slices KEEP_LATEST_FILE_VERSIONS keeps."""
+    settled = settled_time(timeline, versions if policy == cl.KEEP_LATEST_FILE_VERSIONS else None)
     first = timeline.first_active_time
     if (not settled or first is None or settled < first) and timeline.has_archive():
         return True  # (archived closing instants may have left files nobody cleaned)
