@@ -4,10 +4,11 @@ Each variant is a fresh interpreter, timed from the parent (wall: ``subprocess.r
 children's user + system time from ``getrusage``), in turns with:
 
 - the CLI, ``pyhudi read PATH --columns c0,c1`` (rich's tables included);
-- the floor no pyhudi code is part of: ``import pyarrow, pyarrow.parquet`` (what a pyhudi read
-  of base files and log blocks loads of pyarrow: ``pyarrow.compute`` loads only when a read
-  calls a kernel, :mod:`pyhudi.lazy`), the same with ``pyarrow.compute`` (the floor of earlier
-  runs), and the bare interpreter.
+- the floor no pyhudi code is part of: ``import pyarrow`` (a local pyhudi read loads of pyarrow
+  only its core and the Cython ``pyarrow._parquet``, :mod:`pyhudi.storage.parquet`;
+  ``pyarrow.compute`` loads only when a read calls a kernel, :mod:`pyhudi.lazy`), beside
+  ``import pyarrow._parquet``, ``import pyarrow, pyarrow.parquet`` (the floor of earlier runs,
+  when reads went through ``pyarrow.parquet`` and ``pyarrow.fs``) and the bare interpreter.
 
 The children run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed) after one
 untimed warm-up, as an installed package runs; the pyhudi child also reports its own split
@@ -28,13 +29,14 @@ import sys
 from bench.harness import Comparison, Variant, compare, single
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEAVY = ("pandas", "pyspark", "rich", "hypothesis", "pyarrow.dataset", "pyarrow.compute")
+HEAVY = ("pandas", "pyspark", "rich", "hypothesis", "pyarrow.dataset", "pyarrow.compute", "pyarrow.fs",
+         "pyarrow.parquet")
 
 _PYHUDI = f"""
 import sys, time, json
 wall, cpu = time.perf_counter, time.process_time
 t0, c0 = wall(), cpu()
-import pyarrow, pyarrow.parquet
+import pyarrow
 t1, c1 = wall(), cpu()
 import pyhudi
 t2 = wall()
@@ -46,8 +48,9 @@ print(json.dumps({{"floor_s": t1 - t0, "floor_cpu_s": c1 - c0, "import_s": t2 - 
                   "read_s": t4 - t3, "added_s": t4 - t1, "added_cpu_s": c4 - c1, "rows": rows.num_rows,
                   "loaded": ",".join(m for m in {HEAVY!r} if m in sys.modules) or "-"}}))
 """
-_FLOOR = "import pyarrow, pyarrow.parquet"
-_FLOOR_COMPUTE = "import pyarrow, pyarrow.compute, pyarrow.fs, pyarrow.parquet"
+_FLOOR = "import pyarrow"
+_FLOORS = {"import pyarrow._parquet": "import pyarrow._parquet",
+           "import pyarrow, pyarrow.parquet (the floor of earlier runs)": "import pyarrow, pyarrow.parquet"}
 
 
 def _children_cpu() -> float:
@@ -80,14 +83,18 @@ def measure(table_path: str, repeat: int, splits: list[dict] | None = None) -> C
             splits.append(out)
         return {k: round(v, 4) if isinstance(v, float) else v for k, v in out.items()}
 
-    for args in (pyhudi_args, cli_args, ["-c", _FLOOR], ["-c", _FLOOR_COMPUTE]):  # warm-up: bytecode caches
+    for args in (pyhudi_args, cli_args, ["-c", _FLOOR], *(["-c", code] for code in _FLOORS.values())):  # warm-up
         _child(args)
+
+    def floor(code: str):
+        return lambda _: _child(["-c", code]) and None
+
     variants = [
         Variant("pyhudi: import + open + read 2 columns", pyhudi_run),
         Variant("CLI: pyhudi read --columns c0,c1", lambda _: _child(cli_args) and None),
-        Variant("python: -c pass", lambda _: _child(["-c", "pass"]) and None),
-        Variant("import pyarrow (+compute, fs, parquet)", lambda _: _child(["-c", _FLOOR_COMPUTE]) and None),
-        Variant("floor: import pyarrow (+parquet)", lambda _: _child(["-c", _FLOOR]) and None),
+        Variant("python: -c pass", floor("pass")),
+        *(Variant(name, floor(code)) for name, code in _FLOORS.items()),
+        Variant("floor: import pyarrow", floor(_FLOOR)),
     ]
     return compare("cold start: fresh process, read 2 columns", variants, repeat, target="pyhudi <= 0.1 s wall",
                    note="subprocesses; ratio = pyhudi / pyarrow import floor", cpu_clock=_children_cpu)
@@ -95,13 +102,13 @@ def measure(table_path: str, repeat: int, splits: list[dict] | None = None) -> C
 
 def added_cost(splits: list[dict]) -> Comparison:
     """What pyhudi adds over the floor, timed inside each pyhudi child: ``import pyhudi`` after
-    ``import pyarrow, pyarrow.parquet``, the open and the read (wall and CPU of that process;
+    ``import pyarrow``, the open and the read (wall and CPU of that process;
     the read's CPU counts its threads), beside the floor as timed in the same children."""
     values = {
         "pyhudi over the floor: import + open + read": {
             "wall": [s["added_s"] for s in splits], "cpu": [s["added_cpu_s"] for s in splits],
             "metrics": {k: round(min(s[k] for s in splits), 4) for k in ("import_s", "open_s", "read_s")}},
-        "floor inside the child: import pyarrow (+parquet)": {
+        "floor inside the child: import pyarrow": {
             "wall": [s["floor_s"] for s in splits], "cpu": [s["floor_cpu_s"] for s in splits]},
     }
     return single("cold start: pyhudi's own cost, inside the child", values,

@@ -545,8 +545,10 @@ class Table(TableServices):
         from pyhudi.read.plan import normalize_time
 
         as_of = normalize_time(as_of, "as_of", self.config.timezone)
-        return FileSystemView(self.storage, self.active_timeline(), partition_layout(self.config).depth,
-                              as_of).file_groups()
+        timeline = self.active_timeline()
+        since = self.history.families_added(timeline) if self.config.column_families else None  # (as reads do)
+        return FileSystemView(self.storage, timeline, partition_layout(self.config).depth, as_of,
+                              family_since=since).file_groups()
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary (used by the CLI)."""

@@ -154,13 +154,16 @@ def test_a_file_a_reader_pin_keeps_is_cleaned_by_the_first_commit_after_the_pin_
 
 
 # ------------------------------------------------------------------------------ oracle scenarios
+@pytest.mark.parametrize("families", [None, {"fa": "a", "fb": "b"}])
 @pytest.mark.parametrize("policy", [
     {"hoodie.cleaner.commits.retained": "3"},
     {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "2"},
 ])
-def test_inline_compaction_cleans_exactly_as_planning_every_commit(tmp_path, monkeypatch, policy):
+def test_inline_compaction_cleans_exactly_as_planning_every_commit(tmp_path, monkeypatch, policy, families):
+    """(With families: new file groups start as full-row log files.)"""
     options = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "3", **policy}
-    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=2, options=options)
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=2, options=options,
+                            column_families=families)
     oracle = Oracle(monkeypatch, t)
     for i in range(40):
         upsert(t, i, ids=(i % 5, 7, 100 + i))
@@ -234,7 +237,8 @@ def test_copy_on_write_cleans_exactly_as_planning_every_commit(tmp_path, monkeyp
 
 def test_a_dropped_family_cleans_exactly_as_planning_every_commit(tmp_path, monkeypatch):
     t = pyhudi.create_table(str(tmp_path / "f"), SCHEMA, "id", num_buckets=1, column_families={"fa": "a", "fb": "b"},
-                            options={"hoodie.cleaner.commits.retained": "3"})
+                            options={"hoodie.cleaner.commits.retained": "3",
+                                     "hoodie.pyhudi.insert.full.row": "false"})  # (fb's own files)
     oracle = Oracle(monkeypatch, t)
     upsert(t, 1)
     fb_files = {f for f in data_files(t) if "_fb." in f}

@@ -95,7 +95,8 @@ def test_files_and_alter(tmp_path, capsys):
     groups = json.loads(capsys.readouterr().out)
     assert [g["file_id"] for g in groups] == ["00000000-0000-0000-0000-000000000000-0",
                                               "00000001-0000-0000-0000-000000000000-0"]
-    assert all(sorted(f.split("_")[-2].split(".")[0] for f in g["log_files"]) == ["p", "q"] for g in groups)
+    # the write into new file groups: one full-row log each (no family suffix), read by p and q
+    assert all([f.split("_")[-2].split(".")[1] for f in g["log_files"]] == ["log"] for g in groups)
     assert main(["alter", path, "--set", "hoodie.colFamily.geo=lat,lon", "--column", "lat:double",
                  "--column", "lon:double"]) == 0
     assert "family geo: lat,lon" in capsys.readouterr().out

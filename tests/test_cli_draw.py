@@ -28,7 +28,8 @@ def png_size(path) -> tuple[int, int]:
 
 
 def table(tmp_path):
-    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=2, column_families={"fa": "a", "fb": "b"})
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=2, column_families={"fa": "a", "fb": "b"},
+                            options={"hoodie.pyhudi.insert.full.row": "false"})  # (one log per family to draw)
     t.upsert(pa.table({"id": [0, 1, 2, 3], "a": [0.0, 1.0, 2.0, 3.0], "b": ["w", "x", "y", "z"]}))
     t.upsert(pa.table({"id": [1], "a": [1.5]}))
     t.compact(families=["fa"])

@@ -18,8 +18,9 @@ FID1 = "00000001-0000-0000-0000-000000000000-0"
 
 def table(tmp_path, **options):
     """Two buckets, families fa (a) and fb (b); three upserts then a compaction of fa."""
-    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=2,
-                            column_families={"fa": "a", "fb": "b"}, options=options or None)
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=2, column_families={"fa": "a", "fb": "b"},
+                            # (one log per family also in new file groups: each family's files to inspect)
+                            options={"hoodie.pyhudi.insert.full.row": "false", **options})
     t.upsert(pa.table({"id": [0, 1, 2, 3], "a": [0.0, 1.0, 2.0, 3.0], "b": ["w", "x", "y", "z"]}))
     t.upsert(pa.table({"id": [1], "a": [1.5]}))  # fa only, bucket 1
     t.upsert(pa.table({"id": [1, 5], "a": [1.7, 5.0], "b": ["X", "v"]}))

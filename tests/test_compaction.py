@@ -47,6 +47,13 @@ def data_files(t) -> list[str]:
                   and p.name != ".hoodie_partition_metadata")
 
 
+def family_logs(t, family: str) -> list[str]:
+    """The log files ``family`` reads: its own and the full-row logs (no suffix) of the first
+    upsert, which wrote the new file group one full-row log (``hoodie.pyhudi.insert.full.row``)."""
+    return sorted(n for n in data_files(t) if n.endswith(f"_{family}.log.1_0-1-0")
+                  or (".log." in n and n.split(".log.")[0].count("_") == 1))
+
+
 def seeded(tmp_path, **kw):
     t = family_table(tmp_path, **kw)
     i1 = t.upsert(pa.table({"id": [1, 2, 3], "a": [1.0, 2.0, 3.0], "b": ["x", "y", "z"], "c": [10, 20, 30],
@@ -103,8 +110,8 @@ def test_the_plan_is_hudis_avro_compaction_plan(tmp_path):
     ops = sorted(record["operations"], key=lambda op: op["deltaFilePaths"][0])
     assert [op["fileId"] for op in ops] == [FID, FID]
     assert [op["dataFilePath"] for op in ops] == [None, None]  # log-only slices (NBCC writes logs)
-    fa_logs = sorted(n for n in data_files(t) if n.endswith("_fa.log.1_0-1-0"))
-    fc_logs = sorted(n for n in data_files(t) if n.endswith("_fc.log.1_0-1-0"))
+    fa_logs, fc_logs = family_logs(t, "fa"), family_logs(t, "fc")
+    assert fa_logs[0] == fc_logs[0] and "_fa" not in fa_logs[0]  # the first upsert's full-row log serves both
     assert sorted(op["deltaFilePaths"] for op in ops) == sorted([fa_logs, fc_logs])
     assert set(ops[0]["metrics"]) == {"TOTAL_IO_READ_MB", "TOTAL_IO_WRITE_MB", "TOTAL_IO_MB", "TOTAL_LOG_FILES_SIZE",
                                       "TOTAL_LOG_FILES"}
@@ -128,7 +135,7 @@ def test_a_family_compaction_never_opens_another_familys_files(tmp_path, monkeyp
 
     monkeypatch.setattr(compaction, "read_file_slices", spy)
     t.compact(families="fc")
-    assert read == sorted(n for n in data_files(t) if n.endswith("_fc.log.1_0-1-0"))
+    assert read == family_logs(t, "fc")  # (the first upsert's full-row log, then fc's own)
 
 
 def test_writes_during_a_pending_compaction_land_after_the_new_base(tmp_path):
@@ -398,7 +405,7 @@ def test_cli_schedules_runs_and_dry_runs_compactions(tmp_path, capsys):
     assert main(["compact", t.path, "--dry-run", "--families", "fc", "--json"]) == 0
     [op] = json.loads(capsys.readouterr().out)["plan"]
     assert (op["family"], op["file_id"], op["base_file"]) == ("fc", FID, None)
-    assert op["log_files"] == sorted(n for n in data_files(t) if n.endswith("_fc.log.1_0-1-0"))
+    assert op["log_files"] == family_logs(t, "fc")
     assert [str(i) for i in t.timeline] == timeline_before  # a dry run writes nothing
     assert main(["compact", t.path, "--schedule", "--json"]) == 0
     scheduled = json.loads(capsys.readouterr().out)
@@ -465,8 +472,8 @@ def test_the_view_gives_services_every_slice_and_the_groups_pending_services_hol
     (group,) = view.file_groups()
     slices = group.all_slices("fc", True)
     assert [s.base_instant for s in slices] == [None, first]
-    assert [lf.instant for lf in slices[0].log_files] == [n.split("_")[1] for n in sorted(
-        data_files(t)) if n.endswith("_fc.log.1_0-1-0") and n.split("_")[1] < first]
+    assert [lf.instant for lf in slices[0].log_files] == [n.split("_")[1].split(".")[0] for n in family_logs(t, "fc")
+                                                          if n.split("_")[1] < first]
     assert [lf.instant for lf in slices[1].log_files] == [after]
     assert slices[-1].log_files == group.latest_slice("fc", True).log_files
     # a second schedule leaves the group of the pending compaction alone

@@ -105,7 +105,7 @@ def test_insert_overwrite_replaces_partitions_of_the_input(tmp_path):
     # replaced files stay on storage (the cleaner deletes them), hidden from readers
     assert {f for f in data_files(t) if f.startswith("y/")} == before_y
     assert {g.file_id for g in t.file_groups() if g.partition_path == "x"} == set(new_ids.values())
-    assert any(f"x/.{fixed_id(bucket_of(1, 2))}_{i1}_fb.log.1_" in f for f in data_files(t))
+    assert any(f"x/.{fixed_id(bucket_of(1, 2))}_{i1}.log.1_" in f for f in data_files(t))  # (i1's full-row log)
 
 
 def test_later_upserts_and_deletes_route_to_the_new_file_groups(tmp_path):

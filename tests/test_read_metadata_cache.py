@@ -13,6 +13,7 @@ import pytest
 import pyhudi
 from pyhudi.logformat import LogReader
 from pyhudi.read.metadata_cache import FOOTER, LOG_LAYOUT, METADATA_CACHE, MetadataCache
+from pyhudi.storage.parquet import reader_class
 
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.float64()), ("b", pa.float64()), ("c", pa.float64())])
 FAMILIES = {"fa": "a", "fb": "b", "fc": "c"}
@@ -48,18 +49,19 @@ def test_second_scan_reads_no_footer_and_opens_no_redundant_family(tmp_path, cac
     assert task.metrics["families_skipped"] == 2  # fb and fc: same keys as fa's base
     misses = cache.misses
     opened = []
-    original = pq.ParquetFile.__init__
+    reader = reader_class()  # (the Parquet reader class of the read path)
+    original = reader.__init__
 
     def spy(self, source, *args, metadata=None, **kwargs):
         opened.append(metadata is not None)
         original(self, source, *args, metadata=metadata, **kwargs)
 
-    pq.ParquetFile.__init__ = spy
+    reader.__init__ = spy
     try:
         (task,) = table.plan_scan(columns=["id", "a"]).tasks
         again = task.run().sort_by("id")
     finally:
-        pq.ParquetFile.__init__ = original
+        reader.__init__ = original
     assert again.equals(got) and task.metrics["families_skipped"] == 2
     assert cache.misses == misses  # every footer, layout and verdict came from the cache
     assert opened == [True, True]  # fa's base and fa's Parquet log block, with cached footers

@@ -105,6 +105,10 @@ def hudi_rows(path, columns=None) -> list[dict]:
     return table.to_pylist()
 
 
+PER_FAMILY = {"hoodie.pyhudi.insert.full.row": "false"}
+"""One log file per family also for upserts into new file groups (the default writes one full-row log)."""
+
+
 def fam_table(tmp_path, dirname="wide", **kw):
     kw.setdefault("num_buckets", 3)
     return pyhudi.create_table(str(tmp_path / dirname), FAM_SCHEMA, "id", name="wide", column_families=FAMILIES, **kw)
@@ -145,7 +149,7 @@ def test_upsert_family_table_files_buckets_meta_and_dedupe(tmp_path):
         "c": [333, 555, 777, 888, 889], "d": [3.3, 5.5, 7.7, 8.8, 8.9], "e": ["E3", "E5", "E7", "E8", "E8x"],
     }, schema=FAM_SCHEMA)
     data = pa.concat_tables([base, dups])
-    instant = t.upsert(data)
+    instant = t.upsert(data, options=PER_FAMILY)  # (the default's full-row logs: tests/test_full_row_logs.py)
 
     expect = {i: {"a": i * 1.0, "b": f"b{i}-0", "ts": 10, "c": i * 10, "d": i * 0.5, "e": f"e{i}-0"} for i in range(12)}
     expect[3].update(a=300.0, b="B3", ts=20, c=333, d=3.3, e="E3")
@@ -198,7 +202,7 @@ def test_upsert_partitioned_family_table(tmp_path):
     ids = list(range(8))
     parts = ["x" if i % 2 else "y" for i in ids]
     data = full_rows(ids).append_column("p", pa.array(parts))
-    instant = t.upsert(data)
+    instant = t.upsert(data, options=PER_FAMILY)
 
     groups: dict[tuple[str, int], list[str]] = {}
     for i, p in zip(ids, parts):
@@ -232,8 +236,10 @@ def test_second_upsert_writes_new_log_files_and_file_groups_attach(tmp_path):
     for b in by_bucket:
         g = groups[fid(b)]
         assert g.partition_path == "" and g.base_files == []
-        got = sorted((lf.name.family, lf.instant, lf.completion_time, lf.name.name) for lf in g.log_files)
-        assert got == sorted((f, i, done[i], log_name(b, i, f, tasks[b])) for f in FAMILIES for i in (i1, i2))
+        got = sorted((lf.name.family or "", lf.instant, lf.completion_time, lf.name.name) for lf in g.log_files)
+        # the new file group's first upsert: one full-row log (no suffix); then one log per family
+        assert got == sorted([("", i1, done[i1], log_name(b, i1, "", tasks[b])),
+                              *((f, i2, done[i2], log_name(b, i2, f, tasks[b])) for f in FAMILIES)])
         sl = g.latest_slice("fa", True)
         assert [lf.instant for lf in sl.log_files] == [i1, i2]
 
@@ -369,13 +375,12 @@ def test_commit_metadata_and_timeline_states(tmp_path):
     assert list(md.partition_to_write_stats) == [""]
     by_bucket, tasks = groups_of(range(5), 3)
     stats = md.partition_to_write_stats[""]
-    assert len(stats) == len(by_bucket) * 3
+    assert len(stats) == len(by_bucket)  # new file groups: one full-row log each
     seen = set()
     for s in stats:
-        fam = s.path.split(".log.")[0].rsplit("_", 1)[-1]
         b = int(s.file_id[:8])
         assert s.file_id == fid(b)
-        assert s.path == log_name(b, instant, fam, tasks[b])
+        assert s.path == log_name(b, instant, "", tasks[b])
         assert s.log_files == [s.path]
         assert s.partition_path == ""
         assert s.num_writes == len(by_bucket[b])
@@ -445,7 +450,7 @@ def test_on_commit_callback(tmp_path):
     seen = []
     result = WriteClient(t, on_commit=seen.append).write(full_rows([1]), "upsert")
     assert seen == [result]
-    assert result.rows_per_family == {"fa": 1, "fc": 1, "fd": 1}
+    assert result.rows_per_family == {"": 1}  # one full-row log (a new file group)
 
 
 # ============================================================ 5. bad inputs & input kinds
@@ -634,7 +639,7 @@ def test_failed_task_run_rolls_back_files_of_other_tasks(tmp_path, monkeypatch):
     assert data_files(t.path) == set()
     assert [str(i.action) for i in t.timeline] == ["rollback"]
     md = t.active_timeline().read_metadata(t.timeline[0])
-    assert md.total_files_deleted == 9
+    assert md.total_files_deleted == 3  # one full-row log per new file group
 
 
 # ============================================================ 7. killed writer
@@ -1019,7 +1024,7 @@ def test_local_engine_parallelism_one_matches_default(tmp_path):
     t2 = fam_table(tmp_path, "e2")
     i2 = t2.upsert(data)
     c1, c2 = _family_contents(t1, i1), _family_contents(t2, i2)
-    assert len(c1) == 9
+    assert len(c1) == 3
     assert c1 == c2
 
 

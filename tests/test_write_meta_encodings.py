@@ -29,7 +29,7 @@ def test_insert_family_files_declare_the_meta_column_encodings(tmp_path):
     rows = pa.table({"id": np.arange(n), **{f"c{c}": rng.random(n) for c in range(4)}}, schema=SCHEMA)
     t = pyhudi.create_table(str(tmp_path / "w"), SCHEMA, "id", num_buckets=2,
                             column_families={"f0": "c0,c1", "f1": "c2,c3"})
-    instant = t.insert(rows)
+    instant = t.insert(rows, options={"hoodie.pyhudi.insert.full.row": "false"})  # (full-row: test_full_row_logs.py)
     files = sorted(t.last_write.files)
     assert len(files) == 4  # 2 buckets x 2 families
     for name in files:

@@ -78,9 +78,12 @@ WRITE_RECORD_POSITIONS = ConfigKey(
 FULL_ROW_INSERT = ConfigKey(
     "hoodie.pyhudi.insert.full.row", bool, True,
     "pyhudi: a bulk insert into new file groups of a column-family table writes ONE full-row base file "
-    "per file group (no family suffix, as a full compaction does) instead of one base file per family. "
-    "Spark reads such file groups with its own Parquet reader (pyhudi.spark.read: one file, no join of "
-    "families), readers open one file per group, and later family updates and family compactions apply "
-    "on top of it per family, as after a full compaction. A file group still gets one base file per "
-    "family when the input lacks a family or holds it partially, and always with false.",
+    "per file group (no family suffix, as a full compaction does) instead of one base file per family; "
+    "an insert or upsert into new file groups of a bucketed merge-on-read family table writes ONE "
+    "full-row log file per file group instead of one log per family. "
+    "Spark reads full-row base files with its own Parquet reader (pyhudi.spark.read: one file, no join of "
+    "families), readers open one file per group, writers create one file per group, and later family "
+    "updates and family compactions apply on top of it per family, as after a full compaction. A file "
+    "group still gets one file per family when the input lacks a family or holds it partially, and "
+    "always with false.",
 )

@@ -10,9 +10,10 @@ Rules (table version 8, RFC-66 completion-time slicing; DESIGN §4 for families)
   instant is pending), so until it completes readers use the previous base file plus every
   log completed after it, which is what the pending compaction will merge;
 - per file group and family, the base candidates are the family's own base files plus full-row
-  base files (no suffix); a log file belongs to the slice of the greatest base instant lower
-  than the log's completion time; log files in a slice are ordered by completion time, then
-  version, then write token;
+  base files (no suffix), and its logs are its own plus full-row log files (no suffix: inserts
+  into new file groups), full-row files only if newer than the ALTER that added the family; a
+  log file belongs to the slice of the greatest base instant lower than the log's completion
+  time; log files in a slice are ordered by completion time, then version, then write token;
 - table version 6 (layout 1) names logs after the base instant of their slice and checks
   instants per block, so there a log joins the slice whose base instant equals the log's
   instant, and slices are ordered by base instant, then version, then write token. Logs written
@@ -156,7 +157,7 @@ class FileGroup(Record):
                 rank = (b.name.instant, own is not None)
                 if newest is None or rank > newest:
                     base, newest = b, rank
-        logs = [lf for lf in self.log_files if lf.name.family == family]
+        logs = self._family_logs(family, family_table)
         if base is None:
             chosen = logs
         elif layout_version == 1:  # the base's own logs, then those of a pending compaction's slice
@@ -168,10 +169,19 @@ class FileGroup(Record):
         return FileSlice(self.partition_path, self.file_id, family, base, chosen)
 
 
-    def _full_row_serves(self, base: BaseFile, family: str | None) -> bool:
-        """A full-row base file is a base of ``family`` unless it predates the family."""
+    def _full_row_serves(self, data_file: BaseFile | LogFile, family: str | None) -> bool:
+        """A full-row base or log file serves ``family`` unless it predates the family (written
+        before the ALTER that added it: it holds none of its records)."""
         since = self.family_since.get(family) if family is not None else None
-        return since is None or base.instant > since
+        return since is None or data_file.instant > since
+
+    def _family_logs(self, family: str | None, family_table: bool) -> list[LogFile]:
+        """``family``'s log files: its own and, in a family table, the full-row logs (no suffix,
+        written by inserts into new file groups) that serve it, as full-row base files do."""
+        if not family_table or family is None:
+            return [lf for lf in self.log_files if lf.name.family == family]
+        return [lf for lf in self.log_files if lf.name.family == family
+                or (lf.name.family is None and self._full_row_serves(lf, family))]
 
     def all_slices(self, family: str | None, family_table: bool) -> list[FileSlice]:
         """Every slice of ``family``, oldest first (timeline layout 2): one per base file, each
@@ -181,7 +191,7 @@ class FileGroup(Record):
         bases = sorted((b for b in self.base_files if b.name.family == family
                         or (family_table and b.name.family is None and self._full_row_serves(b, family))),
                        key=lambda b: (b.name.instant, b.name.family is not None))
-        logs = sorted((lf for lf in self.log_files if lf.name.family == family), key=LogFile.sort_key)
+        logs = sorted(self._family_logs(family, family_table), key=LogFile.sort_key)
         bounds = [b.instant for b in bases]
         out = []
         if not bases or (logs and logs[0].completion_time <= bounds[0]):
@@ -275,6 +285,11 @@ class FileSystemView:
         instants = self.timeline.instants
         archived_before = getattr(timeline, "first_active_time", instants[0].requested_time if instants else None)
         history = getattr(timeline, "history_dir", None) if getattr(timeline, "layout_version", 2) == 2 else None
+        if history is not None and not getattr(timeline, "has_archive", lambda: True)():
+            # Nothing was ever archived: an instant missing from the listing is pending, not
+            # archived — e.g. a concurrent writer's, begun with an older time than the first
+            # instant this (young) listing holds, whose files must not count as committed.
+            archived_before = None
         archive = ArchivedCompletions(storage, history) if history is not None else None
         self.visibility = Visibility(self.completion, archived_before, self.as_of, archive)
         self.replaced = self._replaced_file_groups()

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pyhudi.errors import LogFormatError, SchemaError
 from pyhudi.lazy import pc
@@ -39,6 +38,10 @@ from pyhudi.schema import (
     avro_schema_json,
     parse_avro_schema,
 )
+from pyhudi.storage.parquet import parquet_file
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 
 def _schema_json(header: Mapping, table: pa.Table | None, table_name: str) -> str:
@@ -135,6 +138,8 @@ def key_sorting_columns(table: pa.Table) -> list[pq.SortingColumn] | None:
         keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
         if not pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py():
             return None
+    import pyarrow.parquet as pq  # (writes only: a read of blocks imports less, issue 15)
+
     return [pq.SortingColumn(names.index(META_FIELDS[2]))]
 
 
@@ -200,7 +205,7 @@ class ParquetDataBlock(DataBlock):
             if self._content is not None:
                 self._parquet_file = _parquet_over(self._content.open())
             else:
-                self._parquet_file = pq.ParquetFile(pa.BufferReader(self.encode_content()))
+                self._parquet_file = parquet_file(pa.BufferReader(self.encode_content()))
         return self._parquet_file
 
     def parquet_file_with_footer(self, metadata: pq.FileMetaData | None) -> pq.ParquetFile:
@@ -345,5 +350,5 @@ def _parquet_over(content: pa.NativeFile, metadata: pq.FileMetaData | None = Non
     the whole decoded-size block for as long as it is read (a streaming merge reads it batch by
     batch, in step with its base file)."""
     if isinstance(content, pa.BufferReader):
-        return pq.ParquetFile(content, metadata=metadata)
-    return pq.ParquetFile(content, metadata=metadata, buffer_size=_BLOCK_READ_BUFFER, pre_buffer=False)
+        return parquet_file(content, metadata=metadata)
+    return parquet_file(content, metadata=metadata, buffer_size=_BLOCK_READ_BUFFER, pre_buffer=False)

@@ -9,12 +9,10 @@ dictionaries (:func:`constant_strings`), which Parquet encodes without hashing e
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pyhudi.lazy import pc
 from pyhudi.schema import META_FIELDS
@@ -238,6 +236,8 @@ def _stored_schema_metadata(schema: pa.Schema) -> dict[bytes, bytes]:
     ``ARROW:schema``, the base64 of its serialized Arrow schema). Not memoised: hashing a
     ``pa.Schema`` costs more than serializing it (5000 columns: 4 ms vs 1.6 ms), and schema
     equality ignores field metadata, which the serialized schema keeps."""
+    import base64  # (writes only)
+
     serialized = base64.b64encode(schema.serialize().to_pybytes())
     return {b"ARROW:schema": serialized, **(schema.metadata or {})}
 
@@ -262,6 +262,8 @@ def write_parquet(table: pa.Table, where: Any, options: Mapping[str, Any]) -> No
     ``ARROW:schema`` altogether, as Java Hudi does, would change every file's footer and leave each
     reader to type columns from Parquet alone; keeping it leaves no reader anything to tell apart.
     """
+    import pyarrow.parquet as pq  # (writes only: a read imports less, issue 15)
+
     schema = table.schema
     stored = _value_schema(schema)
     if stored is schema or options.get("store_schema") is False:

@@ -36,13 +36,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pyhudi.errors import CorruptFileError, HudiError, LogFormatError
 from pyhudi.fsview.view import FileGroup, FileSystemView, LogFile
 from pyhudi.timeline.timeline import COMMIT_ACTIONS
 from pyhudi.config.read import SKIP_CORRUPT_BLOCKS  # noqa: F401 (declared there)
 from pyhudi.value import Value
+from pyhudi.storage.parquet import parquet_file
 
 
 DECODE_ERRORS = (pa.ArrowException, OSError, ValueError, EOFError, struct.error, IndexError, KeyError, TypeError)
@@ -301,4 +301,4 @@ def _decode_whole(storage: Any, relpath: str) -> None:
                     block.deletes()
         return
     with storage.open_input(relpath) as source:
-        pq.ParquetFile(source).read()
+        parquet_file(source).read()

@@ -26,10 +26,10 @@ import bisect
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pyhudi.errors import StorageError
 from pyhudi.fsview.view import BaseFile, FileSlice, LogFile, Visibility
@@ -51,6 +51,10 @@ from pyhudi.read.sources import (
 )
 from pyhudi.read.window import merge_window
 from pyhudi.storage.fs import Storage
+from pyhudi.storage.parquet import parquet_file
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 LOCAL_BUFFER, REMOTE_BUFFER = 64 << 10, 8 << 20
 """Read buffer per column chunk: column chunks are streamed, not loaded whole (small buffers
@@ -98,11 +102,11 @@ class OpenedBase:
         storage, metadata = self.storage, METADATA_CACHE.footer(self.file_key)
         if self._memory_map and storage.is_local:
             self.source = self._files.enter_context(_memory_map(storage, self.relpath))
-            parquet = pq.ParquetFile(self.source, pre_buffer=False, metadata=metadata)
+            parquet = parquet_file(self.source, pre_buffer=False, metadata=metadata)
         else:
             self.source = self._files.enter_context(storage.open_input(self.relpath))
             buffer = LOCAL_BUFFER if storage.is_local else REMOTE_BUFFER
-            parquet = pq.ParquetFile(self.source, buffer_size=buffer, pre_buffer=False, metadata=metadata)
+            parquet = parquet_file(self.source, buffer_size=buffer, pre_buffer=False, metadata=metadata)
         if metadata is None:
             METADATA_CACHE.put_footer(self.file_key, parquet.metadata)
         return parquet

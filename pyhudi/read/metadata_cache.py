@@ -25,9 +25,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow.parquet as pq
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+
 
 FileKey = tuple[str, int, int | None]
 """A file's identity: (full path or URI, size in bytes, modification time in ns or None)."""

@@ -21,17 +21,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
-from typing import Any
-from urllib.parse import unquote
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pyhudi.errors import ReadError
 from pyhudi.lazy import pc
 from pyhudi.read.filters import NULL_REJECTING, Filter, typed_values
 from pyhudi.read.keys import text_keys
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 KeyRange = tuple[str, str]
 """An inclusive ``(low, high)`` range of record keys."""
@@ -55,8 +56,16 @@ def partition_values(path: str, fields: Sequence[str], hive_style: bool,
             return None  # looks hive-style although the table says otherwise: ambiguous
         if segment == DEFAULT_PARTITION_PATH:
             return None
-        out[field] = unquote(segment) if url_encoded else segment
+        out[field] = _unquote(segment) if url_encoded else segment
     return out
+
+
+def _unquote(segment: str) -> str:
+    """A URL-encoded partition path segment decoded (``urllib.parse`` loads on first use: with
+    ``ipaddress`` it is ~1.5 ms of a cold read, which most tables never need, issue 15)."""
+    from urllib.parse import unquote
+
+    return unquote(segment)
 
 
 def partition_columns_from_path(path: str, fields: Sequence[str], hive_style: bool, schema: pa.Schema,
@@ -84,7 +93,7 @@ def partition_columns_from_path(path: str, fields: Sequence[str], hive_style: bo
         if segment == DEFAULT_PARTITION_PATH:
             out[field] = pa.scalar(None, type_)
             continue
-        text = unquote(segment) if url_encoded else segment
+        text = _unquote(segment) if url_encoded else segment
         try:
             out[field] = pa.array([text], pa.string()).cast(type_)[0]
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pyhudi.logformat.reader import FileSource
 from pyhudi.read.family_reader import LOCAL_BUFFER, OpenedBase
@@ -38,7 +38,11 @@ from pyhudi.read.metadata_cache import METADATA_CACHE, BlockKey, FileKey
 from pyhudi.read.positions import _overwrite
 from pyhudi.read.sources import ParquetInput, _conformed
 from pyhudi.storage.fs import Storage
+from pyhudi.storage.parquet import parquet_file, reader_class
 from pyhudi.value import Value
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 
 class BaseRead(Value):
@@ -164,7 +168,7 @@ def replay(recipe: Recipe, storage: Storage, files: ExitStack) -> pa.Table | Non
         else:
             source = FileSource(storage, block.relpath, size=block.log_size, memory_map=block.memory_map)
             files.callback(source.close)
-            parquet = pq.ParquetFile(source.open_range(block.content_offset, block.content_length), metadata=footer,
+            parquet = parquet_file(source.open_range(block.content_offset, block.content_length), metadata=footer,
                                      pre_buffer=False)
             rows = parquet.read_row_groups(row_groups, columns=[f.name for f in fields], use_threads=recipe.threads)
         patches.append((positions, _conformed([rows], fields, pa.schema(fields))))
@@ -208,7 +212,7 @@ def _open_block(storage: Storage, block: BlockRead, footer: pq.FileMetaData) -> 
     return reader, source
 
 
-class _LeafReader(pq.ParquetFile):
+class _LeafReader(reader_class()):  # type: ignore[misc]
     """A Parquet file read by leaf column indices worked out beforehand (a recipe's): opening it
     skips the map from column names to leaves that ``ParquetFile`` builds, a Python loop over
     every leaf of the footer — about as costly as decoding a small column chunk."""

@@ -36,10 +36,9 @@ import json
 import math
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pyhudi.fsview.view import BaseFile
 from pyhudi.lazy import pc
@@ -50,6 +49,10 @@ from pyhudi.read.pruning import row_group_may_match, stats_may_match
 from pyhudi.read.task import FamilyPart
 from pyhudi.storage.fs import Storage
 from pyhudi.value import Value
+from pyhudi.storage.parquet import parquet_file
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 COLUMN_RANGES_KEY = "pyhudi.column.ranges"
 """Extra-metadata key of a commit holding per-base-file column ranges (see the module docstring)."""
@@ -227,7 +230,7 @@ class FileSkipper:
             return metadata
         try:
             with self.storage.open_input(base.relpath) as source:
-                metadata = pq.ParquetFile(source).metadata
+                metadata = parquet_file(source).metadata
         except (OSError, pa.ArrowException, ValueError):
             return None
         with self._lock:

@@ -15,10 +15,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pyhudi.errors import LogFormatError, ReadError
 from pyhudi.lazy import pc
@@ -37,6 +37,9 @@ from pyhudi.read.keys import (
 from pyhudi.read.merge import Versions
 from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.pruning import KeyRange, excluded_mask, key_range_of, range_covered, row_group_may_match
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 SOFT_DELETE = "_hoodie_is_deleted"
 ORDERED = "ordered"

@@ -22,13 +22,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pyhudi.errors import ReadError
 from pyhudi.read.keys import KeySpec
 from pyhudi.read.pruning import key_range_of
 from pyhudi.storage.fs import Storage
 from pyhudi.config.read import SPLIT_ROWS  # noqa: F401 (declared there)
+from pyhudi.storage.parquet import parquet_file
 
 
 KeyBounds = tuple[str | None, str | None]
@@ -53,7 +53,7 @@ def key_splits(storage: Storage, relpath: str, keys: KeySpec, schema: pa.Schema,
     split (fits, no record-key statistics, or row groups not in key order)."""
     whole: list[KeyBounds] = [(None, None)]
     with storage.open_input(relpath) as source:
-        metadata = pq.ParquetFile(source).metadata
+        metadata = parquet_file(source).metadata
     key_column = keys.stats_column(metadata.schema.names, schema)
     if key_column is None or metadata.num_rows <= max_rows or metadata.num_row_groups < 2:
         return whole

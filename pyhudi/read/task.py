@@ -529,12 +529,14 @@ def _shared_bases(parts: list[FamilyPart]) -> list[FamilyPart]:
     """Families whose slices are one and the same base file with no log file (a full-row base
     file of a full compaction, DESIGN §4) read as one family: the file is read once, for the
     union of their columns — not once per family side by side. Nothing merges in such a slice,
-    so the families' orderings do not matter."""
-    by_file: dict[str, list[int]] = {}
+    so the families' orderings do not matter. Families whose slices are the same full-row files
+    with full-row logs (an insert into new file groups, docs/format.md) and that merge alike
+    (the same ordering) are read as one family too: the same versions win in each."""
+    by_file: dict[tuple, list[int]] = {}
     for i, part in enumerate(parts):
-        base = part.file_slice.base_file
-        if base is not None and not part.file_slice.log_files:
-            by_file.setdefault(base.relpath, []).append(i)
+        key = _shared_slice_key(part)
+        if key is not None:
+            by_file.setdefault(key, []).append(i)
     shared = [members for members in by_file.values() if len(members) > 1]
     if not shared:
         return parts
@@ -552,6 +554,19 @@ def _shared_bases(parts: list[FamilyPart]) -> list[FamilyPart]:
         for i in members[1:]:
             out[i] = None
     return [part for part in out if part is not None]
+
+
+def _shared_slice_key(part: FamilyPart) -> tuple | None:
+    """What families with the same slice share (see :func:`_shared_bases`), or None."""
+    file_slice, scan = part.file_slice, part.scan
+    base = file_slice.base_file
+    if not file_slice.log_files:
+        return None if base is None else (base.relpath,)
+    if (base is not None and base.name.family is not None) or any(lf.name.family is not None
+                                                                  for lf in file_slice.log_files):
+        return None
+    return (base.relpath if base is not None else None, *(lf.relpath for lf in file_slice.log_files),
+            scan.event_time, scan.ordering_field, str(scan.ordering_type))
 
 
 def _reads_most(part: FamilyPart) -> bool:

@@ -114,7 +114,8 @@ def _cap(until: str | None, bound: str | None) -> str | None:
 
 def _family_intervals(group: FileGroup, family: str, family_table: bool, bound: str | None,
                       out: dict[str, list[Interval]]) -> None:
-    """Add the snapshot interval of each of ``family``'s files (and the full-row bases it reads)."""
+    """Add the snapshot interval of each of ``family``'s files (and the full-row base and log
+    files it reads: such a file is deleted only when no family's retained snapshot reads it)."""
     candidates = sorted((b for b in group.base_files if b.name.family == family
                          or (family_table and b.name.family is None)),
                         key=lambda b: (b.name.instant, b.name.family is not None))
@@ -122,7 +123,7 @@ def _family_intervals(group: FileGroup, family: str, family_table: bool, bound: 
         later = [c.completion_time for c in candidates[i + 1:]]
         out.setdefault(base.relpath, []).append((base.completion_time, _cap(min(later) if later else None, bound)))
     for log in group.log_files:
-        if log.name.family != family:
+        if log.name.family != family and not (family_table and log.name.family is None):
             continue
         newer = [c.completion_time for c in candidates if c.instant >= log.completion_time]
         out.setdefault(log.relpath, []).append((log.completion_time, _cap(min(newer) if newer else None, bound)))

@@ -19,7 +19,8 @@ group streams each family's slice (base + logs, sort-merge, bounded memory) thro
 file-slice reader into a new base file ``<fileId>_<token>_<instant>_<cf>.parquet`` keeping each
 record's ``_hoodie_commit_time`` / ``_hoodie_commit_seqno``; a family compaction never opens
 another family's files. A **full** compaction joins every family of the group into one
-complete-row base file without suffix (DESIGN §4); the column chunks of the families whose data
+complete-row base file without suffix (DESIGN §4) — as does a compaction of every family of a
+group whose families' slices are all the same full-row files (:func:`_full_row_only`); the column chunks of the families whose data
 is final (a base file, no log file) are copied byte for byte when their base files align
 (:mod:`pyhudi.write.chunk_copy`), else every column is merged and encoded. The instant completes as a ``commit`` with
 operation ``COMPACT``. A failed run deletes what it wrote and goes back to requested; a killed
@@ -150,6 +151,9 @@ def _group_units(group: FileGroup, families: Sequence[str | None], family_table:
     if family_table and None in present:  # a full-row base file (full compaction or insert) serves every family
         present = present | set(families)
     slices = [_before(group.latest_slice(f, family_table), instant_time) for f in families if f in present]
+    if family_table:  # full-row logs are every family's logs: read through the families' slices
+        slices = [FileSlice(s.partition_path, s.file_id, None, s.base_file, []) if s.family is None else s
+                  for s in slices]
     slices = [s for s in slices if not s.is_empty]
     if not full:
         return [_Unit([_operation(s, max_file_size)], [s.family]) for s in slices if s.log_files]
@@ -350,7 +354,8 @@ def run_compaction(context: TableContext, timeline: Timeline, instant: str, *, e
                 continue  # replaced (insert overwrite) since the plan: nothing reads it any more
             file_slice = _plan_slices(groups, operation, family)
             by_group.setdefault((file_slice.partition_path, file_slice.file_id), []).append(file_slice)
-        tasks = [CompactionTask(context, instant, partition, file_id, slices, full,
+        declared = {name for name, f in context.families.items() if not f.is_default}
+        tasks = [CompactionTask(context, instant, partition, file_id, slices, full or _full_row_only(slices, declared),
                                 str(WriteToken(index, 0, 0)), view.visibility, cc.FULL_COPY_CHUNKS.get(options))
                  for index, ((partition, file_id), slices) in enumerate(by_group.items())]
         statuses = [s for batch in get_engine(engine).run_tasks(tasks) for s in batch]
@@ -364,6 +369,26 @@ def run_compaction(context: TableContext, timeline: Timeline, instant: str, *, e
     except BaseException:
         active.abort(lambda: undo_execution(storage, timeline, instant))
         raise
+
+
+def _full_row_only(slices: Sequence[FileSlice], declared: set[str]) -> bool:
+    """Whether a compaction of every family of a group writes one full-row base file instead of
+    one per family: every declared family's slice is the same full-row files (full-row logs, on a
+    full-row base or none; an insert into a new file group), so the families' base files would
+    hold the same keys, each its own columns of the same rows. One full-row file holds exactly
+    those columns (each family's merge under its own ordering, as a full compaction does) and
+    reads, cleans and goes to Spark like a full compaction's output. Decided from the plan's
+    slices: a re-executed plan decides the same."""
+    if len(declared) < 2 or {s.family for s in slices} != declared:
+        return False
+
+    def files(s: FileSlice) -> tuple:
+        return (s.base_file.relpath if s.base_file is not None else None, *(lf.relpath for lf in s.log_files))
+
+    first = slices[0]
+    return bool(first.log_files) and all(files(s) == files(first) for s in slices) and \
+        (first.base_file is None or first.base_file.name.family is None) and \
+        all(lf.name.family is None for lf in first.log_files)
 
 
 def _operation_families(plan: CompactionPlan) -> list[str | None]:

@@ -1,5 +1,10 @@
 """Storage: a thin layer over ``pyarrow.fs`` rooted at a table's base path.
 
+A local table's reads (listing, stat, whole-file reads, random-access files) go through ``os``
+and ``pyarrow.OSFile`` instead: importing ``pyarrow.fs`` costs ~10 ms (it loads ``pathlib``,
+``ssl`` and the cloud file systems' modules), a tenth of a cold read's budget (issue 15). Its
+``LocalFileSystem`` is built on first use, by the writes (:attr:`Storage.fs`).
+
 Every path handed to :class:`Storage` is *relative* to the table's base path and is checked by
 :func:`safe_relpath` before use, so a family name, a partition value or a file name that contains
 ``..``, an absolute path or a NUL byte can never make pyhudi write outside the table.
@@ -18,15 +23,18 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat as statmode
 import uuid
-from typing import Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 
 from pyhudi.errors import AlreadyExistsError, PathEscapeError, StorageError
 from pyhudi.storage import s3
 from pyhudi.value import Value
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 
 def open_local(path: str, flags: int, mode: int = 0o644) -> int:
@@ -89,6 +97,19 @@ def check_name(name: str, what: str = "name") -> str:
     return name
 
 
+def _is_local_fs(filesystem: pafs.FileSystem) -> bool:
+    import pyarrow.fs as pafs  # (imported already: a file system object exists)
+
+    return isinstance(filesystem, pafs.LocalFileSystem)
+
+
+def _file_type() -> type[pafs.FileType]:
+    """``pyarrow.fs.FileType`` (imported already wherever a ``pyarrow.fs`` file system is used)."""
+    import pyarrow.fs as pafs
+
+    return pafs.FileType
+
+
 class Storage:
     """File operations relative to one base path (local path, ``file://`` or ``s3://`` URI).
 
@@ -112,16 +133,28 @@ class Storage:
             filesystem = self._s3.filesystem()
         elif filesystem is None:
             if "://" in base_uri:
+                import pyarrow.fs as pafs
+
                 filesystem, root = pafs.FileSystem.from_uri(base_uri)
             else:
-                filesystem, root = pafs.LocalFileSystem(), os.path.abspath(base_uri)
+                root = os.path.abspath(base_uri)  # (a LocalFileSystem on first use: see fs)
         else:
             root = base_uri
-        self.fs: pafs.FileSystem = filesystem
+        self._fs: pafs.FileSystem | None = filesystem
         self.base_uri = base_uri
         self.root = root.rstrip("/") or "/"
-        self.is_local = isinstance(filesystem, pafs.LocalFileSystem)
+        self.is_local = filesystem is None or _is_local_fs(filesystem)
+        self._plain = filesystem is None  # (a local path: reads go through os, see the module doc)
         self._options = dict(options or {})
+
+    @property
+    def fs(self) -> pafs.FileSystem:
+        """The ``pyarrow.fs`` file system (a local table's is built on first use)."""
+        if self._fs is None:
+            import pyarrow.fs as pafs
+
+            self._fs = pafs.LocalFileSystem()
+        return self._fs
 
     def __repr__(self) -> str:
         return f"Storage({self.base_uri!r})"
@@ -156,19 +189,35 @@ class Storage:
 
     # ----------------------------------------------------------------- queries
     def exists(self, relpath: str) -> bool:
-        return self._info(relpath).type != pafs.FileType.NotFound
+        if self._plain:
+            return self._stat(relpath) is not None
+        return self._info(relpath).type != _file_type().NotFound
 
     def is_dir(self, relpath: str) -> bool:
-        return self._info(relpath).type == pafs.FileType.Directory
+        if self._plain:
+            found = self._stat(relpath)
+            return found is not None and statmode.S_ISDIR(found.st_mode)
+        return self._info(relpath).type == _file_type().Directory
 
     def size(self, relpath: str) -> int:
+        if self._plain:
+            found = self._stat(relpath)
+            if found is None:
+                raise StorageError(f"file not found: {self.full_path(relpath)}")
+            return found.st_size
         info = self._info(relpath)
-        if info.type == pafs.FileType.NotFound:
+        if info.type == _file_type().NotFound:
             raise StorageError(f"file not found: {self.full_path(relpath)}")
         return int(info.size)
 
     def list(self, relpath: str = "", recursive: bool = False) -> list[FileInfo]:
         """Entries under a directory (files and sub-directories); empty if it does not exist."""
+        if self._plain:
+            out = self._local_list(self.full_path(relpath), recursive)
+            out.sort(key=lambda f: f.path)
+            return out
+        import pyarrow.fs as pafs
+
         selector = pafs.FileSelector(self.full_path(relpath), allow_not_found=True, recursive=recursive)
         try:
             infos = self.fs.get_file_info(selector)
@@ -190,12 +239,39 @@ class Storage:
         out.sort(key=lambda f: f.path)
         return out
 
+    def _local_list(self, path: str, recursive: bool) -> list[FileInfo]:
+        """:meth:`list` of a local directory through ``os.scandir`` (entries that vanish while
+        listed are left out)."""
+        prefix = self.root + "/"
+        out = []
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                        info = entry.stat()
+                    except FileNotFoundError:
+                        continue
+                    rel = entry.path[len(prefix):] if entry.path.startswith(prefix) else entry.path
+                    out.append(FileInfo(path=rel, size=0 if is_dir else info.st_size, mtime_ns=info.st_mtime_ns,
+                                        is_dir=is_dir))
+                    if is_dir and recursive:
+                        out.extend(self._local_list(entry.path, True))
+        except FileNotFoundError:
+            return out
+        except OSError as exc:
+            raise StorageError(f"cannot list {path}: {exc}") from exc
+        return out
+
     def list_files(self, relpath: str = "") -> list[FileInfo]:
         return [f for f in self.list(relpath) if not f.is_dir]
 
     # ----------------------------------------------------------------- reads
     def read(self, relpath: str) -> bytes:
         try:
+            if self._plain:
+                with open(self.full_path(relpath), "rb") as fh:
+                    return fh.read()
             with self.fs.open_input_stream(self.full_path(relpath)) as stream:
                 return stream.read()
         except FileNotFoundError as exc:
@@ -206,6 +282,8 @@ class Storage:
     def open_input(self, relpath: str) -> pa.NativeFile:
         """A random-access file (for Parquet footers and log block seeks)."""
         try:
+            if self._plain:
+                return pa.OSFile(self.full_path(relpath), "r")
             return self.fs.open_input_file(self.full_path(relpath))
         except OSError as exc:
             raise StorageError(f"cannot open {self.full_path(relpath)}: {exc}") from exc
@@ -319,6 +397,13 @@ class Storage:
     # ----------------------------------------------------------------- helpers
     def _info(self, relpath: str) -> pafs.FileInfo:
         return self.fs.get_file_info(self.full_path(relpath))
+
+    def _stat(self, relpath: str) -> os.stat_result | None:
+        """A local path's ``stat`` (None when it does not exist)."""
+        try:
+            return os.stat(self.full_path(relpath))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
     def _ensure_parent(self, path: str) -> None:
         parent = posixpath.dirname(path)

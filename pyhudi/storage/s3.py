@@ -26,13 +26,14 @@ import threading
 import time
 import uuid
 from functools import lru_cache
-from typing import Any, Mapping
-
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING, Any, Mapping
 
 from pyhudi.errors import AlreadyExistsError, ConfigError, StorageError
 from pyhudi.value import Value
 from pyhudi.config.storage import S3_ENDPOINT, S3_REGION, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_CONDITIONAL_PUT  # noqa: F401 (declared there)
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 S3_SCHEMES = ("s3", "s3a")
 
@@ -129,6 +130,8 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
 
 @lru_cache(maxsize=32)
 def _filesystem(settings: S3Settings) -> pafs.S3FileSystem:
+    import pyarrow.fs as pafs  # (S3 only: a local read imports less, issue 15)
+
     kwargs: dict[str, Any] = {}
     if settings.endpoint:
         kwargs["endpoint_override"] = settings.endpoint

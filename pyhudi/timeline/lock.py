@@ -36,7 +36,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import pyarrow.fs as pafs
 
 from pyhudi.errors import AlreadyExistsError, LockError, StorageError
 from pyhudi.storage.fs import Storage, open_local
@@ -299,6 +298,8 @@ class FileLock:
             return False
 
     def _mtime_ns(self, path: str) -> int | None:
+        import pyarrow.fs as pafs  # (writes only: a read imports less, issue 15)
+
         try:
             info = self.storage.fs.get_file_info(self.storage.full_path(path))
         except OSError:

@@ -6,7 +6,8 @@ engines distribute. Depending on its kind it writes, for each family present:
 - ``append``: ONE new log file named after the writing instant
   (``.<fileId>_<instant>[_<cf>].log.1_<writeToken>``) holding one Parquet data block (meta
   columns, key, partition and family columns; ``IS_PARTIAL`` when the family is only partly
-  present) — merge-on-read upserts;
+  present) — merge-on-read upserts; into a new file group of a family table, one full-row log
+  without suffix for every family (``full_row``);
 - ``delete``: one log file with a delete block per family;
 - ``create``: a new base file ``<fileId>_<writeToken>_<instant>[_<cf>].parquet`` holding every
   column of the family (columns the input lacks are null) — bulk inserts into empty bucket file
@@ -38,11 +39,10 @@ record keys (1.4 / 1.0 ms) and sequence numbers (1.3 / 0.9 ms) encode 2–3x slo
 (pyarrow 26); sequence numbers built with NumPy instead of Arrow's cast save 0.5 ms per task.
 The remaining floor is the layout: every family file carries the five meta columns and the key
 (Hudi's data-file contract; ~36 ms for 20 family files against ~7 ms for 4 full-row files),
-and bucket files need the gather. A new file group written as one full-row base file would
-remove the first, but under non-blocking concurrency control (the default of merge-on-read
-bucket tables) a base file makes concurrent inserts into one bucket conflict;
-``hoodie.populate.meta.fields=false`` (virtual keys) would too, but pyhudi creates tables with
-meta fields only.
+and bucket files need the gather. A new file group is therefore written as one full-row LOG file
+(:mod:`~pyhudi.write.full_row`; a full-row base file would make concurrent inserts into one
+bucket conflict under non-blocking concurrency control, the default of merge-on-read bucket
+tables, where two full-row logs both commit).
 
 Both cores (issue 15): the local engine runs the file groups' tasks on two threads and pyarrow
 encodes without the GIL (``ParquetWriter.write_table`` releases it; the 1 MB chunks streamed into
@@ -276,7 +276,7 @@ class FileGroupWriteTask:
     family_bases: dict = field(default_factory=dict)
     """KIND_APPEND: family → (relpath, instant, file identity) of its base file, to record positions against
     (:mod:`pyhudi.write.positions`; empty when ``hoodie.write.record.positions`` is off)."""
-    full_row: bool = False  # KIND_CREATE of every family: one full-row base file if they can share it (FULL_ROW_INSERT)
+    full_row: bool = False  # every family of a new group: one full-row base or log file if they can share it (FULL_ROW_INSERT)
 
     def run(self) -> list[WriteStatus]:
         storage = Storage(self.base_uri)
@@ -286,7 +286,7 @@ class FileGroupWriteTask:
             return [self._merge_base(storage)]
         meta_cache: dict = {}
         payloads = self.payloads
-        if self.full_row and self.kind == KIND_CREATE:
+        if self.full_row and self.kind in (KIND_CREATE, KIND_APPEND):
             merged = full_row_payload(payloads, meta_cache)
             payloads = [merged] if merged is not None else payloads
         written = {}

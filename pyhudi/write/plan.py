@@ -12,7 +12,8 @@ Where rows go depends on the index:
 
 - **bucket index** (:func:`plan_bucketed`): the bucket id of a row names its file group
   (``%08d-0000-0000-0000-000000000000-0``), so every family of it gets one new log file (or a
-  base file when bulk inserting into an empty group) — no lookup, no coordination;
+  base file when bulk inserting into an empty group; one full-row file for all families when the
+  group is new, :mod:`~pyhudi.write.full_row`) — no lookup, no coordination;
 - **simple index** (:func:`plan_simple_index`, tables without buckets — Hudi's SIMPLE index):
   upserts and deletes look their keys up in the latest file slices (base file and log files) of
   the partitions they touch (:mod:`pyhudi.index.simple`); updates go to the key's file group
@@ -267,7 +268,8 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         new_group = (partition, file_id) not in existing
         kind = KIND_CREATE if txn.operation == "bulk_insert" and new_group else KIND_APPEND
         bases = _family_bases(txn, existing.get((partition, file_id)), payloads) if kind == KIND_APPEND else {}
-        full_row = (kind == KIND_CREATE and len(families) > 1 and len(payloads) == len(families)
+        # a new file group of a family table: one full-row file (base or log) for every family
+        full_row = (new_group and len(families) > 1 and len(payloads) == len(families)
                     and FULL_ROW_INSERT.get(txn.options))
         tasks.append(_task(txn, partition, file_id, kind, existing, token_for(index), row_group,
                            payloads=payloads, family_bases=bases, full_row=full_row))
