@@ -34,7 +34,7 @@ from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.keygen import partition_layout, timestamp_table_properties
 from pyhudi.schema import META_FIELDS, avro_schema_json, has_order
 from pyhudi.storage.fs import Storage
-from pyhudi.table_services import TableServices, _string_options
+from pyhudi.table_services import PostCommitListing, TableServices, _string_options
 from pyhudi.storage.s3 import STORAGE_OPTION_KEYS, split_storage_options
 from pyhudi.timeline.instant import Instant
 from pyhudi.timeline.lock_provider import create_lock
@@ -408,10 +408,11 @@ class Table(TableServices):
         client = WriteClient(self, engine=engine, options=options, on_commit=on_commit)
         self._check_cluster_inline(client.options)  # (refused before the write, not after)
         self.last_write = client.write(data, operation)
-        self._compact_inline(client.options, engine)
-        self._cluster_inline(client.options, engine)
-        self._clean_after_commit(client.options)
-        self._archive_inline(client.options)
+        listing = PostCommitListing(self, client.options, client.committed_timeline)
+        self._compact_inline(client.options, engine, listing)
+        self._cluster_inline(client.options, engine, listing)
+        self._clean_after_commit(client.options, listing)
+        self._archive_inline(client.options, listing)
         return self.last_write.instant
 
     def upsert(self, data: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None,

@@ -22,6 +22,23 @@ def _string_options(options: Mapping[str, Any] | None) -> dict[str, str]:
     return {k: v if isinstance(v, str) else format_value(v) for k, v in (options or {}).items()}
 
 
+class PostCommitListing:
+    """One timeline listing shared by the checks that follow a write (compaction, clustering,
+    cleaning, archival): the write's own, taken under the lock when it completed. A check that
+    ran a service calls :meth:`changed`, and the next check lists the timeline again."""
+
+    def __init__(self, table: Any, options: Mapping[str, str], timeline: Timeline | None = None) -> None:
+        self._table, self._options, self._timeline = table, options, timeline
+
+    def timeline(self) -> Timeline:
+        if self._timeline is None:
+            self._timeline = self._table.active_timeline(self._options)
+        return self._timeline
+
+    def changed(self) -> None:
+        self._timeline = None
+
+
 class TableServices:
     """Table services of a table handle (mixed into :class:`~pyhudi.table.Table`)."""
 
@@ -116,7 +133,11 @@ class TableServices:
         opts = {**self.config.props, **_string_options(options)}
         return rollback(self.storage, self.active_timeline(opts), instant, opts).requested_time
 
-    def _compact_inline(self, options: Mapping[str, str], engine: Any) -> None:
+    def _listing(self, options: Mapping[str, str], listing: PostCommitListing | None) -> PostCommitListing:
+        return listing if listing is not None else PostCommitListing(self, options)
+
+    def _compact_inline(self, options: Mapping[str, str], engine: Any,
+                        listing: PostCommitListing | None = None) -> None:
         """``hoodie.compact.inline``: after a write, compact when the trigger strategy says so."""
         from pyhudi.config.compaction import INLINE_COMPACT
         from pyhudi.services.compaction import compaction_due
@@ -125,14 +146,17 @@ class TableServices:
             return
         from pyhudi.timeline.instant import format_instant_time_ms
 
-        timeline = self.active_timeline(options)  # (one listing serves both steps unless a compaction ran)
+        listing = self._listing(options, listing)
+        timeline = listing.timeline()  # (one listing serves both steps unless a compaction ran)
         if self._run_pending(lambda i: i.is_compaction, self.run_compaction, engine, options, timeline):
             timeline.reload()
+            listing.changed()
         # now: the clock, or the latest time on the timeline if that is ahead (instant times may
         # run ahead of the clock) — not a new instant time: asking costs no lock, persists nothing
         clock = format_instant_time_ms(int(time.time() * 1000), timeline.timezone)
         if compaction_due(timeline, options, max(clock, timeline.latest_time() or clock)):
             self.compact(engine=engine, options=options)
+            listing.changed()
 
     # clustering (pyhudi/services/clustering.py, clustering_run.py)
     def schedule_clustering(self, sort_columns: Sequence[str] | str | None = None,
@@ -199,7 +223,8 @@ class TableServices:
                               "runs clusterings after writes, the second only schedules them")
         return inline, schedule_only
 
-    def _cluster_inline(self, options: Mapping[str, str], engine: Any) -> None:
+    def _cluster_inline(self, options: Mapping[str, str], engine: Any,
+                        listing: PostCommitListing | None = None) -> None:
         """``hoodie.clustering.inline``: after a write, cluster every ``inline.max.commits`` commits
         (``hoodie.clustering.schedule.inline``: only schedule it, to run elsewhere)."""
         from pyhudi.services.clustering import clustering_due
@@ -208,11 +233,13 @@ class TableServices:
         inline, schedule_only = self._check_cluster_inline(merged)
         if not (inline or schedule_only) or self.config.is_bucketed:
             return
-        if clustering_due(self.active_timeline(options), merged):
+        listing = self._listing(options, listing)
+        if clustering_due(listing.timeline(), merged):
             if schedule_only:
                 self.schedule_clustering(options=options)
             else:
                 self.cluster(options=options, engine=engine)
+            listing.changed()
 
     # cleaning (pyhudi/services/clean.py)
     def schedule_clean(self, options: Mapping[str, Any] | None = None) -> str | None:
@@ -261,7 +288,7 @@ class TableServices:
             if error is not None:
                 raise error
 
-    def _clean_after_commit(self, options: Mapping[str, str]) -> None:
+    def _clean_after_commit(self, options: Mapping[str, str], listing: PostCommitListing | None = None) -> None:
         """``hoodie.clean.automatic``: after a write, clean when ``hoodie.clean.max.commits`` says
         one is due; in a background thread with ``hoodie.clean.async``."""
         import threading
@@ -273,11 +300,13 @@ class TableServices:
         if not AUTO_CLEAN.get(merged) or self.config.layout_version != 2:
             return
         if not ASYNC_CLEAN.get(merged):
-            timeline = self.active_timeline(options)
+            listing = self._listing(options, listing)
+            timeline = listing.timeline()
             if clean_due(timeline, merged):
                 from pyhudi.services.clean import clean
 
                 clean(self.table_context(timeline), timeline, options)  # (as self.clean, on this listing)
+                listing.changed()
             return
         self.wait_for_clean()  # (one background clean at a time per handle)
 
@@ -306,10 +335,12 @@ class TableServices:
         """The archived instants (completed, with their completion times), by requested time."""
         return list(self.active_timeline().archived().instants)
 
-    def _archive_inline(self, options: Mapping[str, str]) -> None:
-        """``hoodie.archive.automatic``: after a write, archive when the timeline is long enough."""
+    def _archive_inline(self, options: Mapping[str, str], listing: PostCommitListing | None = None) -> None:
+        """``hoodie.archive.automatic``: after a write, archive when the timeline is long enough
+        (decided on the listing at hand; archival lists again under the lock before it acts)."""
         from pyhudi.config.archive import AUTO_ARCHIVE
+        from pyhudi.services.archive import archive
 
         opts = {**self.config.props, **options}
         if AUTO_ARCHIVE.get(opts):
-            self.archive(opts)
+            archive(self._listing(options, listing).timeline(), opts, self.config.table_type)

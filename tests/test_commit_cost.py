@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import pyhudi
-from pyhudi.errors import AlreadyExistsError, LockError
+from pyhudi.errors import AlreadyExistsError, LockError, TimelineError
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline import heartbeat as hb
 from pyhudi.timeline.instant import Action, State
@@ -277,3 +277,82 @@ def test_an_unexpected_error_in_one_heartbeat_does_not_stop_the_others(tmp_path,
     assert [t.name for t in threading.enumerate()].count("pyhudi-heartbeats") == 1
     broken.stop()
     healthy.stop()
+
+
+def test_an_empty_inflight_is_a_second_name_of_the_empty_requested_file(tmp_path):
+    """Locally the inflight of an instant that plans nothing is a hard link of its requested
+    file (no second inode); deleting one name leaves the other, and a plan's inflight is a file
+    of its own."""
+    t = table(tmp_path)
+    instant = t.upsert(rows(range(3)))
+    timeline_dir = tmp_path / "t" / ".hoodie" / "timeline"
+    requested, inflight = (timeline_dir / f"{instant}.deltacommit.{s}" for s in ("requested", "inflight"))
+    assert os.stat(requested).st_ino == os.stat(inflight).st_ino and os.stat(inflight).st_nlink == 2
+    assert inflight.read_bytes() == b"" and requested.read_bytes() == b""
+    timeline = t.active_timeline()
+    clean = timeline.create_requested(Action.CLEAN, timeline.new_instant_time(), content=b"plan")
+    moved = timeline.transition_to_inflight(clean)
+    plan, started = (timeline_dir / f"{clean.requested_time}.clean.{s}" for s in ("requested", "inflight"))
+    assert os.stat(plan).st_ino != os.stat(started).st_ino and started.read_bytes() == b""
+    assert moved.state is State.INFLIGHT and t.active_timeline().get(clean.requested_time).is_inflight
+    other = timeline.create_requested(Action.CLEAN, timeline.new_instant_time())
+    (timeline_dir / f"{other.requested_time}.clean.inflight").write_bytes(b"")  # (another process's)
+    with pytest.raises(TimelineError, match=f"instant .*{other.requested_time}.* already exists"):
+        timeline.transition_to_inflight(other)
+    os.unlink(inflight)  # one name goes, the other stays
+    assert requested.exists() and os.stat(requested).st_nlink == 1
+
+
+def test_instant_containers_decode_as_fastavros_reader_decodes_them():
+    """Instant files are decoded with their writer schema parsed once per process; every Avro
+    instant file of the Hudi-written fixtures decodes to what fastavro's reader gives, and
+    containers of another shape (a codec, several records) still decode through the reader."""
+    import io
+
+    import fastavro
+
+    from pyhudi.timeline.metadata_base import read_container
+
+    import zipfile
+
+    fixtures = pathlib.Path("/work/shared/fixtures/hudi")
+    files = [(str(p), p.read_bytes()) for p in fixtures.glob("commit_metadata/*.avro")]
+    for archive in sorted(fixtures.glob("**/*.zip")):
+        with zipfile.ZipFile(archive) as z:
+            files += [(f"{archive}:{n}", z.read(n)) for n in z.namelist()
+                      if "/.hoodie/" in f"/{n}" and not n.endswith("/")]
+    decoded = 0
+    for where, data in files:
+        if data[:4] != b"Obj\x01":
+            continue
+        reader = fastavro.reader(io.BytesIO(data))
+        assert read_container(data) == (reader.writer_schema["name"], next(iter(reader), None)), where
+        decoded += 1
+    assert decoded >= 100, decoded
+    schema = fastavro.parse_schema({"type": "record", "name": "R", "namespace": "x.y",
+                                    "fields": [{"name": "a", "type": "long"}]})
+    for codec, records in (("deflate", [{"a": 1}]), ("null", [{"a": 2}, {"a": 3}]), ("null", [])):
+        buf = io.BytesIO()
+        fastavro.writer(buf, schema, records, codec=codec)
+        assert read_container(buf.getvalue()) == ("x.y.R", records[0] if records else None)
+
+
+def test_the_checks_after_a_write_reuse_its_listing_until_a_service_runs(tmp_path, monkeypatch):
+    """An upsert lists the timeline twice (planning, completion under the lock): compaction,
+    clean and archival checks decide on the completion's listing; once a compaction ran, the
+    clean check lists again and sees it (the clean that follows it deletes what it retired)."""
+    from pyhudi.timeline import listing
+
+    t = table(tmp_path, options={"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2",
+                                 "hoodie.cleaner.commits.retained": "1"})
+    calls = []
+    real = listing.os.listdir
+    monkeypatch.setattr(listing.os, "listdir", lambda p: calls.append(p) or real(p))
+    t.upsert(rows(range(4)))
+    assert [c.rpartition("/")[2] for c in calls] == ["timeline", "timeline"]
+    calls.clear()
+    t.upsert(rows(range(4), 2.0))  # + compaction: its services list on their own, then the clean check
+    timeline = t.active_timeline()
+    assert [i.action.value for i in timeline.completed()] == ["deltacommit", "deltacommit", "commit", "clean"]
+    assert len(calls) > 2
+    assert t.read().sort_by("id").column("v").to_pylist() == [2.0] * 4

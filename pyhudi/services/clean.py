@@ -30,13 +30,17 @@ slices — every older slice is deleted by the clean that follows the commit ret
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Mapping
 
 from pyhudi.config import clean as cl
 from pyhudi.config.concurrency import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
 from pyhudi.errors import ConcurrentWriteError, ConfigError, StaleTimelineError, TimelineError
 from pyhudi.read.file_slice import TableContext
+from pyhudi.keygen import partition_layout
+from pyhudi.read.retention import PIN_EXPIRY, live_pins
 from pyhudi.services.clean_plan import earliest_commit_to_retain, plan_clean
+from pyhudi.services.clean_trigger import may_delete, settled_by_plan
 from pyhudi.timeline.heartbeat import Heartbeat, heartbeat_expired
 from pyhudi.timeline.instant import Action, Instant, format_instant_time_ms
 from pyhudi.timeline.metadata_plans import CleanerPlan, CleanMetadata, CleanPartitionMetadata
@@ -56,11 +60,14 @@ def schedule_clean(context: TableContext, timeline: Timeline, options: Mapping[s
     cl.checked({**context.config.props, **(options or {})})  # bad settings fail before a time is taken
     # planned before its instant time is taken (none is taken for nothing to do): a commit that
     # completes in between only adds files, which the plan does not name
+    merged = {**context.config.props, **(options or {})}
+    pinned = bool(live_pins(context.storage, PIN_EXPIRY.get(merged)))
     plan = _plan_on_a_fresh_listing(context, timeline, options)
     _ATTEMPTED[context.storage.base_uri] = plan.earliest_instant_to_retain.timestamp if (
         plan is not None and plan.earliest_instant_to_retain is not None) else _ectr_time(timeline, options, context)
     if plan is None:
         return None
+    plan = _record_settled(context, timeline, plan, merged, pinned)
     instant_time = timeline.new_instant_time()
     timeline.create_requested(Action.CLEAN, instant_time, content=plan.to_avro_bytes())
     return instant_time
@@ -81,6 +88,22 @@ def _plan_on_a_fresh_listing(context: TableContext, timeline: Timeline,
 
 
 _PLAN_ATTEMPTS = 3
+
+
+def _record_settled(context: TableContext, timeline: Timeline, plan: CleanerPlan, options: Mapping[str, str],
+                    pinned: bool) -> CleanerPlan:
+    """Record in the plan what this clean settles (:mod:`pyhudi.services.clean_trigger`): on the
+    listing it was planned on; pins are looked at before and after the plan."""
+    policy, retained = cl.checked(options)
+    held = pinned or bool(live_pins(context.storage, PIN_EXPIRY.get(options)))
+    ectr = None
+    if plan.earliest_instant_to_retain is not None:
+        ectr = timeline.get(plan.earliest_instant_to_retain.timestamp)
+        if ectr is None:
+            return plan  # (archived meanwhile: nothing is claimed)
+    partitioned = partition_layout(context.config).depth > 0
+    settled = settled_by_plan(timeline, policy, retained, ectr, held, options, partitioned)
+    return replace(plan, extra_metadata={**(plan.extra_metadata or {}), **settled})
 
 _ATTEMPTED: dict[str, str | None] = {}
 """Table → the ECTR of this process's last clean plan (saved or empty): an automatic clean is not
@@ -210,7 +233,8 @@ def files_per_group_bound(options: Mapping[str, str]) -> int:
 def clean_due(timeline: Timeline, options: Mapping[str, str]) -> bool:
     """Hudi's trigger (NUM_COMMITS): ``hoodie.clean.max.commits`` commits completed since the
     last clean (since the first commit when none), or a clean is pending. Not due while the
-    time-based policies have no ECTR, or the same ECTR as this process's last plan."""
+    time-based policies have no ECTR, or the same ECTR as this process's last plan, nor when the
+    timeline shows that a plan must be empty (:func:`~pyhudi.services.clean_trigger.may_delete`)."""
     if pending_cleans(timeline):
         return True
     policy, retained = cl.checked(options)
@@ -221,4 +245,8 @@ def clean_due(timeline: Timeline, options: Mapping[str, str]) -> bool:
     cleans = [i.requested_time for i in timeline.completed() if i.action is Action.CLEAN]
     last = max(cleans, default="")
     commits = sum(1 for i in timeline.commits_timeline() if i.requested_time > last)
-    return commits >= cl.MAX_COMMITS.get(options)
+    if commits < cl.MAX_COMMITS.get(options):
+        return False
+    if policy == cl.KEEP_LATEST_FILE_VERSIONS:
+        return may_delete(timeline, policy, None, versions=retained)
+    return may_delete(timeline, policy, ectr)

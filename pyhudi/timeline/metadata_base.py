@@ -107,6 +107,9 @@ def read_container(data: bytes) -> tuple[str, dict[str, Any] | None]:
         raise MetadataError("not an Avro container file (no 'Obj\\x01' magic)")
     import fastavro  # (on first use: `import pyhudi` stays light, issue 15)
 
+    quick = _read_plain_container(data)
+    if quick is not None:
+        return quick
     try:
         reader = fastavro.reader(io.BytesIO(data))
         writer_schema = reader.writer_schema
@@ -116,6 +119,69 @@ def read_container(data: bytes) -> tuple[str, dict[str, Any] | None]:
     except Exception as exc:  # fastavro raises a zoo of types on truncated/garbled input
         raise MetadataError(f"undecodable Avro container: {exc}") from exc
     return _container_result(writer_schema.get("name", "") if isinstance(writer_schema, dict) else "", record)
+
+
+_WRITER_SCHEMAS: dict[bytes, tuple[str, Any]] = {}  # embedded schema JSON -> (record name, parsed schema)
+
+
+def _read_plain_container(data: bytes) -> tuple[str, dict[str, Any] | None] | None:
+    """The record of a container as the instants pyhudi and Hudi write (null codec, one block),
+    with its embedded writer schema parsed once per process: parsing it was most of the cost of
+    decoding a commit (every write decodes the one before it). None for anything else — the
+    general reader decides (and names what is wrong)."""
+    import fastavro
+
+    try:
+        buf = io.BytesIO(data)
+        buf.seek(4)
+        meta: dict[bytes, bytes] = {}
+        while True:
+            count = _read_long(buf)
+            if count == 0:
+                break
+            if count < 0:
+                count = -count
+                _read_long(buf)  # (the block's size in bytes)
+            for _ in range(count):
+                key = buf.read(_read_long(buf))
+                meta[key] = buf.read(_read_long(buf))
+        sync = buf.read(16)
+        schema = meta.get(b"avro.schema")
+        if schema is None or meta.get(b"avro.codec", b"null") != b"null" or len(sync) != 16:
+            return None
+        known = _WRITER_SCHEMAS.get(schema)
+        if known is None:
+            parsed = fastavro.parse_schema(json.loads(schema))
+            known = (parsed.get("name", "") if isinstance(parsed, dict) else "", parsed)  # (fully qualified)
+            if len(_WRITER_SCHEMAS) < 64:
+                _WRITER_SCHEMAS[schema] = known
+        if buf.tell() == len(data):
+            return _container_result(known[0], None)  # (no blocks: no record)
+        records, size = _read_long(buf), _read_long(buf)
+        start = buf.tell()
+        if records != 1 or data[start + size:start + size + 16] != sync or start + size + 16 != len(data):
+            return None
+        record = fastavro.schemaless_reader(buf, known[1])
+        if buf.tell() != start + size:
+            return None
+        return _container_result(known[0], record)
+    except Exception:  # (garbled input: the general reader raises the error)
+        return None
+
+
+def _read_long(buf: io.BytesIO) -> int:
+    shift = result = 0
+    while True:
+        byte = buf.read(1)
+        if not byte:
+            raise EOFError("truncated Avro long")
+        b = byte[0]
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1)
+        shift += 7
+        if shift > 63:
+            raise ValueError("Avro long too long")
 
 
 def _container_result(name: str, record: Any) -> tuple[str, dict[str, Any] | None]:

@@ -75,6 +75,7 @@ class Timeline:
         self.history_dir = posixpath.join(self.timeline_dir, checked_history_path(history_path))
         self._archived: Any = None
         self._archive_listed: bool | None = None
+        self._empty_requested: str | None = None  # an empty requested file this object created
 
     def __repr__(self) -> str:
         return f"Timeline({self.storage.base_uri!r}, {self.timeline_dir!r}, layout={self.layout_version})"
@@ -200,7 +201,12 @@ class Timeline:
         """The greatest requested or completion time on the timeline (a floor for new times)."""
         self._ensure_loaded()
         times = [t for i in self._instants for t in (i.requested_time, i.completion_time) if t]
-        return _max_time(*times) if times else None
+        if not times:
+            return None
+        top = max(times)
+        if len(top) == 17 and top.isdigit() and all(len(t) == 17 for t in times):
+            return top  # (17-digit times compare as strings: no normalising each)
+        return _max_time(*times)
 
     # ------------------------------------------------------------------ archived part
     def archived(self) -> Any:
@@ -382,6 +388,7 @@ class Timeline:
         if self.storage.exists(f"{self.timeline_dir}/{inflight_name}"):
             raise TimelineError(f"instant {instant.as_inflight()} already exists; cannot request it again")
         self._create(instant, content)
+        self._empty_requested = requested_time if not content else None
         return instant
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
@@ -391,15 +398,40 @@ class Timeline:
             raise TimelineError(
                 f"cannot move instant {instant} to inflight: it is {instant.state.value}, not REQUESTED"
             )
-        requested_path = f"{self.timeline_dir}/{instant.file_name(self.layout_version)}"
-        if not self.storage.exists(requested_path):
-            raise TimelineError(f"cannot move instant {instant} to inflight: {requested_path} does not exist")
         current = self._find(instant.requested_time, instant.completed_action)
         if current is not None and current.is_completed:
             raise TimelineError(f"cannot move instant {instant} to inflight: it is already completed as {current}")
         inflight = instant.as_inflight()
+        if not content and self._empty_requested == instant.requested_time and self._link_inflight(instant, inflight):
+            return inflight  # (the link found the requested file)
+        requested_path = f"{self.timeline_dir}/{instant.file_name(self.layout_version)}"
+        if not self.storage.exists(requested_path):
+            raise TimelineError(f"cannot move instant {instant} to inflight: {requested_path} does not exist")
         self._create(inflight, content)
         return inflight
+
+    def _link_inflight(self, requested: Instant, inflight: Instant) -> bool:
+        """An empty inflight file made a second name of the empty requested file this object
+        just created (local file systems): a ``link`` costs a few microseconds where creating a
+        file allocates an inode (0.05-0.3 ms of kernel time). Both names stay write-once and
+        empty; each is deleted on its own. False when the link cannot be made (then the file is
+        created)."""
+        if not self.storage.is_local:
+            return False
+        source = self.storage.full_path(f"{self.timeline_dir}/{requested.file_name(self.layout_version)}")
+        target = self.storage.full_path(f"{self.timeline_dir}/{inflight.file_name(self.layout_version)}")
+        try:
+            if os.stat(source).st_size != 0:
+                return False
+            os.link(source, target)
+        except FileExistsError:
+            raise TimelineError(f"instant {inflight} already exists ({target})") from None
+        except OSError:
+            return False  # (no hard links here, or the requested file is gone: created as usual)
+        self._ensure_loaded()
+        self._entries[inflight.file_name(self.layout_version)] = inflight
+        self._refold((inflight.requested_time, inflight.completed_action))
+        return True
 
     def complete(self, instant: Instant, content: bytes,
                  precondition: Callable[[Timeline], None] | None = None) -> Instant:

@@ -112,6 +112,7 @@ class WriteClient:
             self.options, table.config.table_type, table.config.num_buckets is not None)
         self.on_commit = on_commit
         self._open: dict[str, _OpenTxn] = {}
+        self.committed_timeline: Timeline | None = None
 
     # ------------------------------------------------------------------ one call
     def write(self, data: Any, operation: str) -> WriteResult:
@@ -240,6 +241,7 @@ class WriteClient:
             elapsed_ms=int((time.perf_counter() - started) * 1000),
             rolled_back=state.rolled_back if state is not None else [], discarded_files=discarded,
         )
+        self.committed_timeline = timeline  # (listed under the lock at completion: the post-commit checks reuse it)
         if self.on_commit is not None:
             self.on_commit(result)
         return result

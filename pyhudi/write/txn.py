@@ -96,18 +96,29 @@ class WriteTxn:
         """The table's storage, with the store's options when the write carries them (a task in
         another process — a Spark worker — reaches the same store; later ``Storage(base_uri)``
         calls there reuse them)."""
+        memo = self.__dict__.get("_storage_memo")
+        if memo is not None and memo[0] == (self.base_uri, self.options):
+            return memo[1]
         from pyhudi.storage.s3 import split_storage_options
 
-        return Storage(self.base_uri, options=split_storage_options(self.options)[0] or None)
+        storage = Storage(self.base_uri, options=split_storage_options(self.options)[0] or None)
+        self.__dict__["_storage_memo"] = ((self.base_uri, dict(self.options)), storage)  # (a write asks often)
+        return storage
 
     @property
     def families(self) -> dict[str, ColumnFamily]:
         """The declared families, or the implicit default family holding every column."""
+        memo = self.__dict__.get("_families_memo")  # (the fields it is built from, kept: compared by identity)
+        if memo is not None and memo[0] is self.declared_families and memo[1] is self.schema and memo[2] is self.config:
+            return memo[3]
         declared = self.declared_families if self.declared_families is not None else self.config.column_families
         if declared:
-            return declared
-        family = default_family(self.schema.names, self.config.record_key_fields, self.config.ordering_field)
-        return {family.name: family}
+            families = declared
+        else:
+            family = default_family(self.schema.names, self.config.record_key_fields, self.config.ordering_field)
+            families = {family.name: family}
+        self.__dict__["_families_memo"] = (self.declared_families, self.schema, self.config, families)
+        return families
 
     def timeline(self) -> Timeline:
         config = self.config
