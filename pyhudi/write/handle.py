@@ -90,6 +90,7 @@ from pyhudi.storage.naming import BaseFileName, LogFileName, WriteToken
 from pyhudi.write.full_row import full_row_payload
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
+from pyhudi.write.meta_values import sequence_numbers
 from pyhudi.write.positions import positions_header
 from pyhudi.write.shared_gather import SharedGather
 from pyhudi.config.write import FSYNC_DATA_FILES  # noqa: F401 (declared there)
@@ -306,8 +307,7 @@ class FileGroupWriteTask:
         (the constant ones as one-entry dictionaries: :func:`constant_strings`)."""
         n = len(keys)
         task_partition = WriteToken.parse(self.write_token).task_partition
-        seq = pc.cast(pa.array(np.arange(n, dtype=np.int64)), pa.string())
-        seqno = pc.binary_join_element_wise(f"{self.instant}_{task_partition}_", seq, "")
+        seqno = sequence_numbers(f"{self.instant}_{task_partition}_", n)  # (vectorised into one buffer)
         return [constant_strings(self.instant, n), seqno, keys, constant_strings(self.partition_path, n)]
 
     def _meta_columns(self, keys: pa.Array | pa.ChunkedArray, file_name_value: str) -> list:
