@@ -30,6 +30,29 @@ def java_string_hash_scalar(text: str) -> int:
     return h - (1 << 32) if h >= (1 << 31) else h
 
 
+def _pool_array(n: int, dtype: type) -> np.ndarray:
+    """A writable NumPy array in Arrow's memory pool, which reuses freed memory: a fresh NumPy
+    array of a few MB faults in new pages on every write (~0.25 ms per MB)."""
+    return np.frombuffer(pa.allocate_buffer(max(1, n * np.dtype(dtype).itemsize)), dtype=dtype)[:n]
+
+
+def _horner_rows(matrix: np.ndarray) -> np.ndarray:
+    """``h = 31*h + unit`` along each row of an ``(n, width)`` matrix of code units, one
+    vectorised pass per column (uint32 wraps exactly like Java's int). The columns are read in
+    place, strided: no transposed copy."""
+    n, width = matrix.shape
+    h = _pool_array(n, np.uint32)
+    if width == 0:
+        h[:] = 0
+        return h
+    np.copyto(h, matrix[:, 0])
+    thirty_one = np.uint32(31)
+    for j in range(1, width):
+        np.multiply(h, thirty_one, out=h)
+        np.add(h, matrix[:, j], out=h, casting="unsafe")
+    return h
+
+
 def _horner(units: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """``h = 31*h + unit`` over each string's code units, one vectorised pass per position.
 
@@ -47,14 +70,9 @@ def _horner(units: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     thirty_one = np.uint32(31)
     if shortest == longest:
         # Fixed-width keys (UUIDs, zero-padded ids): offsets are regular, so the units form an
-        # (n, width) matrix; walking its transposed rows avoids index gathers entirely.
+        # (n, width) matrix walked column by column.
         first = int(starts[0])
-        columns = np.ascontiguousarray(units[first : first + n * longest].reshape(n, longest).T)
-        with np.errstate(over="ignore"):
-            for column in columns:
-                h *= thirty_one
-                h += column
-        return h
+        return _horner_rows(units[first : first + n * longest].reshape(n, longest))
     with np.errstate(over="ignore"):
         for j in range(shortest):
             h = h * thirty_one + units[starts + j]
@@ -76,14 +94,7 @@ def _ascii_padded_hash(arr: pa.Array, width: int) -> np.ndarray:
     offsets = np.frombuffer(buffers[1], dtype=np.int64 if pa.types.is_large_string(arr.type) else np.int32)
     first = int(offsets[padded.offset])
     units = np.frombuffer(buffers[2], dtype=np.uint8)[first:first + len(arr) * width]
-    columns = np.ascontiguousarray(units.reshape(len(arr), width).T)
-    h = np.zeros(len(arr), dtype=np.uint32)
-    thirty_one = np.uint32(31)
-    with np.errstate(over="ignore"):
-        for column in columns:
-            h *= thirty_one
-            h += column
-    return h
+    return _horner_rows(units.reshape(len(arr), width))
 
 
 def _as_string_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -139,11 +150,11 @@ def java_string_hash(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
         return np.zeros(0, dtype=np.int32)
     offset_type = np.int64 if pa.types.is_large_string(arr.type) else np.int32
     buffers = arr.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=offset_type)[arr.offset : arr.offset + n + 1].astype(np.int64)
+    offsets = np.frombuffer(buffers[1], dtype=offset_type)[arr.offset : arr.offset + n + 1]
     start, end = int(offsets[0]), int(offsets[-1])
     data = np.frombuffer(buffers[2], dtype=np.uint8)[start:end] if buffers[2] is not None else np.zeros(0, np.uint8)
-    offsets = offsets - start
-    if data.size and (data >= 0x80).any():
+    if data.size and int(data.max()) >= 0x80:
+        offsets = offsets.astype(np.int64) - start
         units, positions = _utf16_units(data)
         string_of_byte = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
         counts = np.bincount(string_of_byte[positions], minlength=n)
@@ -155,7 +166,7 @@ def java_string_hash(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
         if longest > int(lengths.min()) and n * longest <= 4 * len(data) + 1024:
             hashes = _ascii_padded_hash(arr, longest)  # keys of close lengths: no masked passes
         else:
-            hashes = _horner(data, offsets)
+            hashes = _horner(data, offsets.astype(np.int64) - start)
     if arr.null_count:
         hashes[np.asarray(arr.is_null())] = 0
     return hashes.view(np.int32)
@@ -178,8 +189,14 @@ def bucket_ids(columns: Sequence[pa.Array | pa.ChunkedArray] | pa.Array | pa.Chu
         raise SchemaError(f"number of buckets must be a positive integer, got {num_buckets!r}")
     if isinstance(columns, (pa.Array, pa.ChunkedArray)):
         columns = [columns]
-    h = java_list_hash(columns).view(np.uint32) & np.uint32(0x7FFFFFFF)
-    return (h % np.uint32(num_buckets)).astype(np.int32)
+    if len(columns) == 1:  # List.hashCode of one element: 31 + its hash (in place: no temporaries)
+        h = java_string_hash(columns[0]).view(np.uint32)
+        np.add(h, np.uint32(31), out=h)
+    else:
+        h = java_list_hash(columns).view(np.uint32)
+    np.bitwise_and(h, np.uint32(0x7FFFFFFF), out=h)
+    np.remainder(h, np.uint32(num_buckets), out=h)
+    return h.view(np.int32)  # (every id is below num_buckets <= 2**31 - 1)
 
 
 def bucket_of_key(key_values: Sequence[object], num_buckets: int) -> int:
