@@ -138,7 +138,7 @@ def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style:
     """The relative partition folder of every row (``""`` for unpartitioned tables); a
     :class:`~pyhudi.keygen.PartitionLayout` with a TIMESTAMP key generator formats the paths."""
     if not partition_fields:
-        return pa.chunked_array([pc.fill_null(pa.nulls(data.num_rows, pa.string()), "")])
+        return pa.chunked_array([empty_strings(data.num_rows)])
     if layout is not None and not layout.identity:
         layout.require_writable()
         paths = layout.timestamp.paths(data.column(partition_fields[0]))
@@ -156,6 +156,14 @@ def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style:
     paths = pc.binary_join_element_wise(*parts, "/") if len(parts) > 1 else parts[0]
     check_partition_values(pc.unique(paths).to_pylist(), partition_fields)
     return paths
+
+
+def empty_strings(n: int) -> pa.Array:
+    """``n`` empty strings (an unpartitioned table's partition paths): zero offsets and no
+    characters, built from buffers (filling ``n`` nulls with ``""`` takes a kernel pass)."""
+    offsets = pa.allocate_buffer(4 * (n + 1))
+    np.frombuffer(offsets, dtype=np.int32)[:] = 0
+    return pa.Array.from_buffers(pa.string(), n, [None, offsets, pa.allocate_buffer(0)])
 
 
 def check_partition_values(paths: Iterable[str], partition_fields: Sequence[str]) -> None:
