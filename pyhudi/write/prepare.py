@@ -188,15 +188,22 @@ def _integer_key_codes(rows: pa.Table, integer_key: str | None) -> np.ndarray | 
     ``integer_key`` and all fit the codes (non-null, ``0 <= k < 10**17``); else None."""
     if integer_key is None or integer_key not in rows.column_names or not len(rows):
         return None
-    from pyhudi.read.keys import MAX_INTEGER_KEY, encode_keys  # read.keys builds on this module
+    from pyhudi.read.keys import encode_keys  # read.keys builds on this module
 
-    column = rows.column(integer_key)
-    if column.null_count or not pa.types.is_integer(column.type):
+    bounds = integer_key_bounds(rows.column(integer_key))
+    return None if bounds is None else np.asarray(encode_keys(rows.column(integer_key), bounds))
+
+
+def integer_key_bounds(column: pa.ChunkedArray | pa.Array) -> tuple[int, int] | None:
+    """``(lowest, highest)`` of an integer key column whose values all have key codes
+    (non-null, ``0 <= k < 10**17``); else None (the record key strings are sorted instead)."""
+    from pyhudi.read.keys import MAX_INTEGER_KEY  # read.keys builds on this module
+
+    if not len(column) or column.null_count or not pa.types.is_integer(column.type):
         return None
     bounds = pc.min_max(column)
-    if bounds["min"].as_py() < 0 or bounds["max"].as_py() >= MAX_INTEGER_KEY:
-        return None
-    return np.asarray(encode_keys(column))
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    return (low, high) if low >= 0 and high < MAX_INTEGER_KEY else None
 
 
 def _strictly_increasing(keys: pa.ChunkedArray | pa.Array) -> bool:

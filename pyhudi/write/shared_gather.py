@@ -28,7 +28,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from pyhudi.write.prepare import latest_sorted
+from pyhudi.write.prepare import integer_key_bounds, latest_sorted
 
 BLOCK_COLUMNS = 8
 """Columns gathered together: enough to keep the per-call overhead small, few enough that two
@@ -114,10 +114,16 @@ class SharedGather:
 
     # ------------------------------------------------------------------ order
     def _sorted_group(self, indices: pa.Array) -> pa.Array:
-        columns = [self.record_key] if self.ordering is None else [self.record_key, self.ordering]
-        if self.integer_key is not None and self.integer_key not in columns:
-            columns.append(self.integer_key)
-        order = latest_sorted(self.source.select(columns).take(indices), self.ordering, self.integer_key)
+        order = None
+        if self.ordering is None and self.integer_key is not None:  # sorted by key codes alone:
+            keys = self.source.select([self.integer_key]).take(indices)  # (the strings are not needed)
+            if integer_key_bounds(keys.column(0)) is not None:
+                order = latest_sorted(keys, None, self.integer_key)
+        if order is None:
+            columns = [self.record_key] if self.ordering is None else [self.record_key, self.ordering]
+            if self.integer_key is not None and self.integer_key not in columns:
+                columns.append(self.integer_key)
+            order = latest_sorted(self.source.select(columns).take(indices), self.ordering, self.integer_key)
         if len(order) == len(indices) and (len(order) < 2 or bool(np.all(order[1:] > order[:-1]))):
             return indices  # already in key order (order is 0..n-1)
         return indices.take(pa.array(order))
