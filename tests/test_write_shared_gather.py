@@ -65,6 +65,24 @@ def test_every_group_gets_its_latest_rows_per_key_in_key_order(ordering):
             assert shared.group_length(g) == len(got)
 
 
+@pytest.mark.parametrize("ids", [[5, 10, 1, 100, 10, 7, 0, 99, 5], [-3, 12, 2, 12, 0], [10**17, 3, 3]])
+def test_integer_keys_are_sorted_by_their_column_alone_with_the_string_order_and_winners(ids, monkeypatch):
+    """One integer key field: a group is sorted from the key column alone (the strings are not
+    taken) when every key has a code; negative or 18-digit keys sort by their strings."""
+    source = pa.table({KEY: pc.cast(pa.array(ids, pa.int64()), pa.string()), "id": pa.array(ids, pa.int64()),
+                       "x": np.arange(len(ids), dtype=np.float64)})
+    sorted_columns = []
+    real = shared_gather.latest_sorted
+    monkeypatch.setattr(shared_gather, "latest_sorted",
+                        lambda rows, *a: sorted_columns.append(rows.column_names) or real(rows, *a))
+    groups = _groups(len(ids), 2)
+    shared = SharedGather(source, groups, None, "id", KEY, [["id", "x"]])
+    for g, positions in enumerate(groups):
+        assert shared.rows(g, [KEY, "id", "x"]).to_pylist() == _reference(source, positions, None, [KEY, "id", "x"])
+    coded = [all(0 <= ids[i] < 10**17 for i in positions.to_pylist()) for positions in groups]
+    assert sorted_columns == [["id"] if codes else [KEY, "id"] for codes in coded]
+
+
 def test_each_column_block_is_gathered_once_for_all_groups_and_served_as_slices(monkeypatch):
     calls = []
     real = handle.gather
