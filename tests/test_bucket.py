@@ -113,3 +113,11 @@ def test_bucket_ids_of_several_columns_equal_the_list_hash():
                    for x, y in zip(["x", "", None, "long key"], [1, 22, 333, -4])]
     expected = [((h & 0xFFFFFFFF) & 0x7FFFFFFF) % 5 for h in list_hashes]
     assert bucket_ids([a, b], 5).tolist() == expected
+
+
+def test_hashes_walked_in_row_blocks_equal_the_reference(monkeypatch):
+    from pyhudi.index import bucket
+
+    monkeypatch.setattr(bucket, "_HORNER_ROWS", 3)  # (blocks of 3 rows: partial last blocks too)
+    for keys in ([str(i) for i in range(95, 112)], [f"{i:05d}" for i in range(17)], ["a", "bb", "ccc", "", "dd"]):
+        assert java_string_hash(pa.array(keys)).tolist() == [java_string_hash_scalar(k) for k in keys]
