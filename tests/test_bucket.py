@@ -121,3 +121,19 @@ def test_hashes_walked_in_row_blocks_equal_the_reference(monkeypatch):
     monkeypatch.setattr(bucket, "_HORNER_ROWS", 3)  # (blocks of 3 rows: partial last blocks too)
     for keys in ([str(i) for i in range(95, 112)], [f"{i:05d}" for i in range(17)], ["a", "bb", "ccc", "", "dd"]):
         assert java_string_hash(pa.array(keys)).tolist() == [java_string_hash_scalar(k) for k in keys]
+
+
+def test_many_rows_are_hashed_in_two_halves_with_the_same_buckets(monkeypatch):
+    from pyhudi.index import bucket
+
+    monkeypatch.setattr(bucket, "SPLIT_ROWS", 4)
+    keys = [str(i) for i in range(0, 2000, 37)] + ["é", "", "x" * 40]
+    expected = [((31 + java_string_hash_scalar(k)) & 0x7FFFFFFF) % 9 for k in keys]
+    n = len(keys)
+    for column in (pa.array(keys), pa.chunked_array([pa.array(keys[:n // 2 + 1]), pa.array(keys[n // 2 + 1:])]),
+                   pa.chunked_array([pa.array(keys[:3]), pa.array(keys[3:])])):
+        assert bucket_ids([column], 9).tolist() == expected
+    two = [pa.array(keys), pa.array(range(n))]
+    assert bucket_ids(two, 9).tolist() == bucket._bucket_ids(two, 9).tolist()
+    assert bucket.split_point(pa.chunked_array([pa.array(keys[:n // 2 + 1]), pa.array(keys[n // 2 + 1:])])) == n // 2 + 1
+    assert bucket.split_point(pa.chunked_array([pa.array(keys[:3]), pa.array(keys[3:])])) == n // 2

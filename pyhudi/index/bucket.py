@@ -190,12 +190,44 @@ def java_list_hash(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray:
     return h.view(np.int32)
 
 
+SPLIT_ROWS = 100_000
+"""Rows from which a write's record keys and bucket hashes are computed in two halves on two
+cores (:func:`~pyhudi.engine.local.run_split`): both are serial steps before a write's tasks."""
+
+
+def split_point(column: pa.Array | pa.ChunkedArray) -> int:
+    """Where to cut ``column`` in two: at the chunk boundary nearest the middle when it is near
+    (the halves of a column built in two halves stay one chunk each), else at the middle."""
+    n = len(column)
+    if isinstance(column, pa.ChunkedArray) and column.num_chunks > 1:
+        ends = np.cumsum([len(c) for c in column.chunks])[:-1]
+        nearest = int(ends[np.argmin(np.abs(ends - n // 2))])
+        if abs(nearest - n // 2) <= n // 8:
+            return nearest
+    return n // 2
+
+
 def bucket_ids(columns: Sequence[pa.Array | pa.ChunkedArray] | pa.Array | pa.ChunkedArray, num_buckets: int) -> np.ndarray:
-    """Bucket id of every row: ``(listHash & 0x7fffffff) % num_buckets`` (int32)."""
+    """Bucket id of every row: ``(listHash & 0x7fffffff) % num_buckets`` (int32); many rows
+    (:data:`SPLIT_ROWS`) are hashed in two halves on two cores."""
     if not isinstance(num_buckets, int) or num_buckets <= 0:
         raise SchemaError(f"number of buckets must be a positive integer, got {num_buckets!r}")
     if isinstance(columns, (pa.Array, pa.ChunkedArray)):
         columns = [columns]
+    n = len(columns[0]) if columns else 0
+    if n < SPLIT_ROWS:
+        return _bucket_ids(columns, num_buckets)
+    from pyhudi.engine.local import run_split  # (the thread pool is imported by writes only)
+
+    cut = split_point(columns[0])
+    halves = run_split([lambda: _bucket_ids([c.slice(0, cut) for c in columns], num_buckets),
+                        lambda: _bucket_ids([c.slice(cut) for c in columns], num_buckets)])
+    out = _pool_array(n, np.int32)
+    out[:cut], out[cut:] = halves
+    return out
+
+
+def _bucket_ids(columns: Sequence[pa.Array | pa.ChunkedArray], num_buckets: int) -> np.ndarray:
     if len(columns) == 1:  # List.hashCode of one element: 31 + its hash (in place: no temporaries)
         h = java_string_hash(columns[0]).view(np.uint32)
         np.add(h, np.uint32(31), out=h)
