@@ -313,3 +313,39 @@ def test_a_pickled_payload_ships_only_its_own_rows(tmp_path):
     # compact: a few bytes per row of its own, not the whole gathered column
     assert len(pickle.dumps(payload)) < 4000 * 8 * 3 / 2
     assert pc.all(pc.equal(rows.column("id"), pc.cast(rows.column(KEY), pa.int64()))).as_py()
+
+
+@pytest.mark.parametrize("operation", ["insert", "upsert"])
+def test_keys_and_buckets_computed_in_halves_write_the_same_files_as_one_pass(tmp_path, monkeypatch, operation):
+    """Record keys and bucket hashes of many rows are computed in two halves on two cores (here
+    from 8 rows on): the same files, keys, sequence numbers and rows, read by pyhudi and hudi-rs
+    alike, as the one-pass computation (default options, a bucketed merge-on-read table)."""
+    from pyhudi import keygen
+    from pyhudi.index import bucket
+
+    data = _input()
+    monkeypatch.setattr(keygen, "SPLIT_ROWS", 1 << 30)
+    monkeypatch.setattr(bucket, "SPLIT_ROWS", 1 << 30)
+    one_pass = pyhudi.create_table(str(tmp_path / "one"), SCHEMA, "id", num_buckets=4)
+    first = getattr(one_pass, operation)(data)
+    monkeypatch.setattr(keygen, "SPLIT_ROWS", 8)
+    monkeypatch.setattr(bucket, "SPLIT_ROWS", 8)
+    assert keygen.as_strings(data.column("id")).num_chunks == 2  # (the halves reach the write as two chunks)
+    halves = pyhudi.create_table(str(tmp_path / "halves"), SCHEMA, "id", num_buckets=4)
+    instant = getattr(halves, operation)(data)
+    files = sorted(halves.last_write.files)
+    assert [f.replace(instant, "I") for f in files] == sorted(f.replace(first, "I") for f in one_pass.last_write.files)
+    for name in files:
+        block = only_block(halves, name).read()
+        expected = only_block(one_pass, name.replace(instant, first)).read()
+        keys = block.column(KEY).to_pylist()
+        assert keys == expected.column(KEY).to_pylist() == sorted(keys)
+        assert {bucket_of(int(k), 4) for k in keys} == {int(name[1:9])}
+        task = name.rsplit("_", 1)[1].split("-")[0]
+        assert block.column("_hoodie_commit_seqno").to_pylist() == [f"{instant}_{task}_{i}" for i in range(len(keys))]
+        assert block.drop_columns(["_hoodie_commit_time", "_hoodie_commit_seqno"]).equals(
+            expected.drop_columns(["_hoodie_commit_time", "_hoodie_commit_seqno"]))
+    latest = _expected(data)
+    columns = ["id", *[f"c{i}" for i in range(6)]]
+    assert halves.read().sort_by("id").to_pylist() == [latest[k] for k in sorted(latest)]
+    assert hudi_rows(halves.path, columns) == [latest[k] for k in sorted(latest)]
