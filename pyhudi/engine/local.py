@@ -9,6 +9,9 @@ loaded 2-core machine, where the work itself is ~0.1–0.2 s of CPU. Two rules k
   not exist there — and makes new ones on first use;
 - a task that itself calls :meth:`LocalEngine.run_tasks` (nested engines) runs its inner tasks
   on its own thread: waiting on a shared, bounded pool from inside it could deadlock.
+
+The same pool runs the halves of a write's serial vectorised steps (:func:`run_split`: record
+keys and bucket hashes before the tasks start, which bound the wall time on two cores).
 """
 
 from __future__ import annotations

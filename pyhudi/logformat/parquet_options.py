@@ -159,9 +159,10 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
     if n == 0 and not fixed:
         return default_parquet_options(table.schema)
     step = max(1, n // _SAMPLE_ROWS)
-    candidates = {}  # (a dictionary-typed column is judged by its values, like the same plain
-    # column: files are the same whichever form a column reaches the writer in — constant meta
-    # columns come as one-entry dictionaries)
+    # the sampled columns (name -> dictionary-typed): a dictionary-typed column is judged by its
+    # values, like the same plain column — files are the same whichever form a column reaches the
+    # writer in (constant meta columns come as one-entry dictionaries)
+    candidates: dict[str, bool] = {}
     for field in table.schema:
         is_dictionary = pa.types.is_dictionary(field.type)
         if field.name not in fixed and _dictionary_candidate(field.type.value_type if is_dictionary else field.type):
