@@ -86,7 +86,7 @@ def test_integer_keys_are_sorted_by_their_column_alone_with_the_string_order_and
 def test_each_column_block_is_gathered_once_for_all_groups_and_served_as_slices(monkeypatch):
     calls = []
     real = handle.gather
-    monkeypatch.setattr(handle, "gather", lambda table, order: calls.append(table.column_names) or real(table, order))
+    monkeypatch.setattr(handle, "gather", lambda table, order, *checked: calls.append(table.column_names) or real(table, order, *checked))
     monkeypatch.setattr(shared_gather, "BLOCK_COLUMNS", 2)
     source = pa.table({KEY: [f"k{i:02d}" for i in range(30)][::-1], **{f"c{j}": np.arange(30.0) + j for j in range(5)}})
     groups = _groups(30, 3)
@@ -120,9 +120,9 @@ def test_threads_share_the_key_sort_and_the_blocks_and_see_the_same_rows(monkeyp
     sorted_groups: list[int] = []
     real_gather, real_sort = handle.gather, SharedGather._sorted_group
 
-    def tracking(table, order):
+    def tracking(table, order, *checked):
         gathered_by.setdefault(table.column_names[0], threading.current_thread().name)
-        return real_gather(table, order)
+        return real_gather(table, order, *checked)
 
     def sorting(self, indices):
         sorted_groups.append(int(indices[0].as_py()))
@@ -160,14 +160,14 @@ def test_two_tasks_asking_for_the_same_columns_split_their_gather(monkeypatch):
     gathered_by: dict[str, str] = {}
     second_started = threading.Event()
 
-    def gather(table, order):
+    def gather(table, order, *checked):
         name = threading.current_thread().name
         gathered_by[table.column_names[0]] = name
         if name == "t1":
             second_started.set()
         elif table.column_names[0] == "c0":  # t0's first data block: held until t1 gathers one too
             assert second_started.wait(10), "the second task never gathered a block: it waited instead"
-        return real_gather(table, order)
+        return real_gather(table, order, *checked)
 
     monkeypatch.setattr(handle, "gather", gather)
     source = pa.table({KEY: [f"k{i:03d}" for i in range(60)][::-1], **{f"c{j}": np.arange(60.0) * j for j in range(4)}})
@@ -213,7 +213,7 @@ def test_a_task_starts_on_its_own_family_and_puts_off_one_another_task_is_gather
 
 
 def test_a_failed_gather_fails_every_task_waiting_for_its_block(monkeypatch):
-    monkeypatch.setattr(handle, "gather", lambda table, order: (_ for _ in ()).throw(MemoryError("no room")))
+    monkeypatch.setattr(handle, "gather", lambda table, order, *checked: (_ for _ in ()).throw(MemoryError("no room")))
     source = _source()
     shared = SharedGather(source, _groups(source.num_rows, 2), None, None, KEY, [["x"]])
     with pytest.raises(MemoryError, match="no room"):
@@ -349,3 +349,15 @@ def test_keys_and_buckets_computed_in_halves_write_the_same_files_as_one_pass(tm
     columns = ["id", *[f"c{i}" for i in range(6)]]
     assert halves.read().sort_by("id").to_pylist() == [latest[k] for k in sorted(latest)]
     assert hudi_rows(halves.path, columns) == [latest[k] for k in sorted(latest)]
+
+
+def test_the_order_is_checked_once_and_every_block_is_gathered_without_rechecking_it(monkeypatch):
+    checked = []
+    real = handle.gather
+    monkeypatch.setattr(handle, "gather", lambda table, order, *flags: checked.append(flags) or real(table, order, *flags))
+    monkeypatch.setattr(shared_gather, "BLOCK_COLUMNS", 1)
+    source = _source()
+    shared = SharedGather(source, _groups(source.num_rows, 2), None, None, KEY, [["x", "y"]])
+    assert shared.rows(0, [KEY, "x", "y"]).to_pylist() == _reference(source, _groups(source.num_rows, 2)[0], None,
+                                                                     [KEY, "x", "y"])
+    assert checked == [(True,)] * 3  # the key block and one block per column

@@ -146,14 +146,17 @@ def contiguous_run(indices: pa.Array) -> tuple[int, int] | None:
     return start, n
 
 
-def gather(source: pa.Table, indices: pa.Array) -> pa.Table:
+def gather(source: pa.Table, indices: pa.Array, in_bounds: bool = False) -> pa.Table:
     """``source.take(indices)`` — or, when the rows wanted are already one run in the needed order
     (a table of one bucket, input grouped by bucket and sorted by key), a zero-copy slice: the
-    gather copies every byte of the family (~25–45 ms of CPU per 160 MB)."""
+    gather copies every byte of the family (~25–45 ms of CPU per 160 MB). ``in_bounds``: the
+    caller has checked that every index is a row of ``source`` (once for all its gathers), so
+    ``take`` skips its own check of every index for every column (200k rows x 101 doubles:
+    25 ms -> 19 ms)."""
     run = contiguous_run(indices)
     if run is not None and run[0] + run[1] <= source.num_rows:
         return source.slice(*run)
-    return source.take(indices)
+    return pc.take(source, indices, boundscheck=not in_bounds) if in_bounds else source.take(indices)
 
 
 @dataclass

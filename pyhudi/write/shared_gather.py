@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyhudi.write.prepare import integer_key_bounds, latest_sorted
 
@@ -52,6 +53,7 @@ class SharedGather:
         self.record_key = record_key
         self._lock = threading.Lock()
         self._order: pa.Array | None = None
+        self._in_bounds = False  # every index of the order is a row of the source (checked once)
         self._offsets: list[int] = []
         self._block_of: dict[str, int] = {record_key: 0}
         blocks: list[list[str]] = [[record_key]]
@@ -142,7 +144,9 @@ class SharedGather:
                 for part in parts:
                     offsets.append(offsets[-1] + len(part))
                 self._offsets = offsets
-                self._order = pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
+                order = pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
+                self._in_bounds = _within(order, self.source.num_rows)
+                self._order = order
                 self._sorted = []
             return self._order
 
@@ -160,7 +164,8 @@ class SharedGather:
     def _gather_block(self, block: int) -> pa.Table:
         from pyhudi.write import handle  # (handle builds payloads on this module)
 
-        return handle.gather(self.source.select(self._blocks[block]), self._ensure_order())
+        order = self._ensure_order()
+        return handle.gather(self.source.select(self._blocks[block]), order, self._in_bounds)
 
     def _take(self, block: int, group: int) -> pa.Table:
         gathered = self._result(self._state, block)
@@ -182,6 +187,18 @@ class SharedGather:
         pieces = {b: self._take(b, group) for b in wanted}
         return pa.table({c: pieces[self._block_of[c]].column(c) for c in columns},
                         schema=pa.schema([self.source.schema.field(c) for c in columns]))
+
+
+def _within(order: pa.Array, rows: int) -> bool:
+    """Whether every index of ``order`` is a row of a ``rows``-row table: checked once here, so
+    the gather of each block need not check every index again (one pass of min/max, ~0.1 ms per
+    200k rows, against ~0.5 ms per block of 8 columns)."""
+    if not len(order):
+        return True
+    if order.null_count:
+        return False
+    bounds = pc.min_max(order)
+    return bounds["min"].as_py() >= 0 and bounds["max"].as_py() < rows
 
 
 class _Done:
