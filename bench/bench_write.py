@@ -4,6 +4,7 @@ Prints, as ratios (machine speed cancels out):
 - insert time / ``pyarrow.parquet.write_table`` of the same table (fastest of default settings,
   ``use_dictionary=False`` and uncompressed ``use_dictionary=False``)       target <= 1.0 (issue 15)
 - upsert of the same rows into an empty table / the same                   target <= 1.0 (issue 15)
+- the insert and the upsert into an empty table without families / the same target <= 1.0 (issue 15)
 - one-family update (10% of rows, 20 columns): bytes written / payload bytes  target <= 1.2
 - one-family update time / full-row upsert time of the same rows             target <= 0.25
 - RFC-80 claim: full-write throughput with 5 families / without families     target >= 0.95
@@ -119,6 +120,8 @@ def run_once(data: pa.Table, root: str, run: int) -> dict[str, float]:
         t_plain = timed(lambda: plain.insert(data))
     empty = pyhudi.create_table(f"{root}/empty_{run}", schema, "id", num_buckets=BUCKETS, column_families=spec)
     t_empty = timed(lambda: empty.upsert(data))  # (the same bucketed append path as the insert)
+    empty_plain = pyhudi.create_table(f"{root}/empty_plain_{run}", schema, "id", num_buckets=BUCKETS)
+    t_empty_plain = timed(lambda: empty_plain.upsert(data))
     n_upd = len(data) // 10
     one_family = data.select(["id", *[f"c{c}" for c in range(PER)]]).slice(0, n_upd)
     t_one = timed(lambda: fam.upsert(one_family))
@@ -133,7 +136,8 @@ def run_once(data: pa.Table, root: str, run: int) -> dict[str, float]:
         _clear(root)
     wide_files, family_files = layouts[False], layouts[True]
     out = {"bytes_one": bytes_one, "payload": n_upd * PER * 8}
-    for name, (wall, cpu) in {"raw": raw, "fam": t_fam, "empty": t_empty, "plain": t_plain, "one": t_one, "full": t_full,
+    for name, (wall, cpu) in {"raw": raw, "fam": t_fam, "empty": t_empty, "plain": t_plain, "empty_plain": t_empty_plain,
+                               "one": t_one, "full": t_full,
                                "raw_one": raw_one, "raw_full": raw_full, "wide_files": wide_files,
                                "family_files": family_files}.items():
         out[name], out[f"{name}_cpu"] = wall, cpu
@@ -154,6 +158,8 @@ def main() -> int:
         rows = [
             ("insert (5 families) / pq.write_table", best["fam"] / best["raw"], "<= 1.0"),
             ("upsert into an empty table / pq.write_table", best["empty"] / best["raw"], "<= 1.0"),
+            ("insert (no families) / pq.write_table", best["plain"] / best["raw"], "<= 1.0"),
+            ("upsert into empty (no families) / pq.write_table", best["empty_plain"] / best["raw"], "<= 1.0"),
             ("one-family update bytes / payload", best["bytes_one"] / best["payload"], "<= 1.2"),
             ("one-family update time / full-row upsert", best["one"] / best["full"], "<= 0.25"),
             ("5-family throughput / no families", best["plain"] / best["fam"], ">= 0.95"),
@@ -177,7 +183,9 @@ def main() -> int:
               f"families insert {best['fam_cpu']:.3f}, plain insert {best['plain_cpu']:.3f}, one-family update "
               f"{best['one_cpu']:.3f}, full-row upsert {best['full_cpu']:.3f}")
         print(f"  CPU ratios: insert/raw {best['fam_cpu'] / best['raw_cpu']:.2f}, upsert into empty/raw "
-              f"{best['empty_cpu'] / best['raw_cpu']:.2f}, update/full "
+              f"{best['empty_cpu'] / best['raw_cpu']:.2f}, no families: insert/raw "
+              f"{best['plain_cpu'] / best['raw_cpu']:.2f}, upsert into empty/raw "
+              f"{best['empty_plain_cpu'] / best['raw_cpu']:.2f}, update/full "
               f"{best['one_cpu'] / best['full_cpu']:.2f}, plain/families {best['plain_cpu'] / best['fam_cpu']:.2f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)

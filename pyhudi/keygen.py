@@ -342,9 +342,27 @@ def as_strings(column: pa.ChunkedArray, what: str = "record key") -> pa.ChunkedA
         return column
     if pa.types.is_large_string(column.type):
         return column.cast(pa.string())
+    if pa.types.is_integer(column.type) and len(column) >= SPLIT_ROWS:
+        return _integers_as_strings(column)
     try:
         return column.cast(pa.string())
     except pa.ArrowNotImplementedError:
         raise SchemaError(f"{what} values of type {column.type} cannot be turned into strings") from None
     except pa.ArrowInvalid as exc:  # bytes that are not UTF-8 text
         raise SchemaError(f"{what} values of type {column.type} cannot be turned into strings: {exc}") from None
+
+
+SPLIT_ROWS = 100_000
+"""Integer keys from which the cast to strings runs in two halves on two cores (the record keys
+are a serial step before a write's tasks: 200k keys 2.3 ms, 2M keys 25 ms)."""
+
+
+def _integers_as_strings(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
+    """An integer column cast to strings in two halves at once (two chunks, one per half:
+    :func:`~pyhudi.index.bucket.bucket_ids` hashes them half by half again)."""
+    from pyhudi.engine.local import run_split  # (the thread pool is imported by writes only)
+
+    cut = len(column) // 2
+    halves = run_split([lambda: column.slice(0, cut).cast(pa.string()), lambda: column.slice(cut).cast(pa.string())])
+    chunks = [c for half in halves for c in (half.chunks if isinstance(half, pa.ChunkedArray) else [half])]
+    return pa.chunked_array([c for c in chunks if len(c)] or chunks, pa.string())

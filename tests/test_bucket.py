@@ -90,3 +90,50 @@ def test_ascii_keys_of_close_lengths_hash_like_java():
     for arr in (pa.array(keys), pa.array(keys, pa.large_string()), pa.array(["head", *keys]).slice(1)):
         assert java_string_hash(arr).tolist() == expected
     assert java_string_hash_scalar("\x00a") == java_string_hash_scalar("a") == 97
+
+
+def test_integer_keys_at_digit_boundaries_hash_as_their_decimal_strings():
+    """Integer keys (hashed through their decimal strings, the record keys): 0, 10**k - 1 / 10**k
+    boundaries, negative and extreme values, in one column and as fixed-width (one length) keys."""
+    values = [0, 1, 9, 10, 11, 99, 100, 999, 1000, 10**9 - 1, 10**9, 2**31 - 1, 2**31, 10**17, 10**18,
+              2**63 - 1, -1, -9, -10, -(2**63)]
+    expected = [java_string_hash_scalar(str(v)) for v in values]
+    assert java_string_hash(pa.array(values, pa.int64())).tolist() == expected
+    assert bucket_ids(pa.array(values, pa.int64()), 7).tolist() == [((31 + h) & 0x7FFFFFFF) % 7 for h in expected]
+    same_width = [str(v) for v in range(100_000, 100_500)]  # one length: the fixed-width path
+    assert java_string_hash(pa.array(same_width)).tolist() == [java_string_hash_scalar(v) for v in same_width]
+    assert java_string_hash(pa.array(["7"])).tolist() == [55]
+    assert java_string_hash(pa.array([], pa.int64())).tolist() == []
+    assert bucket_ids(pa.array([], pa.string()), 4).tolist() == []
+
+
+def test_bucket_ids_of_several_columns_equal_the_list_hash():
+    a, b = pa.array(["x", "", None, "long key"]), pa.array([1, 22, 333, -4])
+    list_hashes = [31 * (31 + java_string_hash_scalar(x or "") * (x is not None)) + java_string_hash_scalar(str(y))
+                   for x, y in zip(["x", "", None, "long key"], [1, 22, 333, -4])]
+    expected = [((h & 0xFFFFFFFF) & 0x7FFFFFFF) % 5 for h in list_hashes]
+    assert bucket_ids([a, b], 5).tolist() == expected
+
+
+def test_hashes_walked_in_row_blocks_equal_the_reference(monkeypatch):
+    from pyhudi.index import bucket
+
+    monkeypatch.setattr(bucket, "_HORNER_ROWS", 3)  # (blocks of 3 rows: partial last blocks too)
+    for keys in ([str(i) for i in range(95, 112)], [f"{i:05d}" for i in range(17)], ["a", "bb", "ccc", "", "dd"]):
+        assert java_string_hash(pa.array(keys)).tolist() == [java_string_hash_scalar(k) for k in keys]
+
+
+def test_many_rows_are_hashed_in_two_halves_with_the_same_buckets(monkeypatch):
+    from pyhudi.index import bucket
+
+    monkeypatch.setattr(bucket, "SPLIT_ROWS", 4)
+    keys = [str(i) for i in range(0, 2000, 37)] + ["é", "", "x" * 40]
+    expected = [((31 + java_string_hash_scalar(k)) & 0x7FFFFFFF) % 9 for k in keys]
+    n = len(keys)
+    for column in (pa.array(keys), pa.chunked_array([pa.array(keys[:n // 2 + 1]), pa.array(keys[n // 2 + 1:])]),
+                   pa.chunked_array([pa.array(keys[:3]), pa.array(keys[3:])])):
+        assert bucket_ids([column], 9).tolist() == expected
+    two = [pa.array(keys), pa.array(range(n))]
+    assert bucket_ids(two, 9).tolist() == bucket._bucket_ids(two, 9).tolist()
+    assert bucket.split_point(pa.chunked_array([pa.array(keys[:n // 2 + 1]), pa.array(keys[n // 2 + 1:])])) == n // 2 + 1
+    assert bucket.split_point(pa.chunked_array([pa.array(keys[:3]), pa.array(keys[3:])])) == n // 2

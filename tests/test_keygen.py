@@ -219,3 +219,22 @@ def test_custom_and_unknown_key_generators_read_every_row_without_pruning(epoch_
         table.upsert(_rows(["f"], [T0], [6]))
     unchanged = pyhudi.open_table(epoch_table.path).read(columns=["id"])
     assert sorted(unchanged["id"].to_pylist()) == ["a", "b", "c", "d", "e"]
+
+
+def test_integer_keys_of_many_rows_are_cast_in_two_halves_with_the_same_strings(monkeypatch):
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from pyhudi import keygen
+
+    monkeypatch.setattr(keygen, "SPLIT_ROWS", 4)
+    values = [0, -1, 9, 10, 2**63 - 1, -(2**63), 99, 100, 123456789]
+    for column in (pa.chunked_array([pa.array(values, pa.int64())]),
+                   pa.chunked_array([pa.array(values[:2], pa.int64()), pa.array(values[2:], pa.int64())]),
+                   pa.array(np.arange(5, dtype=np.int32))):
+        got = keygen.as_strings(column)
+        assert isinstance(got, pa.ChunkedArray) and got.type == pa.string()
+        assert got.to_pylist() == pc.cast(column, pa.string()).to_pylist()
+    table = pa.table({"id": pa.array(values, pa.int64())})
+    assert keygen.record_keys(table, ["id"]).to_pylist() == [str(v) for v in values]
+    assert keygen.as_strings(pa.chunked_array([pa.array([1, 2], pa.int8())])).to_pylist() == ["1", "2"]  # (below)

@@ -138,3 +138,41 @@ def test_files_written_in_parallel_are_byte_identical_to_serial(tmp_path, kind):
     assert len(written) == 12 and written == again
     assert [(s.file_name, s.num_records, s.bytes_written, s.min_key, s.max_key) for batch in one for s in batch] == \
         [(s.file_name, s.num_records, s.bytes_written, s.min_key, s.max_key) for batch in two for s in batch]
+
+
+def test_run_split_returns_the_pieces_results_in_order_computing_the_first_on_the_caller():
+    from pyhudi.engine.local import run_split
+
+    me = threading.current_thread().name
+    results = run_split([lambda: ("a", threading.current_thread().name), lambda: ("b", threading.current_thread().name)])
+    assert [value for value, _ in results] == ["a", "b"]
+    assert results[0][1] == me
+    assert run_split([]) == [] and run_split([lambda: 7]) == [7]
+
+
+def test_run_split_inside_a_worker_runs_serially_on_it():
+    from pyhudi.engine.local import run_split
+
+    class Nested:
+        def run(self):
+            me = threading.current_thread().name
+            names = run_split([lambda: threading.current_thread().name] * 3)
+            return names == [me] * 3
+
+    assert LocalEngine(2).run_tasks([Nested(), Nested()]) == [True, True]
+
+
+def test_run_split_takes_back_a_piece_no_worker_started(monkeypatch):
+    """A pool busy with other tasks: the caller computes the queued piece itself, never waits."""
+    from pyhudi.engine import local
+
+    release = threading.Event()
+    busy = [shared_pool(os.cpu_count() or 1).submit(release.wait) for _ in range(os.cpu_count() or 1)]
+    try:
+        if (os.cpu_count() or 1) > 1:
+            me = threading.current_thread().name
+            assert local.run_split([lambda: 1, lambda: threading.current_thread().name]) == [1, me]
+    finally:
+        release.set()
+        for future in busy:
+            future.result()

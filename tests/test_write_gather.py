@@ -43,6 +43,21 @@ def test_gather_slices_a_run_without_copying_and_takes_any_other_order():
     assert _buffer_address(shuffled, "x") != _buffer_address(source, "x")
 
 
+def test_a_gather_of_checked_indices_takes_the_same_rows_and_unchecked_ones_are_refused():
+    """The shared gather checks its order once (``in_bounds``): the take then skips its own
+    check of every index; an order that is not checked keeps Arrow's check (and its error)."""
+    from pyhudi.write.shared_gather import _within
+
+    source = pa.table({"k": ["a", "b", "c", "d", "e"], "x": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    order = pa.array([4, 0, 2, 2], pa.int64())
+    assert gather(source, order, in_bounds=True).equals(source.take(order))
+    assert _within(order, 5) and _within(pa.array([], pa.int64()), 0)
+    assert not _within(pa.array([0, 5]), 5) and not _within(pa.array([-1, 2]), 5)
+    assert not _within(pa.array([0, None], pa.int64()), 5)
+    with pytest.raises(IndexError):
+        gather(source, pa.array([0, 5]))
+
+
 SCHEMA = pa.schema([pa.field("k", pa.string(), False), ("a", pa.float64()), ("b", pa.int64())])
 
 

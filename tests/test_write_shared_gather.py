@@ -65,10 +65,28 @@ def test_every_group_gets_its_latest_rows_per_key_in_key_order(ordering):
             assert shared.group_length(g) == len(got)
 
 
+@pytest.mark.parametrize("ids", [[5, 10, 1, 100, 10, 7, 0, 99, 5], [-3, 12, 2, 12, 0], [10**17, 3, 3]])
+def test_integer_keys_are_sorted_by_their_column_alone_with_the_string_order_and_winners(ids, monkeypatch):
+    """One integer key field: a group is sorted from the key column alone (the strings are not
+    taken) when every key has a code; negative or 18-digit keys sort by their strings."""
+    source = pa.table({KEY: pc.cast(pa.array(ids, pa.int64()), pa.string()), "id": pa.array(ids, pa.int64()),
+                       "x": np.arange(len(ids), dtype=np.float64)})
+    sorted_columns = []
+    real = shared_gather.latest_sorted
+    monkeypatch.setattr(shared_gather, "latest_sorted",
+                        lambda rows, *a: sorted_columns.append(rows.column_names) or real(rows, *a))
+    groups = _groups(len(ids), 2)
+    shared = SharedGather(source, groups, None, "id", KEY, [["id", "x"]])
+    for g, positions in enumerate(groups):
+        assert shared.rows(g, [KEY, "id", "x"]).to_pylist() == _reference(source, positions, None, [KEY, "id", "x"])
+    coded = [all(0 <= ids[i] < 10**17 for i in positions.to_pylist()) for positions in groups]
+    assert sorted_columns == [["id"] if codes else [KEY, "id"] for codes in coded]
+
+
 def test_each_column_block_is_gathered_once_for_all_groups_and_served_as_slices(monkeypatch):
     calls = []
     real = handle.gather
-    monkeypatch.setattr(handle, "gather", lambda table, order: calls.append(table.column_names) or real(table, order))
+    monkeypatch.setattr(handle, "gather", lambda table, order, *checked: calls.append(table.column_names) or real(table, order, *checked))
     monkeypatch.setattr(shared_gather, "BLOCK_COLUMNS", 2)
     source = pa.table({KEY: [f"k{i:02d}" for i in range(30)][::-1], **{f"c{j}": np.arange(30.0) + j for j in range(5)}})
     groups = _groups(30, 3)
@@ -102,9 +120,9 @@ def test_threads_share_the_key_sort_and_the_blocks_and_see_the_same_rows(monkeyp
     sorted_groups: list[int] = []
     real_gather, real_sort = handle.gather, SharedGather._sorted_group
 
-    def tracking(table, order):
+    def tracking(table, order, *checked):
         gathered_by.setdefault(table.column_names[0], threading.current_thread().name)
-        return real_gather(table, order)
+        return real_gather(table, order, *checked)
 
     def sorting(self, indices):
         sorted_groups.append(int(indices[0].as_py()))
@@ -142,14 +160,14 @@ def test_two_tasks_asking_for_the_same_columns_split_their_gather(monkeypatch):
     gathered_by: dict[str, str] = {}
     second_started = threading.Event()
 
-    def gather(table, order):
+    def gather(table, order, *checked):
         name = threading.current_thread().name
         gathered_by[table.column_names[0]] = name
         if name == "t1":
             second_started.set()
         elif table.column_names[0] == "c0":  # t0's first data block: held until t1 gathers one too
             assert second_started.wait(10), "the second task never gathered a block: it waited instead"
-        return real_gather(table, order)
+        return real_gather(table, order, *checked)
 
     monkeypatch.setattr(handle, "gather", gather)
     source = pa.table({KEY: [f"k{i:03d}" for i in range(60)][::-1], **{f"c{j}": np.arange(60.0) * j for j in range(4)}})
@@ -195,7 +213,7 @@ def test_a_task_starts_on_its_own_family_and_puts_off_one_another_task_is_gather
 
 
 def test_a_failed_gather_fails_every_task_waiting_for_its_block(monkeypatch):
-    monkeypatch.setattr(handle, "gather", lambda table, order: (_ for _ in ()).throw(MemoryError("no room")))
+    monkeypatch.setattr(handle, "gather", lambda table, order, *checked: (_ for _ in ()).throw(MemoryError("no room")))
     source = _source()
     shared = SharedGather(source, _groups(source.num_rows, 2), None, None, KEY, [["x"]])
     with pytest.raises(MemoryError, match="no room"):
@@ -297,3 +315,51 @@ def test_a_pickled_payload_ships_only_its_own_rows(tmp_path):
     # compact: a few bytes per row of its own, not the whole gathered column
     assert len(pickle.dumps(payload)) < 4000 * 8 * 3 / 2
     assert pc.all(pc.equal(rows.column("id"), pc.cast(rows.column(KEY), pa.int64()))).as_py()
+
+
+@pytest.mark.parametrize("operation", ["insert", "upsert"])
+def test_keys_and_buckets_computed_in_halves_write_the_same_files_as_one_pass(tmp_path, monkeypatch, operation):
+    """Record keys and bucket hashes of many rows are computed in two halves on two cores (here
+    from 8 rows on): the same files, keys, sequence numbers and rows, read by pyhudi and hudi-rs
+    alike, as the one-pass computation (default options, a bucketed merge-on-read table)."""
+    from pyhudi import keygen
+    from pyhudi.index import bucket
+
+    data = _input()
+    monkeypatch.setattr(keygen, "SPLIT_ROWS", 1 << 30)
+    monkeypatch.setattr(bucket, "SPLIT_ROWS", 1 << 30)
+    one_pass = pyhudi.create_table(str(tmp_path / "one"), SCHEMA, "id", num_buckets=4)
+    first = getattr(one_pass, operation)(data)
+    monkeypatch.setattr(keygen, "SPLIT_ROWS", 8)
+    monkeypatch.setattr(bucket, "SPLIT_ROWS", 8)
+    assert keygen.as_strings(data.column("id")).num_chunks == 2  # (the halves reach the write as two chunks)
+    halves = pyhudi.create_table(str(tmp_path / "halves"), SCHEMA, "id", num_buckets=4)
+    instant = getattr(halves, operation)(data)
+    files = sorted(halves.last_write.files)
+    assert [f.replace(instant, "I") for f in files] == sorted(f.replace(first, "I") for f in one_pass.last_write.files)
+    for name in files:
+        block = only_block(halves, name).read()
+        expected = only_block(one_pass, name.replace(instant, first)).read()
+        keys = block.column(KEY).to_pylist()
+        assert keys == expected.column(KEY).to_pylist() == sorted(keys)
+        assert {bucket_of(int(k), 4) for k in keys} == {int(name[1:9])}
+        task = name.rsplit("_", 1)[1].split("-")[0]
+        assert block.column("_hoodie_commit_seqno").to_pylist() == [f"{instant}_{task}_{i}" for i in range(len(keys))]
+        assert block.drop_columns(["_hoodie_commit_time", "_hoodie_commit_seqno"]).equals(
+            expected.drop_columns(["_hoodie_commit_time", "_hoodie_commit_seqno"]))
+    latest = _expected(data)
+    columns = ["id", *[f"c{i}" for i in range(6)]]
+    assert halves.read().sort_by("id").to_pylist() == [latest[k] for k in sorted(latest)]
+    assert hudi_rows(halves.path, columns) == [latest[k] for k in sorted(latest)]
+
+
+def test_the_order_is_checked_once_and_every_block_is_gathered_without_rechecking_it(monkeypatch):
+    checked = []
+    real = handle.gather
+    monkeypatch.setattr(handle, "gather", lambda table, order, *flags: checked.append(flags) or real(table, order, *flags))
+    monkeypatch.setattr(shared_gather, "BLOCK_COLUMNS", 1)
+    source = _source()
+    shared = SharedGather(source, _groups(source.num_rows, 2), None, None, KEY, [["x", "y"]])
+    assert shared.rows(0, [KEY, "x", "y"]).to_pylist() == _reference(source, _groups(source.num_rows, 2)[0], None,
+                                                                     [KEY, "x", "y"])
+    assert checked == [(True,)] * 3  # the key block and one block per column

@@ -9,6 +9,9 @@ loaded 2-core machine, where the work itself is ~0.1–0.2 s of CPU. Two rules k
   not exist there — and makes new ones on first use;
 - a task that itself calls :meth:`LocalEngine.run_tasks` (nested engines) runs its inner tasks
   on its own thread: waiting on a shared, bounded pool from inside it could deadlock.
+
+The same pool runs the halves of a write's serial vectorised steps (:func:`run_split`: record
+keys and bucket hashes before the tasks start, which bound the wall time on two cores).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 from pyhudi.engine.base import Task
 
@@ -70,3 +73,29 @@ class LocalEngine:
         futures = [pool.submit(_run_marked, task) for task in tasks]
         wait(futures)  # (as before pools were shared: every task finishes before a failure is raised)
         return [future.result() for future in futures]
+
+
+def run_split(pieces: Sequence[Callable[[], R]]) -> list[R]:
+    """The results of ``pieces`` — parts of one vectorised step of the calling thread (a write's
+    record keys and bucket hashes, half of the rows each) — computed on the machine's cores: the
+    caller computes the first piece and the process's pool the others (Arrow and NumPy release
+    the GIL). Serial on one core, inside a worker (no waiting on the bounded pool from inside
+    it), and for a piece no worker has started by the time the caller is done with its own: the
+    caller takes it back (a pool busy with another write's tasks never delays this one)."""
+    workers = os.cpu_count() or 1
+    if len(pieces) <= 1 or workers == 1 or getattr(_IN_WORKER, "active", False):
+        return [piece() for piece in pieces]
+    pool = shared_pool(workers)
+    futures = [pool.submit(_run_piece, piece) for piece in pieces[1:]]
+    results = [pieces[0]()]
+    for piece, future in zip(pieces[1:], futures):
+        results.append(piece() if future.cancel() else future.result())
+    return results
+
+
+def _run_piece(piece: Callable[[], R]) -> R:
+    _IN_WORKER.active = True
+    try:
+        return piece()
+    finally:
+        _IN_WORKER.active = False

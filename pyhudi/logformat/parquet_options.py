@@ -68,24 +68,64 @@ def _sample_bytes(sample: pa.Array) -> bytes | None:
     return None
 
 
-def _distinct_counts(samples: pa.Table) -> dict[str, int]:
-    """Distinct non-null values per sample column; numeric columns of one dtype in one NumPy sort."""
+def _distinct_counts(samples: dict[str, Any]) -> dict[str, int]:
+    """Distinct non-null values per sample (NumPy arrays or Arrow arrays); numeric columns of one
+    dtype in one NumPy sort."""
     counts: dict[str, int] = {}
     by_dtype: dict[Any, list[tuple[str, np.ndarray]]] = {}
-    for name, column in zip(samples.column_names, samples.columns):
-        chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-        t = chunk.type
+    for name, sample in samples.items():
+        if isinstance(sample, np.ndarray):
+            by_dtype.setdefault(sample.dtype, []).append((name, sample))
+            continue
+        t = sample.type
         numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
-        if numeric and chunk.null_count == 0 and len(chunk):
-            values = chunk.to_numpy(zero_copy_only=False)
+        if numeric and sample.null_count == 0 and len(sample):
+            values = sample.to_numpy(zero_copy_only=False)
             by_dtype.setdefault(values.dtype, []).append((name, values))
         else:
-            counts[name] = len(pc.unique(chunk.drop_null()))
+            counts[name] = len(pc.unique(sample.drop_null()))
     for columns in by_dtype.values():
         matrix = np.sort(np.stack([values for _, values in columns]), axis=1)
         distinct = 1 + np.count_nonzero(matrix[:, 1:] != matrix[:, :-1], axis=1)
         counts.update((name, int(d)) for (name, _), d in zip(columns, distinct))
     return counts
+
+
+def _strided_sample(column: pa.ChunkedArray, step: int) -> np.ndarray | None:
+    """Every ``step``-th value of a one-chunk, null-free integer or floating column, as a
+    strided NumPy view of its buffer (no copy: what ``take`` of those positions gives, without
+    an Arrow kernel call per column); None for any other column."""
+    if column.num_chunks != 1:
+        return None
+    chunk = column.chunk(0)
+    t = chunk.type
+    if chunk.null_count or not len(chunk) or not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+        return None
+    dtype = np.dtype(t.to_pandas_dtype())
+    values = np.frombuffer(chunk.buffers()[1], dtype=dtype, count=chunk.offset + len(chunk))
+    return values[chunk.offset::step]
+
+
+def _samples(table: pa.Table, names: Sequence[str], step: int) -> dict[str, Any]:
+    """A strided sample (every ``step``-th row) of each column of ``names``: NumPy views of
+    plain numeric columns (:func:`_strided_sample`), one Arrow ``take`` of the others."""
+    out: dict[str, Any] = {}
+    rest = []
+    for name in names:
+        view = _strided_sample(table.column(name), step)
+        if view is None:
+            rest.append(name)
+        else:
+            out[name] = view
+    if rest:
+        positions = pa.array(np.arange(0, table.num_rows, step, dtype=np.int64))
+        taken = table.select(rest).take(positions).combine_chunks()
+        out.update((name, column.chunk(0)) for name, column in zip(rest, taken.columns))
+    return out
+
+
+def _sample_bytes_of(sample: Any) -> bytes | None:
+    return sample.tobytes() if isinstance(sample, np.ndarray) else _sample_bytes(sample)
 
 
 def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] | None = None,
@@ -117,9 +157,18 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
     if n == 0 and not fixed:
         return default_parquet_options(table.schema)
     step = max(1, n // _SAMPLE_ROWS)
-    sampled = [f.name for f in table.schema
-               if (_dictionary_candidate(f.type) or pa.types.is_dictionary(f.type)) and f.name not in fixed]
-    samples = table.select(sampled).take(pa.array(np.arange(0, n, step, dtype=np.int64))).combine_chunks()
+    # the sampled columns (name -> dictionary-typed): a dictionary-typed column is judged by its
+    # values, like the same plain column — files are the same whichever form a column reaches the
+    # writer in (constant meta columns come as one-entry dictionaries)
+    candidates: dict[str, bool] = {}
+    for field in table.schema:
+        is_dictionary = pa.types.is_dictionary(field.type)
+        if field.name not in fixed and _dictionary_candidate(field.type.value_type if is_dictionary else field.type):
+            candidates[field.name] = is_dictionary
+    samples = _samples(table, list(candidates), step)
+    for name, is_dictionary in candidates.items():
+        if is_dictionary:
+            samples[name] = samples[name].dictionary_decode()
     dictionary = [name for name, (use, _) in fixed.items() if use]
     compression = {name: codec for name, (_, codec) in fixed.items()}
     encoding: dict[str, str] = {}
@@ -129,16 +178,10 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
         if name in fixed:
             continue
         compression[name] = "snappy"
-        # a dictionary-typed column is judged by its values, like the same plain column: files are
-        # the same whichever form a column reaches the writer in (constant meta columns come as
-        # one-entry dictionaries)
-        is_dictionary = pa.types.is_dictionary(field.type)
-        if not _dictionary_candidate(field.type.value_type if is_dictionary else field.type):
+        if name not in candidates:
             continue
-        sample = samples.column(name).chunk(0)
-        if is_dictionary:
-            sample = sample.dictionary_decode()
-        valid = len(sample) - sample.null_count
+        sample = samples[name]
+        valid = len(sample) - (0 if isinstance(sample, np.ndarray) else sample.null_count)
         if valid == 0 or distinct[name] <= valid * _DICTIONARY_MAX_DISTINCT:
             dictionary.append(name)
             continue
@@ -146,7 +189,7 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
             encoding[name] = "DELTA_BINARY_PACKED"
             compression[name] = "none"
             continue
-        raw = _sample_bytes(sample)
+        raw = _sample_bytes_of(sample)
         if raw and len(pa.compress(raw, codec="snappy", asbytes=True)) > len(raw) * (1 - _COMPRESS_MIN_SAVING):
             compression[name] = "none"
     out = {"compression": compression, "use_dictionary": dictionary, **_statistics_option(table.schema, fixed)}

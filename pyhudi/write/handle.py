@@ -90,6 +90,7 @@ from pyhudi.storage.naming import BaseFileName, LogFileName, WriteToken
 from pyhudi.write.full_row import full_row_payload
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
+from pyhudi.write.meta_values import sequence_numbers
 from pyhudi.write.positions import positions_header
 from pyhudi.write.shared_gather import SharedGather
 from pyhudi.config.write import FSYNC_DATA_FILES  # noqa: F401 (declared there)
@@ -145,14 +146,17 @@ def contiguous_run(indices: pa.Array) -> tuple[int, int] | None:
     return start, n
 
 
-def gather(source: pa.Table, indices: pa.Array) -> pa.Table:
+def gather(source: pa.Table, indices: pa.Array, in_bounds: bool = False) -> pa.Table:
     """``source.take(indices)`` — or, when the rows wanted are already one run in the needed order
     (a table of one bucket, input grouped by bucket and sorted by key), a zero-copy slice: the
-    gather copies every byte of the family (~25–45 ms of CPU per 160 MB)."""
+    gather copies every byte of the family (~25–45 ms of CPU per 160 MB). ``in_bounds``: the
+    caller has checked that every index is a row of ``source`` (once for all its gathers), so
+    ``take`` skips its own check of every index for every column (200k rows x 101 doubles:
+    25 ms -> 19 ms)."""
     run = contiguous_run(indices)
     if run is not None and run[0] + run[1] <= source.num_rows:
         return source.slice(*run)
-    return source.take(indices)
+    return pc.take(source, indices, boundscheck=not in_bounds) if in_bounds else source.take(indices)
 
 
 @dataclass
@@ -306,8 +310,7 @@ class FileGroupWriteTask:
         (the constant ones as one-entry dictionaries: :func:`constant_strings`)."""
         n = len(keys)
         task_partition = WriteToken.parse(self.write_token).task_partition
-        seq = pc.cast(pa.array(np.arange(n, dtype=np.int64)), pa.string())
-        seqno = pc.binary_join_element_wise(f"{self.instant}_{task_partition}_", seq, "")
+        seqno = sequence_numbers(f"{self.instant}_{task_partition}_", n)  # (vectorised into one buffer)
         return [constant_strings(self.instant, n), seqno, keys, constant_strings(self.partition_path, n)]
 
     def _meta_columns(self, keys: pa.Array | pa.ChunkedArray, file_name_value: str) -> list:

@@ -116,27 +116,34 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     """Row positions grouped by (partition, bucket) — groups in (partition, bucket) order, rows in
     arrival order within a group — and the runs ``((partition, bucket), start, length)``.
 
-    One stable NumPy sort on one small integer per row (a radix sort when the group ids fit 16
-    bits); the key sort and de-duplication of each group happen in the tasks
+    One stable sort on one small integer per row (:func:`_stable_group_order`); the runs follow
+    from the count of each group id, without gathering anything into that order. The key sort
+    and de-duplication of each group happen in the tasks
     (:class:`~pyhudi.write.shared_gather.SharedGather`), in parallel.
     """
     n = rows.num_rows
-    buckets = np.asarray(rows.column(BUCKET_COLUMN).combine_chunks(), dtype=np.int64)
+    buckets = np.asarray(rows.column(BUCKET_COLUMN).combine_chunks())
     encoded = _partition_codes(rows.column(PARTITION_COLUMN).combine_chunks())
     names = encoded.dictionary
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[np.asarray(pc.sort_indices(names))] = np.arange(len(names))  # partition → its sorted rank
+    by_rank = np.asarray(pc.sort_indices(names))  # the partitions in sorted order
     width = int(buckets.max(initial=0)) + 1
-    group = buckets if len(names) == 1 else rank[np.asarray(encoded.indices, dtype=np.int64)] * width + buckets
-    group = group.astype(np.min_scalar_type(int(group.max(initial=0))))
+    if len(names) == 1:
+        group = buckets
+    else:
+        rank = np.empty(len(names), dtype=np.int64)
+        rank[by_rank] = np.arange(len(names))  # partition → its sorted rank
+        group = rank[np.asarray(encoded.indices, dtype=np.int64)] * width + buckets
+    group = group.astype(np.min_scalar_type(int(group.max(initial=0))), copy=False)
     order = _stable_group_order(group)
     if n == 0:
         return order, []
-    ordered = group[order]
-    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]])).tolist() + [n]
-    codes = np.asarray(encoded.indices)[order]
-    return order, [((names[int(codes[a])].as_py(), int(buckets[order[a]])), a, b - a)
-                   for a, b in zip(starts[:-1], starts[1:])]
+    # the groups in order are the present group ids, ascending: runs from their counts, no gather
+    top = int(group.max())
+    counts = np.array([np.count_nonzero(group == g) for g in range(top + 1)]) if top < 64 else np.bincount(group)
+    present = np.flatnonzero(counts)
+    starts = np.concatenate([[0], np.cumsum(counts[present])]).tolist()
+    return order, [((names[int(by_rank[g // width])].as_py(), int(g % width)), a, b - a)
+                   for g, a, b in zip(present.tolist(), starts[:-1], starts[1:])]
 
 
 def _partition_codes(paths: pa.Array) -> pa.DictionaryArray:
@@ -149,15 +156,13 @@ def _partition_codes(paths: pa.Array) -> pa.DictionaryArray:
     return pc.dictionary_encode(paths)
 
 
-_FEW_GROUPS = 64
-
-
 def _stable_group_order(group: np.ndarray) -> np.ndarray:
-    """Positions ordered by group, arrival order within a group (a stable argsort). With few
-    groups — the usual bucket count — one vectorised scan per group beats the sort."""
-    present = np.flatnonzero(np.bincount(group)) if len(group) and int(group.max()) < 1 << 16 else ()
-    if 0 < len(present) <= _FEW_GROUPS:
-        return np.concatenate([np.flatnonzero(group == g) for g in present])
+    """Positions ordered by group, arrival order within a group (a stable argsort). Group ids
+    that fit 16 bits — the usual bucket counts — take Arrow's stable sort, a counting sort over
+    the id range (200k rows, 4 groups: 0.25 ms against 0.7 ms for one scan per group and 1.3 ms
+    for NumPy's radix sort)."""
+    if len(group) and int(group.max()) < 1 << 16:
+        return np.asarray(pc.sort_indices(pa.array(group))).view(np.int64)
     return np.argsort(group, kind="stable")
 
 

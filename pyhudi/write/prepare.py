@@ -138,7 +138,7 @@ def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style:
     """The relative partition folder of every row (``""`` for unpartitioned tables); a
     :class:`~pyhudi.keygen.PartitionLayout` with a TIMESTAMP key generator formats the paths."""
     if not partition_fields:
-        return pa.chunked_array([pc.fill_null(pa.nulls(data.num_rows, pa.string()), "")])
+        return pa.chunked_array([empty_strings(data.num_rows)])
     if layout is not None and not layout.identity:
         layout.require_writable()
         paths = layout.timestamp.paths(data.column(partition_fields[0]))
@@ -156,6 +156,14 @@ def partition_paths(data: pa.Table, partition_fields: Sequence[str], hive_style:
     paths = pc.binary_join_element_wise(*parts, "/") if len(parts) > 1 else parts[0]
     check_partition_values(pc.unique(paths).to_pylist(), partition_fields)
     return paths
+
+
+def empty_strings(n: int) -> pa.Array:
+    """``n`` empty strings (an unpartitioned table's partition paths): zero offsets and no
+    characters, built from buffers (filling ``n`` nulls with ``""`` takes a kernel pass)."""
+    offsets = pa.allocate_buffer(4 * (n + 1))
+    np.frombuffer(offsets, dtype=np.int32)[:] = 0
+    return pa.Array.from_buffers(pa.string(), n, [None, offsets, pa.allocate_buffer(0)])
 
 
 def check_partition_values(paths: Iterable[str], partition_fields: Sequence[str]) -> None:
@@ -180,15 +188,22 @@ def _integer_key_codes(rows: pa.Table, integer_key: str | None) -> np.ndarray | 
     ``integer_key`` and all fit the codes (non-null, ``0 <= k < 10**17``); else None."""
     if integer_key is None or integer_key not in rows.column_names or not len(rows):
         return None
-    from pyhudi.read.keys import MAX_INTEGER_KEY, encode_keys  # read.keys builds on this module
+    from pyhudi.read.keys import encode_keys  # read.keys builds on this module
 
-    column = rows.column(integer_key)
-    if column.null_count or not pa.types.is_integer(column.type):
+    bounds = integer_key_bounds(rows.column(integer_key))
+    return None if bounds is None else np.asarray(encode_keys(rows.column(integer_key), bounds))
+
+
+def integer_key_bounds(column: pa.ChunkedArray | pa.Array) -> tuple[int, int] | None:
+    """``(lowest, highest)`` of an integer key column whose values all have key codes
+    (non-null, ``0 <= k < 10**17``); else None (the record key strings are sorted instead)."""
+    from pyhudi.read.keys import MAX_INTEGER_KEY  # read.keys builds on this module
+
+    if not len(column) or column.null_count or not pa.types.is_integer(column.type):
         return None
     bounds = pc.min_max(column)
-    if bounds["min"].as_py() < 0 or bounds["max"].as_py() >= MAX_INTEGER_KEY:
-        return None
-    return np.asarray(encode_keys(column))
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    return (low, high) if low >= 0 and high < MAX_INTEGER_KEY else None
 
 
 def _strictly_increasing(keys: pa.ChunkedArray | pa.Array) -> bool:

@@ -27,8 +27,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from pyhudi.write.prepare import latest_sorted
+from pyhudi.write.prepare import integer_key_bounds, latest_sorted
 
 BLOCK_COLUMNS = 8
 """Columns gathered together: enough to keep the per-call overhead small, few enough that two
@@ -52,6 +53,7 @@ class SharedGather:
         self.record_key = record_key
         self._lock = threading.Lock()
         self._order: pa.Array | None = None
+        self._in_bounds = False  # every index of the order is a row of the source (checked once)
         self._offsets: list[int] = []
         self._block_of: dict[str, int] = {record_key: 0}
         blocks: list[list[str]] = [[record_key]]
@@ -114,10 +116,16 @@ class SharedGather:
 
     # ------------------------------------------------------------------ order
     def _sorted_group(self, indices: pa.Array) -> pa.Array:
-        columns = [self.record_key] if self.ordering is None else [self.record_key, self.ordering]
-        if self.integer_key is not None and self.integer_key not in columns:
-            columns.append(self.integer_key)
-        order = latest_sorted(self.source.select(columns).take(indices), self.ordering, self.integer_key)
+        order = None
+        if self.ordering is None and self.integer_key is not None:  # sorted by key codes alone:
+            keys = self.source.select([self.integer_key]).take(indices)  # (the strings are not needed)
+            if integer_key_bounds(keys.column(0)) is not None:
+                order = latest_sorted(keys, None, self.integer_key)
+        if order is None:
+            columns = [self.record_key] if self.ordering is None else [self.record_key, self.ordering]
+            if self.integer_key is not None and self.integer_key not in columns:
+                columns.append(self.integer_key)
+            order = latest_sorted(self.source.select(columns).take(indices), self.ordering, self.integer_key)
         if len(order) == len(indices) and (len(order) < 2 or bool(np.all(order[1:] > order[:-1]))):
             return indices  # already in key order (order is 0..n-1)
         return indices.take(pa.array(order))
@@ -136,7 +144,9 @@ class SharedGather:
                 for part in parts:
                     offsets.append(offsets[-1] + len(part))
                 self._offsets = offsets
-                self._order = pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
+                order = pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
+                self._in_bounds = _within(order, self.source.num_rows)
+                self._order = order
                 self._sorted = []
             return self._order
 
@@ -154,7 +164,8 @@ class SharedGather:
     def _gather_block(self, block: int) -> pa.Table:
         from pyhudi.write import handle  # (handle builds payloads on this module)
 
-        return handle.gather(self.source.select(self._blocks[block]), self._ensure_order())
+        order = self._ensure_order()
+        return handle.gather(self.source.select(self._blocks[block]), order, self._in_bounds)
 
     def _take(self, block: int, group: int) -> pa.Table:
         gathered = self._result(self._state, block)
@@ -176,6 +187,18 @@ class SharedGather:
         pieces = {b: self._take(b, group) for b in wanted}
         return pa.table({c: pieces[self._block_of[c]].column(c) for c in columns},
                         schema=pa.schema([self.source.schema.field(c) for c in columns]))
+
+
+def _within(order: pa.Array, rows: int) -> bool:
+    """Whether every index of ``order`` is a row of a ``rows``-row table: checked once here, so
+    the gather of each block need not check every index again (one pass of min/max, ~0.1 ms per
+    200k rows, against ~0.5 ms per block of 8 columns)."""
+    if not len(order):
+        return True
+    if order.null_count:
+        return False
+    bounds = pc.min_max(order)
+    return bounds["min"].as_py() >= 0 and bounds["max"].as_py() < rows
 
 
 class _Done:

@@ -1,0 +1,79 @@
+"""The planning steps an insert runs before its tasks, in their fast forms: the group order of
+a bucketed write and the sampled Parquet options — equal to their plain constructions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from pyhudi.logformat import parquet_options
+from pyhudi.logformat.parquet_options import parquet_options_for
+from pyhudi.write.handle import META_PARQUET_OPTIONS
+from pyhudi.write.plan import BUCKET_COLUMN, PARTITION_COLUMN, group_plan
+
+
+def _plain_group_plan(partitions: list[str], buckets: list[int]):
+    """Positions sorted by (partition, bucket), arrival order kept; the runs — by plain Python."""
+    order = sorted(range(len(buckets)), key=lambda i: (partitions[i], buckets[i]))
+    runs, start = [], 0
+    for at in range(1, len(order) + 1):
+        if at == len(order) or (partitions[order[at]], buckets[order[at]]) != (partitions[order[start]],
+                                                                                buckets[order[start]]):
+            runs.append(((partitions[order[start]], buckets[order[start]]), start, at - start))
+            start = at
+    return order, runs
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_group_plan_orders_rows_by_partition_and_bucket_in_arrival_order(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 400))
+    names = ["", "p=1", "p=10", "p=2", "a/b"][:int(rng.integers(1, 6))]
+    partitions = [str(rng.choice(names)) for _ in range(n)]
+    buckets = rng.integers(0, [4, 300, 70_000][seed % 3], n).astype(np.int32).tolist()
+    rows = pa.table({BUCKET_COLUMN: pa.array(buckets, pa.int32()), PARTITION_COLUMN: pa.array(partitions, pa.string())})
+    order, runs = group_plan(rows)
+    expected_order, expected_runs = _plain_group_plan(partitions, buckets)
+    assert order.tolist() == expected_order
+    assert runs == expected_runs
+
+
+def test_group_plan_of_no_rows_and_of_one_bucket():
+    empty = pa.table({BUCKET_COLUMN: pa.array([], pa.int32()), PARTITION_COLUMN: pa.array([], pa.string())})
+    order, runs = group_plan(empty)
+    assert order.tolist() == [] and runs == []
+    one = pa.table({BUCKET_COLUMN: pa.array([0] * 5, pa.int32()), PARTITION_COLUMN: pa.array([""] * 5)})
+    order, runs = group_plan(one)
+    assert order.tolist() == [0, 1, 2, 3, 4] and runs == [(("", 0), 0, 5)]
+
+
+def test_sampled_options_of_numeric_columns_in_every_form(monkeypatch):
+    """Numeric columns are sampled as strided views of their buffers (one chunk, no nulls) or
+    taken (several chunks, nulls): the same options as Arrow's ``take`` of every sample."""
+    n = 6000
+    rng = np.random.default_rng(4)
+    plain = {
+        "id": pa.array(np.arange(n, dtype=np.int64)),
+        "random": pa.array(rng.random(n)),
+        "small": pa.array(rng.integers(0, 3, n).astype(np.int8)),
+        "half": pa.array(rng.random(n).astype(np.float16)),
+        "u32": pa.array(rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)),
+        "repeats": pa.array(np.repeat(rng.random(n // 100), 100)),
+    }
+    forms = {
+        "plain": pa.table(plain),
+        "chunked": pa.table({name: pa.chunked_array([a.slice(0, 1000), a.slice(1000)]) for name, a in plain.items()}),
+        "sliced": pa.table({name: pa.concat_arrays([a.slice(0, 3), a]).slice(3) for name, a in plain.items()}),
+        "nulls": pa.table({**plain, "random": pa.array(rng.random(n), mask=np.arange(n) % 7 == 0)}),
+    }
+    fast = {form: parquet_options_for(table, META_PARQUET_OPTIONS, ["id"]) for form, table in forms.items()}
+    monkeypatch.setattr(parquet_options, "_strided_sample", lambda column, step: None)  # every sample taken
+    assert fast == {form: parquet_options_for(table, META_PARQUET_OPTIONS, ["id"]) for form, table in forms.items()}
+    options = fast["plain"]
+    assert options["use_dictionary"] == [*[c for c, (d, _) in META_PARQUET_OPTIONS.items() if d], "small", "repeats"]
+    assert options["column_encoding"] == {"id": "DELTA_BINARY_PACKED"}
+    assert {c: options["compression"][c] for c in plain} == {"id": "none", "random": "none", "small": "snappy",
+                                                              "half": "none", "u32": "none", "repeats": "snappy"}
+    assert fast["chunked"] == fast["sliced"] == options
+    assert fast["nulls"]["compression"]["random"] == "snappy"  # (a null's slot is zeros: they compress)
