@@ -77,3 +77,15 @@ def test_sampled_options_of_numeric_columns_in_every_form(monkeypatch):
                                                               "half": "none", "u32": "none", "repeats": "snappy"}
     assert fast["chunked"] == fast["sliced"] == options
     assert fast["nulls"]["compression"]["random"] == "snappy"  # (a null's slot is zeros: they compress)
+
+
+def test_touched_partitions_of_unpartitioned_and_partitioned_rows():
+    """The distinct partition paths a write touches: an unpartitioned table's from the offsets
+    alone, others by value, across chunks."""
+    from pyhudi.write.plan import touched_partitions
+
+    assert touched_partitions(pa.chunked_array([pa.array([""] * 5), pa.array([""] * 3)])) == {""}
+    assert touched_partitions(pa.chunked_array([pa.array(["a", "b", "a"]), pa.array(["c"])])) == {"a", "b", "c"}
+    assert touched_partitions(pa.chunked_array([pa.array(["", "x"])])) == {"", "x"}
+    assert touched_partitions(pa.chunked_array([], pa.string())) == set()
+    assert touched_partitions(pa.array(["p=1", "p=1"]).slice(1)) == {"p=1"}

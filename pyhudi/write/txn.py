@@ -45,6 +45,7 @@ from pyhudi.write.plan import (
     file_group_routes,
     plan_bucketed,
     plan_simple_index,
+    touched_partitions,
 )
 
 OPERATIONS = {"upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE",
@@ -174,7 +175,7 @@ class WriteTxn:
             reject_planned_overwrite(self, _overwritten_partitions(self, prepared), timeline)
             return plan_overwrite(self, prepared, token_for)  # new file groups only: nothing to look up
         view = FileSystemView(self.storage, timeline, partition_layout(self.config).depth)
-        touched = set(prepared.column(PARTITION_COLUMN).unique().to_pylist()) if prepared.num_rows else set()
+        touched = touched_partitions(prepared.column(PARTITION_COLUMN))
         existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}
         if self.config.num_buckets is not None:
             return plan_bucketed(self, prepared, existing, token_for, replaced=view.replaced,
@@ -196,7 +197,7 @@ class WriteTxn:
         existing = {}
         if prepared.num_rows and self.operation in ("upsert", "delete"):
             view = FileSystemView(self.storage, self.timeline(), partition_layout(self.config).depth)
-            touched = set(prepared.column(PARTITION_COLUMN).unique().to_pylist())
+            touched = touched_partitions(prepared.column(PARTITION_COLUMN))
             existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}
         return file_group_routes(self, prepared, existing)
 
@@ -217,5 +218,5 @@ def _overwritten_partitions(txn: WriteTxn, prepared: pa.Table) -> set[str] | Non
     """The partitions an overwrite replaces (None: every partition of the table)."""
     if txn.operation == INSERT_OVERWRITE_TABLE:
         return None
-    present = set(prepared.column(PARTITION_COLUMN).unique().to_pylist()) if prepared.num_rows else set()
+    present = touched_partitions(prepared.column(PARTITION_COLUMN))
     return present | set(static_partitions(txn.options, txn.config))
