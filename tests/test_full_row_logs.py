@@ -240,6 +240,25 @@ def test_family_compaction_then_clean_keeps_the_full_row_log_while_any_family_re
     assert read(t) == want and read(t, columns=["id", "a2"]) == [{"id": r["id"], "a2": r["a2"]} for r in want]
 
 
+
+def test_clean_removes_full_row_logs_a_family_added_later_never_reads(tmp_path):
+    """A family added by an ALTER does not read the full-row logs written before it (its slices
+    are empty there), so once the families that do read them are compacted, a clean removes
+    them: before, the cleaner counted them as the new family's files and kept them forever."""
+    t = create(tmp_path, options={"hoodie.cleaner.commits.retained": "1"})
+    t.insert(rows(range(10)))
+    full = full_row_logs(t)
+    t.alter(set_properties={"hoodie.colFamily.f6": "g"}, new_columns={"g": pa.string()})
+    t.compact()
+    assert {group.latest_slice("f6", True).is_empty for group in t.file_groups()} == {True}
+    t.upsert(pa.table({"id": pa.array([2], pa.int64()), "g": ["g2"]}))
+    t.upsert(pa.table({"id": pa.array([3], pa.int64()), "c1": ["new3"]}))
+    t.clean()
+    assert full and full_row_logs(t) == set()
+    want = [{**r, "g": "g2" if r["id"] == 2 else None} for r in expected(rows(range(10)))]
+    want[3]["c1"] = "new3"
+    assert read(t) == want
+
 def test_clean_by_file_versions_keeps_a_full_row_log_in_any_familys_latest_slice(tmp_path):
     t = create(tmp_path, options={"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
                                   "hoodie.cleaner.fileversions.retained": "1"})

@@ -150,14 +150,9 @@ class FileGroup(Record):
 
     def latest_slice(self, family: str | None, family_table: bool, layout_version: int = 2) -> FileSlice:
         """The latest slice of ``family`` (None = default family / full-row files)."""
-        base, newest = None, None
-        for b in self.base_files:
-            own = b.name.family
-            if own == family or (family_table and own is None and self._full_row_serves(b, family)):
-                rank = (b.name.instant, own is not None)
-                if newest is None or rank > newest:
-                    base, newest = b, rank
-        logs = self._family_logs(family, family_table)
+        bases = self.family_bases(family, family_table)
+        base = bases[-1] if bases else None
+        logs = self.family_logs(family, family_table)
         if base is None:
             chosen = logs
         elif layout_version == 1:  # the base's own logs, then those of a pending compaction's slice
@@ -175,7 +170,14 @@ class FileGroup(Record):
         since = self.family_since.get(family) if family is not None else None
         return since is None or data_file.instant > since
 
-    def _family_logs(self, family: str | None, family_table: bool) -> list[LogFile]:
+    def family_bases(self, family: str | None, family_table: bool) -> list[BaseFile]:
+        """``family``'s base files, oldest first: its own and, in a family table, the full-row
+        base files that serve it (at one instant, the full-row file before the family's own)."""
+        return sorted((b for b in self.base_files if b.name.family == family
+                       or (family_table and b.name.family is None and self._full_row_serves(b, family))),
+                      key=lambda b: (b.name.instant, b.name.family is not None))
+
+    def family_logs(self, family: str | None, family_table: bool) -> list[LogFile]:
         """``family``'s log files: its own and, in a family table, the full-row logs (no suffix,
         written by inserts into new file groups) that serve it, as full-row base files do."""
         if not family_table or family is None:
@@ -188,10 +190,8 @@ class FileGroup(Record):
         with the logs that completed after its base instant and before the next one's (the
         first slice holds the logs before any base). Services (cleaning, compaction) need the
         older slices too; reads use :meth:`latest_slice`."""
-        bases = sorted((b for b in self.base_files if b.name.family == family
-                        or (family_table and b.name.family is None and self._full_row_serves(b, family))),
-                       key=lambda b: (b.name.instant, b.name.family is not None))
-        logs = sorted(self._family_logs(family, family_table), key=LogFile.sort_key)
+        bases = self.family_bases(family, family_table)
+        logs = sorted(self.family_logs(family, family_table), key=LogFile.sort_key)
         bounds = [b.instant for b in bases]
         out = []
         if not bases or (logs and logs[0].completion_time <= bounds[0]):

@@ -116,18 +116,13 @@ def _family_intervals(group: FileGroup, family: str, family_table: bool, bound: 
                       out: dict[str, list[Interval]]) -> None:
     """Add the snapshot interval of each of ``family``'s files (and the full-row base and log
     files it reads: such a file is deleted only when no family's retained snapshot reads it)."""
-    candidates = sorted((b for b in group.base_files if b.name.family == family
-                         or (family_table and b.name.family is None)),
-                        key=lambda b: (b.name.instant, b.name.family is not None))
+    candidates = group.family_bases(family, family_table)  # (the slices' own rules: family_since too)
     for i, base in enumerate(candidates):
         later = [c.completion_time for c in candidates[i + 1:]]
         out.setdefault(base.relpath, []).append((base.completion_time, _cap(min(later) if later else None, bound)))
-    for log in group.log_files:
-        if log.name.family != family and not (family_table and log.name.family is None):
-            continue
+    for log in group.family_logs(family, family_table):
         newer = [c.completion_time for c in candidates if c.instant >= log.completion_time]
         out.setdefault(log.relpath, []).append((log.completion_time, _cap(min(newer) if newer else None, bound)))
-
 
 def _needed(intervals: list[Interval], points: list[str]) -> bool:
     return any(until is None or any(start <= p < until for p in points) for start, until in intervals)
@@ -244,7 +239,7 @@ def plan_clean(context: TableContext, timeline: Timeline, instant_time: str,
     points = sorted({*(c.sort_time for c in commits if ectr is not None and (
         c.requested_time >= ectr.requested_time or c.sort_time >= ectr.sort_time)), *pins})
     depth = partition_layout(context.config).depth
-    view = _CleanerView(storage, timeline, depth)
+    view = _CleanerView(storage, timeline, depth, family_since=context.family_since)
     # (an unpartitioned table has one folder to list: which partitions changed is not asked)
     groups = view.file_groups(None if depth == 0 else _partitions_to_list(timeline, options, policy))
     declared = [name for name, f in context.families.items() if not f.is_default]
