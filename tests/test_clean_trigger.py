@@ -314,3 +314,39 @@ def test_a_file_versions_clean_is_not_relied_on_by_a_clean_of_another_policy_or_
     assert oracle.plans == plans + 1 and oracle.skipped == 0
     assert data_files(t) == of(data_files(t), k4, u5)  # retained: k4 and u5 / the newest slice [k4 u5]
     assert t.read().sort_by("id").column("a").to_pylist() == [5.0, 5.0]
+
+
+def test_a_held_clean_on_a_partitioned_table_does_not_stop_the_precheck_for_good(tmp_path, monkeypatch):
+    """A clean held back by a reader pin carries the previous settled time; the next cleans list
+    the partitions of every commit since that time (not only since their ECTR), delete what the
+    pin kept, and move the settled time on — so commits stop planning cleans again. (Before, each
+    later clean carried the held time forever and every commit planned a clean.)"""
+    options = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "3",
+               "hoodie.cleaner.commits.retained": "3"}
+    t = pyhudi.create_table(str(tmp_path / "t"), PSCHEMA, "id", partition_fields="p", num_buckets=1, options=options)
+
+    def write(i):
+        t.upsert(pa.table({"id": [i % 4, 9], "p": ["x" if i % 2 else "y", "x"], "a": [float(i)] * 2}))
+
+    oracle = Oracle(monkeypatch, t)
+    for i in range(8):
+        write(i)
+    reader = t.scan(batch_size=1)  # a pin held through the next cleans
+    for i in range(8, 12):
+        write(i)
+    held = settled_time(t.active_timeline(), None)
+    list(reader)  # released
+    for i in range(12, 16):
+        write(i)
+    settled = settled_time(t.active_timeline(), None)
+    assert held and settled > held  # the claim moved past the held clean's
+    plans_before = oracle.plans
+    for i in range(16, 28):
+        write(i)
+    assert oracle.skipped >= 6 and oracle.plans - plans_before <= 8  # commits skip planning again
+    want = {}
+    for i in range(28):
+        want[i % 4] = float(i)
+    want[9] = 27.0
+    got = t.read(columns=["id", "a"]).to_pylist()
+    assert {r["id"]: r["a"] for r in got} == want and len(got) == 5

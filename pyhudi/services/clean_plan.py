@@ -40,6 +40,7 @@ from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.keygen import partition_layout
 from pyhudi.read.file_slice import TableContext
 from pyhudi.read.retention import PIN_EXPIRY, UNREADABLE_KEY, format_intervals, live_pins
+from pyhudi.services.clean_trigger import SETTLED_KEY, incremental_window_start
 from pyhudi.timeline.instant import Instant, format_instant_time, parse_instant_time
 from pyhudi.timeline.metadata_plans import ActionInstant, CleanerPlan, CleanFileInfo
 from pyhudi.timeline.timeline import COMMIT_ACTIONS, Timeline
@@ -174,7 +175,8 @@ def _partitions_to_list(timeline: Timeline, options: Mapping[str, str], policy: 
     if not cleans:
         return None
     previous = timeline.read_metadata(max(cleans, key=lambda i: i.requested_time))
-    since = previous.earliest_commit_to_retain
+    since = incremental_window_start(previous.earliest_commit_to_retain,
+                                     (previous.extra_metadata or {}).get(SETTLED_KEY))
     first = timeline.instants[0].requested_time if timeline.instants else None
     if not since or (first is not None and since < first):
         return None  # (what the previous clean retained is archived: its window is unknown)

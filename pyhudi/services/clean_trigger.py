@@ -113,6 +113,15 @@ def settled_time(timeline: Timeline, versions: int | None = None) -> str:
     return settled
 
 
+def incremental_window_start(ectr: str | None, settled: str | None) -> str | None:
+    """Where a partitioned clean's incremental listing starts, from the previous clean's ECTR
+    and settled time: the older of the two. After a held clean the settled time stays behind the
+    ECTR; listing the partitions of every commit completed since it lets the next clean delete
+    what the closing instants in between left and move the settled time on (a listing from the
+    ECTR alone could not, so every later clean would carry the old time and plan each commit)."""
+    return min(ectr, settled) if ectr and settled else ectr
+
+
 def settled_by_plan(timeline: Timeline, policy: str, retained: int, ectr: Instant | None, held: bool,
                     options: Mapping[str, str], partitioned: bool) -> dict[str, str]:
     """What a clean planned on ``timeline`` (with ECTR ``ectr``) settles once it completed, as
@@ -130,9 +139,10 @@ def settled_by_plan(timeline: Timeline, policy: str, retained: int, ectr: Instan
     if ectr is None:
         return carried  # (nothing to clean was looked at)
     if partitioned and prior is not None and cl.INCREMENTAL_MODE.get(options):
-        since = (timeline.read_record(prior) or {}).get("earliestCommitToRetain") or ""
+        since = incremental_window_start((timeline.read_record(prior) or {}).get("earliestCommitToRetain"),
+                                         previous) or ""
         if previous < since:
-            return carried  # (the partitions of closing instants in between were not listed)
+            return carried  # (the previous clean claimed nothing: closing instants before its ECTR not listed)
     kept = [c.sort_time for c in timeline.commits_timeline()
             if c.requested_time >= ectr.requested_time or c.sort_time >= ectr.sort_time]
     running = [i.requested_time for i in timeline.pending() if i.action in PENDING_COMMIT_ACTIONS]
