@@ -87,9 +87,14 @@ def run_split(pieces: Sequence[Callable[[], R]]) -> list[R]:
         return [piece() for piece in pieces]
     pool = shared_pool(workers)
     futures = [pool.submit(_run_piece, piece) for piece in pieces[1:]]
-    results = [pieces[0]()]
-    for piece, future in zip(pieces[1:], futures):
-        results.append(piece() if future.cancel() else future.result())
+    try:
+        results = [pieces[0]()]
+        for piece, future in zip(pieces[1:], futures):
+            results.append(piece() if future.cancel() else future.result())
+    except BaseException:
+        for future in futures:  # (the step failed: the pieces no worker has started are dropped)
+            future.cancel()
+        raise
     return results
 
 

@@ -139,7 +139,7 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
         return order, []
     # the groups in order are the present group ids, ascending: runs from their counts, no gather
     top = int(group.max())
-    counts = np.array([np.count_nonzero(group == g) for g in range(top + 1)]) if top < 64 else np.bincount(group)
+    counts = np.array([np.count_nonzero(group == g) for g in range(top + 1)]) if top < 16 else np.bincount(group)
     present = np.flatnonzero(counts)
     starts = np.concatenate([[0], np.cumsum(counts[present])]).tolist()
     return order, [((names[int(by_rank[g // width])].as_py(), int(g % width)), a, b - a)
