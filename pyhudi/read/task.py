@@ -529,9 +529,8 @@ def _shared_bases(parts: list[FamilyPart]) -> list[FamilyPart]:
     """Families whose slices are one and the same base file with no log file (a full-row base
     file of a full compaction, DESIGN §4) read as one family: the file is read once, for the
     union of their columns — not once per family side by side. Nothing merges in such a slice,
-    so the families' orderings do not matter. Families whose slices are the same full-row files
-    with full-row logs (an insert into new file groups, docs/format.md) and that merge alike
-    (the same ordering) are read as one family too: the same versions win in each."""
+    so the families' orderings do not matter. So are families whose slices are the same full-row
+    files with full-row logs (docs/format.md) and that merge alike: the same versions win in each."""
     by_file: dict[tuple, list[int]] = {}
     for i, part in enumerate(parts):
         key = _shared_slice_key(part)

@@ -24,7 +24,7 @@ import threading
 import uuid
 from datetime import datetime
 from datetime import timezone as dt_timezone
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from pyhudi.errors import StorageError
 from pyhudi.storage.fs import Storage, open_local
@@ -45,6 +45,24 @@ class TimelineLock(Protocol):
     def release(self) -> None: ...
 
     def held_by_current_thread(self) -> bool: ...
+
+
+class Locked:
+    """Hold ``lock`` for a block unless the current thread already holds it (callers may nest)."""
+
+    def __init__(self, lock: TimelineLock) -> None:
+        self.lock = lock
+        self.taken = False
+
+    def __enter__(self) -> Locked:
+        if not self.lock.held_by_current_thread():
+            self.lock.acquire()
+            self.taken = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.taken:
+            self.lock.release()
 
 
 def _tz_key(timezone: str) -> str:

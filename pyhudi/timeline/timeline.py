@@ -29,7 +29,7 @@ from pyhudi.timeline.instant import (
 from pyhudi.timeline.listing import GroupKey, folded, list_instant_files, refolded
 from pyhudi.timeline.lock import FileLock
 from pyhudi.timeline.metadata_base import commit_summary, decode_record
-from pyhudi.timeline.timegen import InstantTimeGenerator, TimelineLock, _max_time
+from pyhudi.timeline.timegen import InstantTimeGenerator, Locked, TimelineLock, _max_time  # noqa: F401 (Locked: re-exported)
 
 DEFAULT_TIMELINE_DIR = ".hoodie/timeline"
 LAYOUT1_TIMELINE_DIR = ".hoodie"
@@ -572,24 +572,6 @@ class _NoArchive:
 
 
 _NO_ARCHIVE = _NoArchive()
-
-
-class Locked:
-    """Hold ``lock`` for a block unless the current thread already holds it (callers may nest)."""
-
-    def __init__(self, lock: TimelineLock) -> None:
-        self.lock = lock
-        self.taken = False
-
-    def __enter__(self) -> Locked:
-        if not self.lock.held_by_current_thread():
-            self.lock.acquire()
-            self.taken = True
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.taken:
-            self.lock.release()
 
 
 _DECODED: dict[tuple[str, str, str], Any] = {}
