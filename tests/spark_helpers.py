@@ -43,8 +43,12 @@ def data_files(root: Path, instants: list[str], tokens: bool = True) -> list[str
     return sorted(out)
 
 
-def commit_stats(table: pyhudi.Table, instants: list[str], tokens: bool = True) -> list[dict]:
-    """The write stats of every completed commit, without timings and with instants normalised."""
+def commit_stats(table: pyhudi.Table, instants: list[str], tokens: bool = True, sizes: bool | None = None) -> list[dict]:
+    """The write stats of every completed commit, without timings and with instants normalised;
+    ``sizes=False`` leaves out byte sizes (by default, only when ``tokens`` is False too): the
+    instant is written into every record's sequence number, and how well those compress depends
+    on its digits, so two tables written at different instants may differ by a byte."""
+    sizes = tokens if sizes is None else sizes
     timeline = table.active_timeline()
     out = []
     for instant in timeline.commits_timeline():
@@ -55,7 +59,7 @@ def commit_stats(table: pyhudi.Table, instants: list[str], tokens: bool = True) 
                 d = stat.to_dict()
                 d.pop("runtimeStats", None)
                 d.pop("runtime_stats", None)
-                if not tokens:
+                if not sizes:
                     for name in _SIZE_FIELDS:
                         d.pop(name, None)
                 stats.append((partition, _mask(repr(sorted(d.items())), instants, tokens)))
