@@ -85,7 +85,8 @@ def _distinct_counts(samples: dict[str, Any]) -> dict[str, int]:
         else:
             counts[name] = len(pc.unique(sample.drop_null()))
     for columns in by_dtype.values():
-        matrix = np.sort(np.stack([values for _, values in columns]), axis=1)
+        matrix = np.stack([values for _, values in columns])  # (a copy: sorted in place)
+        matrix.sort(axis=1)
         distinct = 1 + np.count_nonzero(matrix[:, 1:] != matrix[:, :-1], axis=1)
         counts.update((name, int(d)) for (name, _), d in zip(columns, distinct))
     return counts
@@ -156,7 +157,7 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
     fixed = dict(fixed or {})
     if n == 0 and not fixed:
         return default_parquet_options(table.schema)
-    step = max(1, n // _SAMPLE_ROWS)
+    step = max(1, -(-n // _SAMPLE_ROWS))  # (at most _SAMPLE_ROWS rows: a 1,000-row write samples 500)
     # the sampled columns (name -> dictionary-typed): a dictionary-typed column is judged by its
     # values, like the same plain column — files are the same whichever form a column reaches the
     # writer in (constant meta columns come as one-entry dictionaries)
