@@ -23,6 +23,7 @@ from pyhudi.read.retention import READERS_DIR
 from pyhudi.services.clean_plan import plan_clean
 from pyhudi.storage.fs import Storage
 from pyhudi.timeline.instant import format_instant_time, parse_instant_time
+from write_helpers import data_files, of
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.float64()), ("b", pa.string())])
 PSCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("p", pa.string()), ("a", pa.float64())])
@@ -38,21 +39,6 @@ def table(tmp_path, name="t", options=None, **kw):
 def upsert(t, i, ids=(1, 2)):
     return t.upsert(pa.table({"id": list(ids), "a": [float(i)] * len(ids), "b": [str(i)] * len(ids)}))
 
-
-def data_files(t) -> set[str]:
-    root = Path(t.path)
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()
-            and ".hoodie" not in p.relative_to(root).parts and p.name != ".hoodie_partition_metadata"}
-
-
-def of(files: set[str], *instants: str) -> set[str]:
-    """The files written by ``instants`` (their instant is in the name); each wrote at least one."""
-    out = set()
-    for instant in instants:
-        mine = {f for f in files if f"_{instant}" in f.rpartition("/")[2]}
-        assert mine, instant
-        out |= mine
-    return out
 
 
 def snapshots(t, instants):

@@ -12,7 +12,6 @@ a dropped family, reader pins and archival.
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -22,24 +21,11 @@ from pyhudi.services import clean as clean_mod
 from pyhudi.services.clean_plan import describe_plan
 from pyhudi.services.clean_trigger import SETTLED_KEY, closes_files, settled_time
 from pyhudi.timeline.instant import format_instant_time, parse_instant_time
+from write_helpers import data_files, of
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.float64()), ("b", pa.string())])
 PSCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("p", pa.string()), ("a", pa.float64())])
 
-
-def data_files(t) -> set[str]:
-    root = Path(t.path)
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()
-            and ".hoodie" not in p.relative_to(root).parts and p.name != ".hoodie_partition_metadata"}
-
-
-def of(files: set[str], *instants: str) -> set[str]:
-    out = set()
-    for instant in instants:
-        mine = {f for f in files if f"_{instant}" in f.rpartition("/")[2]}
-        assert mine, instant
-        out |= mine
-    return out
 
 
 def cleans(t) -> list[str]:

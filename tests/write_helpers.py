@@ -19,9 +19,27 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Sequence
 
 import pyarrow as pa
+
+
+def data_files(t) -> set[str]:
+    """Every data file of table ``t`` (paths relative to its root; no timeline, no metafiles)."""
+    root = Path(t.path)
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()
+            and ".hoodie" not in p.relative_to(root).parts and p.name != ".hoodie_partition_metadata"}
+
+
+def of(files: set[str], *instants: str) -> set[str]:
+    """The files written by ``instants`` (their instant is in the name); each wrote at least one."""
+    out = set()
+    for instant in instants:
+        mine = {f for f in files if f"_{instant}" in f.rpartition("/")[2]}
+        assert mine, instant
+        out |= mine
+    return out
 
 
 def value_of(field_type: pa.DataType, name: str, key: int, tag: int):
