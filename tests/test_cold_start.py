@@ -25,7 +25,10 @@ HEAVY = ("pandas", "pyspark", "rich", "hypothesis", "pyarrow.dataset", "pyarrow.
          "pyhudi.timeline.metadata", "pyhudi.timeline.archived", "pyhudi.logformat.writer",
          # a local read needs neither pyarrow's file systems nor pyarrow.parquet (which imports
          # them, with pathlib and ssl)
-         "pyarrow.fs", "pyarrow.parquet", "pathlib", "ssl", "urllib.parse")
+         "pyarrow.fs", "pyarrow.parquet", "pathlib", "ssl", "urllib.parse",
+         # commits pyhudi wrote carry a JSON copy of their record (no Avro decoder); reads start
+         # their helper threads without concurrent.futures
+         "fastavro", "concurrent.futures", "logging")
 
 _PROBE = """
 import json, sys

@@ -126,6 +126,20 @@ def test_commit_schema_equals_hudi_writer_schema() -> None:
     assert version == {"name": "version", "type": ["int", "null"], "default": 1}
 
 
+def _header(data: bytes) -> bytes:
+    """An Avro container's header: up to and including the first sync marker (the file's last 16 bytes)."""
+    return data[:data.index(data[-16:]) + 16]
+
+
+def _block(data: bytes) -> bytes:
+    """The container's one data block without its sync marker."""
+    return data[len(_header(data)):-16]
+
+
+def raw_schema_of(data: bytes) -> str:
+    return avro_parts(data)[0]
+
+
 def test_v8_deltacommit_round_trips() -> None:
     data = V8_DELTACOMMIT.read_bytes()
     _, record = avro_parts(data)
@@ -134,8 +148,11 @@ def test_v8_deltacommit_round_trips() -> None:
     _, record_again = avro_parts(out)
     assert record_again == record
     assert model.to_dict() == record
-    # identical bytes except the 16-byte sync marker (random in Java, content-derived here)
-    assert out.replace(out[-16:], b"\0" * 16) == data.replace(data[-16:], b"\0" * 16)
+    # the same data block as Java's, except the 16-byte sync marker (random in Java, content-derived
+    # here); the header holds Java's schema and pyhudi's JSON copy of the record
+    assert _block(out) == _block(data)
+    assert fastavro.reader(io.BytesIO(out)).metadata.keys() == {"avro.schema", "pyhudi.record.json"}
+    assert fastavro.reader(io.BytesIO(out)).metadata["avro.schema"] == raw_schema_of(data)
     assert decode_instant_metadata("deltacommit", "COMPLETED", data) == model
 
 

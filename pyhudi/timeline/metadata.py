@@ -116,8 +116,11 @@ class CommitMetadata(AvroModel):
     """Completed ``.commit`` / ``.deltacommit`` (also completed compaction / log compaction).
 
     Readers (hudi-rs included) take the table schema from ``extra_metadata["schema"]`` of the latest
-    completed commit, and the files of a commit from its write stats.
+    completed commit, and the files of a commit from its write stats. Every read fetches these
+    records, so their containers carry a JSON copy too (a cold read then loads no Avro decoder).
     """
+
+    __avro_json_copy__ = True
 
     partition_to_write_stats: dict[str, list[WriteStat]] | None
     compacted: bool | None

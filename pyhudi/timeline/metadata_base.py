@@ -25,6 +25,7 @@ import io
 import json
 import re
 import sys
+import zlib
 from typing import Any, Callable, ClassVar, TypeVar
 
 from pyhudi.errors import MetadataError
@@ -75,26 +76,52 @@ def _avro_bytes(b: bytes) -> bytes:
     return _zigzag_long(len(b)) + b
 
 
-def encode_container(schema_json: str, datum: bytes) -> bytes:
+def encode_container(schema_json: str, datum: bytes, record_json: bytes | None = None) -> bytes:
     """One-record Object Container File, laid out as Java's ``DataFileWriter`` writes it.
 
     The sync marker is derived from the content instead of being random, so the same metadata
     always serialises to the same bytes (a retried commit writes an identical instant file).
+    ``record_json`` (the record as JSON) goes into the file metadata as :data:`JSON_COPY_KEY`
+    (:func:`json_copy_entry`): readers that find it need no Avro decoder (docs/format.md).
     """
     import hashlib  # (writes only: a read imports less, issue 15)
 
     schema_bytes = schema_json.encode("utf-8")
     sync = hashlib.md5(schema_bytes + datum).digest()
-    header = (
-        AVRO_MAGIC
-        + _zigzag_long(1)
-        + _avro_bytes(b"avro.schema")
-        + _avro_bytes(schema_bytes)
-        + _zigzag_long(0)
-        + sync
-    )
+    entries = [(b"avro.schema", schema_bytes)]
+    if record_json is not None:
+        entries.append((JSON_COPY_KEY, json_copy_entry(record_json, datum)))
+    header = AVRO_MAGIC + _zigzag_long(len(entries))
+    for key, value in entries:
+        header += _avro_bytes(key) + _avro_bytes(value)
+    header += _zigzag_long(0) + sync
     block = _zigzag_long(1) + _zigzag_long(len(datum)) + datum + sync
     return header + block
+
+
+JSON_COPY_KEY = b"pyhudi.record.json"
+"""File-metadata key of the JSON copy of a commit's record (pyhudi's own: Avro reserves only
+``avro.*`` keys, and Hudi's and hudi-rs's readers ignore the others)."""
+
+
+def json_copy_entry(record_json: bytes, datum: bytes) -> bytes:
+    """The :data:`JSON_COPY_KEY` value: the CRC-32 of the JSON and the Avro datum together (8 hex
+    digits), then the JSON. The checksum ties the copy to the datum beside it: a copy that does
+    not match (a damaged file, or a tool that rewrote the datum and kept the metadata) is
+    ignored and the datum decoded."""
+    return b"%08x" % zlib.crc32(datum, zlib.crc32(record_json)) + record_json
+
+
+def _json_copy(value: bytes, datum: bytes | memoryview) -> dict[str, Any] | None:
+    """The record a :func:`json_copy_entry` value holds, or None when it does not match ``datum``."""
+    record_json = value[8:]
+    try:
+        if int(value[:8], 16) != zlib.crc32(datum, zlib.crc32(record_json)):
+            return None
+        record = json.loads(record_json)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def read_container(data: bytes) -> tuple[str, dict[str, Any] | None]:
@@ -105,11 +132,11 @@ def read_container(data: bytes) -> tuple[str, dict[str, Any] | None]:
     """
     if data[:4] != AVRO_MAGIC:
         raise MetadataError("not an Avro container file (no 'Obj\\x01' magic)")
-    import fastavro  # (on first use: `import pyhudi` stays light, issue 15)
-
     quick = _read_plain_container(data)
     if quick is not None:
         return quick
+    import fastavro  # (on first use: `import pyhudi` stays light, issue 15)
+
     try:
         reader = fastavro.reader(io.BytesIO(data))
         writer_schema = reader.writer_schema
@@ -121,16 +148,13 @@ def read_container(data: bytes) -> tuple[str, dict[str, Any] | None]:
     return _container_result(writer_schema.get("name", "") if isinstance(writer_schema, dict) else "", record)
 
 
-_WRITER_SCHEMAS: dict[bytes, tuple[str, Any]] = {}  # embedded schema JSON -> (record name, parsed schema)
-
-
 def _read_plain_container(data: bytes) -> tuple[str, dict[str, Any] | None] | None:
     """The record of a container as the instants pyhudi and Hudi write (null codec, one block),
-    with its embedded writer schema parsed once per process: parsing it was most of the cost of
-    decoding a commit (every write decodes the one before it). None for anything else — the
-    general reader decides (and names what is wrong)."""
-    import fastavro
-
+    from its JSON copy when it has one that matches (:data:`JSON_COPY_KEY`: a cold read then
+    loads no Avro decoder, issue 15), else decoded with its embedded writer schema parsed once
+    per process (parsing it was most of the cost of decoding a commit: every write decodes the
+    one before it). None for anything else — the general reader decides (and names what is
+    wrong)."""
     try:
         buf = io.BytesIO(data)
         buf.seek(4)
@@ -149,24 +173,53 @@ def _read_plain_container(data: bytes) -> tuple[str, dict[str, Any] | None] | No
         schema = meta.get(b"avro.schema")
         if schema is None or meta.get(b"avro.codec", b"null") != b"null" or len(sync) != 16:
             return None
-        known = _WRITER_SCHEMAS.get(schema)
-        if known is None:
-            parsed = fastavro.parse_schema(json.loads(schema))
-            known = (parsed.get("name", "") if isinstance(parsed, dict) else "", parsed)  # (fully qualified)
-            if len(_WRITER_SCHEMAS) < 64:
-                _WRITER_SCHEMAS[schema] = known
         if buf.tell() == len(data):
-            return _container_result(known[0], None)  # (no blocks: no record)
+            return _container_result(_record_name(schema), None)  # (no blocks: no record)
         records, size = _read_long(buf), _read_long(buf)
         start = buf.tell()
         if records != 1 or data[start + size:start + size + 16] != sync or start + size + 16 != len(data):
             return None
-        record = fastavro.schemaless_reader(buf, known[1])
+        copy = meta.get(JSON_COPY_KEY)
+        if copy is not None:
+            record = _json_copy(copy, memoryview(data)[start:start + size])
+            if record is not None:
+                return _container_result(_record_name(schema), record)
+        record = _schemaless_read(buf, schema)
         if buf.tell() != start + size:
             return None
-        return _container_result(known[0], record)
+        return _container_result(_record_name(schema), record)
     except Exception:  # (garbled input: the general reader raises the error)
         return None
+
+
+_WRITER_SCHEMAS: dict[bytes, Any] = {}  # embedded schema JSON -> parsed schema
+_RECORD_NAMES: dict[bytes, str] = {}  # embedded schema JSON -> fully qualified record name
+
+
+def _record_name(schema: bytes) -> str:
+    """The fully qualified name of the record an embedded writer schema declares (Avro's rule:
+    a dotted name is already full, else the namespace prefixes it)."""
+    name = _RECORD_NAMES.get(schema)
+    if name is None:
+        parsed = json.loads(schema)
+        name = parsed.get("name", "") if isinstance(parsed, dict) else ""
+        namespace = parsed.get("namespace") if isinstance(parsed, dict) else None
+        if name and "." not in name and namespace:
+            name = f"{namespace}.{name}"
+        if len(_RECORD_NAMES) < 64:
+            _RECORD_NAMES[schema] = name
+    return name
+
+
+def _schemaless_read(buf: io.BytesIO, schema: bytes) -> Any:
+    import fastavro
+
+    parsed = _WRITER_SCHEMAS.get(schema)
+    if parsed is None:
+        parsed = fastavro.parse_schema(json.loads(schema))
+        if len(_WRITER_SCHEMAS) < 64:
+            _WRITER_SCHEMAS[schema] = parsed
+    return fastavro.schemaless_reader(buf, parsed)
 
 
 def _read_long(buf: io.BytesIO) -> int:
@@ -328,6 +381,8 @@ class AvroModel:
 
     __avro_schema__: ClassVar[dict[str, Any]]
     __avro_schema_json__: ClassVar[str]
+    __avro_json_copy__: ClassVar[bool] = False
+    """Whether the container also carries the record as JSON (:data:`JSON_COPY_KEY`)."""
     __avro_fields__: ClassVar[tuple[tuple[str, str, Any, Any], ...]]  # (attr, avro name, type, default)
 
     @classmethod
@@ -375,18 +430,30 @@ class AvroModel:
         except (TypeError, ValueError, OverflowError, KeyError, AttributeError):
             pass
         else:
-            return encode_container(cls.__avro_schema_json__, buf.getvalue())
+            return encode_container(cls.__avro_schema_json__, buf.getvalue(), _record_json(cls, record))
         try:
             fastavro.validate(record, parsed, raise_errors=True)
             buf = io.BytesIO()
             fastavro.schemaless_writer(buf, parsed, record)
         except (ValidationError, TypeError, ValueError, OverflowError, KeyError, AttributeError) as exc:
             raise MetadataError(f"cannot encode {cls.__name__} as {cls.__avro_schema__['name']}: {exc}") from exc
-        return encode_container(cls.__avro_schema_json__, buf.getvalue())
+        return encode_container(cls.__avro_schema_json__, buf.getvalue(), _record_json(cls, record))
 
     def to_json_bytes(self) -> bytes:
         """Layout-1 style JSON (for debugging and legacy tools; layout 2 always writes Avro)."""
         return json.dumps(self.to_dict(), indent=2).encode("utf-8")
+
+
+def _record_json(cls: type[AvroModel], record: dict[str, Any]) -> bytes | None:
+    """The JSON copy a model's container carries (:data:`JSON_COPY_KEY`), for the models whose
+    records a read fetches (``__avro_json_copy__``); None for the others and for records JSON
+    cannot spell."""
+    if not cls.__avro_json_copy__:
+        return None
+    try:
+        return json.dumps(record, separators=(",", ":"), allow_nan=False).encode("ascii")
+    except (TypeError, ValueError):
+        return None
 
 
 _PARSED: dict[type, Any] = {}
