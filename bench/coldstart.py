@@ -71,9 +71,20 @@ def _child(args: list[str]) -> str:
     return done.stdout
 
 
-def measure(table_path: str, repeat: int, splits: list[dict] | None = None) -> Comparison:
+_READ_TABLE = "import sys, pyarrow.parquet as pq; pq.read_table(sys.argv[1], columns=['c0', 'c1'])"
+_PARQUET_FILE = "import sys, pyarrow.parquet as pq; pq.ParquetFile(sys.argv[1]).read(columns=['c0', 'c1'])"
+READ_TABLE = "pyarrow: pq.read_table(2 columns) of a compacted copy"
+PARQUET_FILE = "pyarrow: pq.ParquetFile(compacted copy).read(2 columns)"
+PYHUDI = "pyhudi: import + open + read 2 columns"
+
+
+def measure(table_path: str, repeat: int, splits: list[dict] | None = None,
+            compacted: str | None = None) -> Comparison:
     """The cold-start comparison on ``table_path`` (a Scenario W table); each pyhudi child's
-    own split is appended to ``splits`` (for :func:`added_cost`)."""
+    own split is appended to ``splits`` (for :func:`added_cost`). With ``compacted`` (one
+    Parquet file of the same rows), pyarrow's own cold reads of its 2 columns run in turns too:
+    ``pq.read_table`` (which loads pyarrow's datasets, compute and pandas) and the leanest
+    public path, ``pq.ParquetFile(...).read``."""
     pyhudi_args = ["-c", _PYHUDI, table_path]
     cli_args = ["-m", "pyhudi.cli", "read", table_path, "--columns", "c0,c1", "--limit", "2"]
 
@@ -83,21 +94,38 @@ def measure(table_path: str, repeat: int, splits: list[dict] | None = None) -> C
             splits.append(out)
         return {k: round(v, 4) if isinstance(v, float) else v for k, v in out.items()}
 
-    for args in (pyhudi_args, cli_args, ["-c", _FLOOR], *(["-c", code] for code in _FLOORS.values())):  # warm-up
+    baselines = {} if compacted is None else {READ_TABLE: ["-c", _READ_TABLE, compacted],
+                                               PARQUET_FILE: ["-c", _PARQUET_FILE, compacted]}
+    for args in (pyhudi_args, cli_args, ["-c", _FLOOR], *(["-c", code] for code in _FLOORS.values()),
+                 *baselines.values()):  # warm-up
         _child(args)
 
     def floor(code: str):
         return lambda _: _child(["-c", code]) and None
 
+    def child(args: list[str]):
+        return lambda _: _child(args) and None
+
     variants = [
-        Variant("pyhudi: import + open + read 2 columns", pyhudi_run),
+        Variant(PYHUDI, pyhudi_run),
         Variant("CLI: pyhudi read --columns c0,c1", lambda _: _child(cli_args) and None),
+        *(Variant(name, child(args)) for name, args in baselines.items()),
         Variant("python: -c pass", floor("pass")),
         *(Variant(name, floor(code)) for name, code in _FLOORS.items()),
         Variant("floor: import pyarrow", floor(_FLOOR)),
     ]
     return compare("cold start: fresh process, read 2 columns", variants, repeat, target="pyhudi <= 0.1 s wall",
                    note="subprocesses; ratio = pyhudi / pyarrow import floor", cpu_clock=_children_cpu)
+
+
+def against_pyarrow(measured: Comparison) -> Comparison:
+    """pyhudi's cold read against pyarrow's cold reads of a compacted copy, from the same run
+    (:func:`measure` with ``compacted``): ratio to ``pq.read_table``."""
+    table = measured.variants
+    values = {name: {"wall": table[name]["wall"], "cpu": table[name]["cpu"]}
+              for name in (PYHUDI, PARQUET_FILE, READ_TABLE)}
+    return single("cold start: pyhudi against pyarrow's own cold reads", values,
+                  note="fresh processes, same run; ratio = pyhudi / pq.read_table of a compacted copy")
 
 
 def added_cost(splits: list[dict]) -> Comparison:

@@ -4,6 +4,8 @@ pyhudi adds over the floor, as timed inside its children (:func:`bench.coldstart
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
+
 from bench import coldstart
 from bench.bench_read import build_scenario_w
 from bench.common import Context
@@ -12,7 +14,9 @@ from bench.harness import Comparison
 
 def run(ctx: Context) -> list[Comparison]:
     path = ctx.path("w")
-    build_scenario_w(path, ctx.rows)
+    expected = build_scenario_w(path, ctx.rows)
+    compacted = ctx.path("compacted.parquet")
+    pq.write_table(expected, compacted, use_dictionary=False)
     splits: list[dict] = []
-    measured = coldstart.measure(path, ctx.repeat if ctx.tiny else max(ctx.repeat, 10), splits)
-    return [measured, coldstart.added_cost(splits)]
+    measured = coldstart.measure(path, ctx.repeat if ctx.tiny else max(ctx.repeat, 10), splits, compacted)
+    return [measured, coldstart.against_pyarrow(measured), coldstart.added_cost(splits)]

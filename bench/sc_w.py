@@ -38,9 +38,10 @@ def writes(ctx: Context) -> list[Comparison]:
     return [insert, update]
 
 
-def reads(ctx: Context) -> tuple[list[Comparison], str]:
+def reads(ctx: Context) -> tuple[list[Comparison], str, str]:
     """Full and pruned reads of the families table after a one-family update of 10%, against
-    ``pq.read_table`` of a compacted copy; returns the table's path for the cold start."""
+    ``pq.read_table`` of a compacted copy; returns the paths of the table and the copy for the
+    cold start."""
     path = ctx.path("w")
     expected = build_scenario_w(path, ctx.rows)
     compacted = ctx.path("compacted.parquet")
@@ -56,10 +57,11 @@ def reads(ctx: Context) -> tuple[list[Comparison], str]:
                                                                               table.read(columns=TWO))),
         Variant("pq.read_table(2 columns, compacted copy)", lambda _: pq.read_table(compacted, columns=TWO)),
     ], ctx.read_repeat, target="<= 1.0")
-    return [full, pruned], path
+    return [full, pruned], path, compacted
 
 
 def run(ctx: Context) -> list[Comparison]:
     out = writes(ctx)
-    read_results, path = reads(ctx)
-    return out + read_results + [coldstart.measure(path, ctx.read_repeat)]
+    read_results, path, compacted = reads(ctx)
+    cold = coldstart.measure(path, ctx.read_repeat, compacted=compacted)
+    return out + read_results + [cold, coldstart.against_pyarrow(cold)]
