@@ -31,7 +31,7 @@ def _table(n: int) -> pa.Table:
 
 
 def _streamed(table: pa.Table, held: list[str], fetched: list) -> StreamedRows:
-    def fetch(start: int, length: int, reuse: bool = False) -> pa.Table:
+    def fetch(start: int, length: int) -> pa.Table:
         fetched.append((start, length))
         return table.slice(start, length)
 
@@ -79,33 +79,8 @@ def test_a_streamed_group_holds_its_keys_and_gathers_the_rest_per_range():
     assert rows.column(KEY).to_pylist() == ["a", "b", "e"]
     assert rows.slice_rows(1, 2).to_pylist() == [{KEY: "b", "id": 2, "x": 0.2}, {KEY: "e", "id": 5, "x": 0.5}]
     assert rows.materialize().equals(shared.rows(0, [KEY, "id", "x"]))
-    assert [c.to_pylist() for c in rows.chunks(2)] == [rows.materialize().slice(0, 2).to_pylist(),
-                                                        rows.materialize().slice(2).to_pylist()]
     assert not SharedGather(source, groups, None, "id", KEY, [["x"]], row_group_rows=3).streams()
     assert not SharedGather(source, groups, None, "id", KEY, [["x"]]).streams()
-
-
-def test_row_groups_gathered_into_reused_memory_hold_the_rows_of_a_plain_take():
-    """Numeric columns without nulls are gathered into one scratch array per column and thread,
-    reused by every row group; the others (strings, nulls) by Arrow's take."""
-    n = 1000
-    rng = np.random.default_rng(2)
-    source = pa.table({KEY: [f"k{i:04d}" for i in range(n)], "id": pa.array(rng.permutation(n)),
-                       "x": rng.random(n), "i8": pa.array(rng.integers(-9, 9, n), pa.int8()),
-                       "nulls": pa.array([None if i % 7 == 0 else float(i) for i in range(n)]),
-                       "s": [f"v{i}" for i in range(n)]})
-    groups = [pa.array(rng.permutation(n)[: n // 2]), pa.array(np.arange(n // 2, n))]
-    columns = [KEY, "id", "x", "i8", "nulls", "s"]
-    shared = SharedGather(source, groups, None, "id", KEY, [columns[1:]], row_group_rows=150)
-    for g in range(2):
-        rows = shared.streamed(g, columns)
-        whole = shared.streamed(g, columns).materialize()
-        seen = []
-        for start, chunk in zip(range(0, rows.num_rows, 150), rows.chunks(150)):
-            assert chunk.equals(whole.slice(start, 150)), (g, start)
-            seen.append(chunk.column("x").chunk(0).buffers()[1].address)
-        if g == 0:  # (reordered rows: the same memory for every row group)
-            assert len(set(seen)) == 1 and len(seen) == 4
 
 
 def _insert(path: Path, data: pa.Table, families, streams: bool, monkeypatch, operation: str = "insert") -> dict:

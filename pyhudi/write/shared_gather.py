@@ -58,7 +58,6 @@ class SharedGather:
         self._order: pa.Array | None = None
         self._in_bounds = False  # every index of the order is a row of the source (checked once)
         self._offsets: list[int] = []
-        self._scratch = threading.local()  # per thread: the arrays streamed row groups are gathered into
         self._block_of: dict[str, int] = {record_key: 0}
         blocks: list[list[str]] = [[record_key]]
         for columns in column_sets:
@@ -185,45 +184,10 @@ class SharedGather:
         fields = [self.source.schema.field(c) for c in columns]
         schema = pa.schema([pa.field(f.name, f.type) for f in fields] if plain_fields else fields)
 
-        def fetch(first: int, length: int, reuse: bool = False) -> pa.Table:
-            part = indices.slice(first, length)
-            if reuse and self._in_bounds:
-                return self._gather_reusing(source, part)
-            return _gather(source, part, self._in_bounds)
+        def fetch(first: int, length: int) -> pa.Table:
+            return _gather(source, indices.slice(first, length), self._in_bounds)
 
         return StreamedRows(schema, end - start, {c: held.column(c) for c in held_names}, fetch)
-
-    def _gather_reusing(self, source: pa.Table, indices: pa.Array) -> pa.Table:
-        """``source.take(indices)``, its numeric columns without nulls gathered into this
-        thread's scratch arrays (kept for the write, reused by every row group the thread writes:
-        each page is faulted in once per write, where a fresh gather's pages are faulted in again
-        for every row group once the pool has handed them back). The result is valid until this
-        thread's next call."""
-        from pyhudi.write.handle import contiguous_run  # (handle builds payloads on this module)
-
-        if contiguous_run(indices) is not None:
-            return _gather(source, indices, True)  # (a zero-copy slice)
-        positions = indices.to_numpy(zero_copy_only=False)
-        scratch: list[np.ndarray] = self._scratch.__dict__.setdefault("arrays", [])
-        arrays: dict[str, pa.Array] = {}
-        slot = 0
-        for name, column in zip(source.column_names, source.columns):
-            kind = column.type
-            if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)) or column.null_count or column.num_chunks != 1:
-                continue
-            values = column.chunk(0).to_numpy(zero_copy_only=True)
-            size = len(positions) * values.itemsize
-            if slot == len(scratch) or scratch[slot].nbytes < size:
-                scratch[slot:slot + 1] = [np.empty(size, dtype=np.uint8)]
-            out = scratch[slot][:size].view(values.dtype)
-            np.take(values, positions, out=out, mode="clip")  # (in bounds: checked once per write)
-            arrays[name] = pa.Array.from_buffers(kind, len(positions), [None, pa.py_buffer(out)])
-            slot += 1
-        rest = [c for c in source.column_names if c not in arrays]
-        if rest:
-            taken = _gather(source.select(rest), indices, True)
-            arrays.update(zip(rest, taken.columns))
-        return pa.Table.from_arrays([arrays[c] for c in source.column_names], schema=source.schema)
 
     # ------------------------------------------------------------------ blocks
     def busy(self, columns: Sequence[str]) -> bool:

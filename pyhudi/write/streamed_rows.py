@@ -54,22 +54,19 @@ class StreamedRows:
         """The same rows under ``schema`` (same fetched columns), ``held`` columns added."""
         return StreamedRows(schema, self.num_rows, {**self.held, **held}, self.fetch)
 
-    def slice_rows(self, start: int, length: int, reuse: bool = False) -> pa.Table:
-        """Rows ``start .. start + length`` of every column, in ``schema`` order. ``reuse``: the
-        fetched columns may live in memory the next call overwrites (for a writer that is done
-        with each slice before it asks for the next)."""
+    def slice_rows(self, start: int, length: int) -> pa.Table:
+        """Rows ``start .. start + length`` of every column, in ``schema`` order."""
         fetched = None
         if any(name not in self.held for name in self.schema.names):
-            fetched = self.fetch(start, length, reuse) if reuse else self.fetch(start, length)
+            fetched = self.fetch(start, length)
         columns = [self.held[f.name].slice(start, length) if f.name in self.held else fetched.column(f.name)
                    for f in self.schema]
         return pa.Table.from_arrays(columns, schema=self.schema)
 
     def chunks(self, rows: int) -> Iterator[pa.Table]:
-        """The rows ``rows`` at a time (the last chunk shorter); each chunk is valid until the
-        next is asked for (the memory of its fetched columns is reused)."""
+        """The rows ``rows`` at a time (the last chunk shorter)."""
         for start in range(0, self.num_rows, rows):
-            yield self.slice_rows(start, min(rows, self.num_rows - start), reuse=True)
+            yield self.slice_rows(start, min(rows, self.num_rows - start))
 
     def materialize(self) -> pa.Table:
         """Every row at once (for the rare caller that needs the whole table)."""
