@@ -175,7 +175,8 @@ class ParquetDataBlock(DataBlock):
             raise LogFormatError("a Parquet data block needs a table to encode")
         options = dict(self.parquet_options)
         if not parquet_options_cover(options, self._table.schema):
-            options = {**parquet_options_for(self._table), **options}
+            sample = self._table if isinstance(self._table, pa.Table) else self._table.materialize()  # (streamed rows)
+            options = {**parquet_options_for(sample), **options}
         if "sorting_columns" not in options:
             sorting = key_sorting_columns(self._table)
             if sorting:

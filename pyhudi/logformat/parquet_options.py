@@ -293,6 +293,17 @@ def stored_schema_metadata(schema: pa.Schema) -> dict[bytes, bytes]:
     return _stored_schema_metadata(_value_schema(schema))
 
 
+MAX_ROW_GROUP_ROWS = 1 << 20
+"""Arrow's cap on a row group's rows (``max_row_group_length``) and pyarrow's row group size
+when none is given: the slices the writer would cut a whole table into."""
+
+
+def row_group_rows(row_group_size: int | None, num_rows: int) -> int:
+    """The rows of each row group pyarrow writes a ``num_rows``-row table in."""
+    size = MAX_ROW_GROUP_ROWS if row_group_size is None or row_group_size < 0 else int(row_group_size)
+    return max(1, min(size, MAX_ROW_GROUP_ROWS, max(num_rows, 1)))
+
+
 def write_parquet(table: pa.Table, where: Any, options: Mapping[str, Any]) -> None:
     """``pq.write_table(table, where, **options)`` — except that top-level dictionary columns
     (:func:`constant_strings`) are stored, in the ``ARROW:schema`` readers honour (pyarrow,
@@ -305,19 +316,30 @@ def write_parquet(table: pa.Table, where: Any, options: Mapping[str, Any]) -> No
     (``store_schema=False``, the same key-value metadata added before close). Dropping
     ``ARROW:schema`` altogether, as Java Hudi does, would change every file's footer and leave each
     reader to type columns from Parquet alone; keeping it leaves no reader anything to tell apart.
+
+    ``table`` may also be a :class:`~pyhudi.write.streamed_rows.StreamedRows`: its rows are then
+    produced and written one row group at a time (the same row groups, the same bytes).
     """
     import pyarrow.parquet as pq  # (writes only: a read imports less, issue 15)
 
     schema = table.schema
     stored = _value_schema(schema)
-    if stored is schema or options.get("store_schema") is False:
+    streamed = not isinstance(table, (pa.Table, pa.RecordBatch))  # (rows gathered as they are written)
+    if not streamed and (stored is schema or options.get("store_schema") is False):
         pq.write_table(table, where, **options)
         return
     options = dict(options)
     row_group_size = options.pop("row_group_size", None)
-    with pq.ParquetWriter(where, schema, **{**options, "store_schema": False}) as writer:
-        writer.write_table(table, row_group_size=row_group_size)
-        writer.add_key_value_metadata(_stored_schema_metadata(stored))
+    own_schema = stored is not schema and options.get("store_schema") is not False
+    with pq.ParquetWriter(where, schema, **{**options, "store_schema": False} if own_schema else options) as writer:
+        if streamed and table.num_rows:
+            # one call per row group: the slices ``write_table`` would cut the whole table into
+            for chunk in table.chunks(row_group_rows(row_group_size, table.num_rows)):
+                writer.write_table(chunk, row_group_size=row_group_size)
+        else:
+            writer.write_table(table.materialize() if streamed else table, row_group_size=row_group_size)
+        if own_schema:
+            writer.add_key_value_metadata(_stored_schema_metadata(stored))
 
 
 def encoded_capacity(table: pa.Table, options: Mapping[str, Any]) -> int:

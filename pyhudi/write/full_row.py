@@ -42,6 +42,9 @@ def full_row_payload(payloads: Sequence[Any], cache: dict) -> Any | None:
     shared key sort and meta columns."""
     if len(payloads) < 2 or any(p.is_partial or p.file_schema is None for p in payloads):
         return None
+    streamed = _streamed_payload(payloads)
+    if streamed is not None:
+        return streamed
     tables = [p.rows(cache) for p in payloads]
     keys = tables[0].column(RECORD_KEY)
     if any(t.column(RECORD_KEY) is not keys and not t.column(RECORD_KEY).equals(keys) for t in tables[1:]):
@@ -56,6 +59,27 @@ def full_row_payload(payloads: Sequence[Any], cache: dict) -> Any | None:
     names = [RECORD_KEY, *(n for n in fields if n in columns)]
     data = pa.table({n: columns[n] for n in names})
     return dataclasses.replace(payloads[0], family="", data=data, file_schema=pa.schema(list(fields.values())),
+                               parquet_options=merged_options([p.parquet_options for p in payloads]))
+
+
+def _streamed_payload(payloads: Sequence[Any]) -> Any | None:
+    """The full-row payload of a large write whose rows are gathered as they are written
+    (:mod:`~pyhudi.write.streamed_rows`): every family's columns, from the same group of the same
+    shared gather (so the same keys in the same order), the columns' order and (plain, nullable)
+    fields those of the table built from the families' rows below. None: not streamed."""
+    shared = payloads[0].shared
+    if shared is None or any(p.data is not None or p.shared is not shared or p.group != payloads[0].group
+                             for p in payloads) or not shared.streams():
+        return None
+    fields: dict[str, pa.Field] = {}
+    present: dict[str, None] = {}
+    for payload in payloads:
+        for f in payload.file_schema:
+            fields.setdefault(f.name, f)
+        present.update(dict.fromkeys(payload.columns))
+    names = (RECORD_KEY, *(n for n in fields if n in present))
+    return dataclasses.replace(payloads[0], family="", columns=names, plain_fields=True,
+                               file_schema=pa.schema(list(fields.values())),
                                parquet_options=merged_options([p.parquet_options for p in payloads]))
 
 

@@ -93,6 +93,7 @@ from pyhudi.write.merge import conform_to, merge_into_base
 from pyhudi.write.meta_values import sequence_numbers
 from pyhudi.write.positions import positions_header
 from pyhudi.write.shared_gather import SharedGather
+from pyhudi.write.streamed_rows import StreamedRows
 from pyhudi.config.write import FSYNC_DATA_FILES  # noqa: F401 (declared there)
 
 KIND_APPEND = "append"  # log data blocks (upsert / insert on merge-on-read)
@@ -188,15 +189,27 @@ class FamilyPayload:
     columns: tuple[str, ...] = ()
     sliced: bool = False  # ``data`` is a slice of the shared gather (pickled as a compact copy)
     key_fields: tuple[str, ...] = ()  # the table's record key fields (statistics of log blocks)
+    plain_fields: bool = False  # a full-row payload: its columns' fields nullable, without metadata (as built from tables)
 
     def rows(self, cache: dict | None = None) -> pa.Table:
         """The rows (``cache``: kept for callers sharing per-task state; the gather is shared
         through :attr:`shared`)."""
         if self.data is None:
             assert self.shared is not None
-            self.data = self.shared.rows(self.group, self.columns)
-            self.shared, self.sliced = None, True
+            if self.shared.streams():  # (the shared blocks are not gathered: this group's rows alone)
+                self.data = self.shared.streamed(self.group, self.columns, self.plain_fields).materialize()
+            else:
+                self.data = self.shared.rows(self.group, self.columns)
+                self.sliced = True
+            self.shared = None
         return self.data
+
+    def streamed(self) -> StreamedRows | None:
+        """The rows as :class:`~pyhudi.write.streamed_rows.StreamedRows` when the shared gather
+        writes this write's files row group by row group (a large write), else None."""
+        if self.data is None and self.shared is not None and self.shared.streams():
+            return self.shared.streamed(self.group, self.columns, self.plain_fields)
+        return None
 
     def busy(self) -> bool:
         """Whether another task is gathering some of these rows' columns right now."""
@@ -318,13 +331,16 @@ class FileGroupWriteTask:
         return [*self._record_meta(keys), constant_strings(file_name_value, len(keys))]
 
     @staticmethod
-    def _with_meta(data: pa.Table, meta: list) -> tuple[pa.Table, pa.Schema]:
+    def _with_meta(data: pa.Table | StreamedRows, meta: list) -> tuple[pa.Table | StreamedRows, pa.Schema]:
         """``data`` led by its ``meta`` columns, and the schema readers see (meta columns strings)."""
         rest = [c for c in data.column_names if c != RECORD_KEY]
-        schema = with_meta_fields(data.select(rest).schema)
+        streamed = isinstance(data, StreamedRows)
+        schema = with_meta_fields(pa.schema([data.schema.field(c) for c in rest]) if streamed else data.select(rest).schema)
         written = schema
         for i, column in enumerate(meta):
             written = written.set(i, schema.field(i).with_type(column.type))
+        if streamed:
+            return data.with_schema(written, dict(zip(META_FIELDS, meta))), schema
         return pa.Table.from_arrays([*meta, *(data.column(c) for c in rest)], schema=written), schema
 
     def _cached_meta(self, payload: FamilyPayload, data: pa.Table, file_name_value: str, cache: dict) -> list:
@@ -364,7 +380,9 @@ class FileGroupWriteTask:
         started = time.perf_counter()
         family = payload.family or None
         cache = meta_cache if meta_cache is not None else {}
-        data = payload.rows(cache)
+        # a large write's log blocks: rows gathered row group by row group as they are written
+        data = payload.streamed() if self.kind == KIND_APPEND else None
+        data = payload.rows(cache) if data is None else data
         if self.kind == KIND_CREATE:
             name = BaseFileName(self.file_id, self.write_token, self.instant, family).name
             if payload.file_schema is not None:  # a base file holds every column of its family
@@ -376,13 +394,14 @@ class FileGroupWriteTask:
             name = LogFileName(self.file_id, self.instant, 1, self.write_token, family).name
             table, schema = self._with_meta(data, self._cached_meta(payload, data, self.file_id, cache))
             key_columns = [RECORD_KEY] + ([payload.integer_key] if payload.integer_key in data.column_names else [])
-            positions = positions_header(storage, self.family_bases.get(payload.family),
-                                         data.select(key_columns), payload.integer_key)
+            keys = data.select_held(key_columns) if isinstance(data, StreamedRows) else data.select(key_columns)
+            positions = positions_header(storage, self.family_bases.get(payload.family), keys, payload.integer_key)
             header = data_block_header(self.instant, avro_schema_json(schema, self.table_name),
                                        table_name=self.table_name, is_partial=payload.is_partial, extra=positions)
             options = self._options(payload)
             if payload.key_fields and not parquet_options_cover(options, table.schema):
-                options = {**parquet_options_for(table), **options}  # (what the block would choose)
+                sample = table.materialize() if isinstance(table, StreamedRows) else table
+                options = {**parquet_options_for(sample), **options}  # (what the block would choose)
             options = log_block_options(options, payload.key_fields)
             block = ParquetDataBlock(table, header, table_name=self.table_name, **options)
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)

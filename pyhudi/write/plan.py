@@ -263,12 +263,15 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         ordering = family.ordering_field if family.ordering_field in present else None
         written_families.append((family, cols, file_columns, ordering, len(given) < len(own)))
     shared: dict[str | None, SharedGather] = {}  # one key sort and gather per ordering, shared by its families
+    # log blocks of files spanning several row groups are gathered row group by row group as they
+    # are written (pyhudi.write.streamed_rows); bulk inserts' base files are gathered whole
+    streamed_rows = row_group if txn.operation != "bulk_insert" else None
     for ordering in dict.fromkeys(f[3] for f in written_families):
         sets = [cols for _, cols, _, o, _ in written_families if o == ordering]
         needed = list(dict.fromkeys(c for cols in sets for c in cols))
         extra = [c for c in (ordering, integer_key) if c is not None and c not in needed]
         shared[ordering] = SharedGather(rows.select([RECORD_KEY, *needed, *extra]), group_rows, ordering,
-                                        integer_key, RECORD_KEY, sets)
+                                        integer_key, RECORD_KEY, sets, row_group_rows=streamed_rows)
     for family, cols, file_columns, ordering, partial in written_families:
         file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
         options = options_for_columns(all_options, [*META_PARQUET_OPTIONS, RECORD_KEY, *cols])

@@ -18,6 +18,13 @@ index, rotated) and puts off a family whose blocks another task is gathering
 threads: 11–15 waits per insert before, 1–2 after). Input already in (file group, key) order is sliced, not
 gathered (:func:`~pyhudi.write.handle.gather`). A block is dropped once every task it serves
 has taken its slice, so the gathered copy lives no longer than the files written from it.
+
+A write whose files span several row groups (Scenario W at 2M rows: 4 row groups per bucket
+file) gathers no shared copy at all: each task gathers its own rows one row group at a time,
+while its log block is written (:meth:`SharedGather.streamed`, :mod:`~pyhudi.write.streamed_rows`).
+The whole gathered copy (1.6 GB there) is faulted in afresh by every write, in huge pages the
+kernel may have to compact memory for; a row group per thread at a time (~120 MB with the
+default ``hoodie.parquet.block.size``) is mostly memory the previous row group freed.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.write.prepare import integer_key_bounds, latest_sorted
+from pyhudi.write.streamed_rows import StreamedRows
 
 BLOCK_COLUMNS = 8
 """Columns gathered together: enough to keep the per-call overhead small, few enough that two
@@ -45,8 +53,10 @@ class SharedGather:
     asks; ``record_key`` is its own block (every consumer wants it)."""
 
     def __init__(self, source: pa.Table, groups: Sequence[pa.Array], ordering: str | None,
-                 integer_key: str | None, record_key: str, column_sets: Sequence[Sequence[str]]) -> None:
+                 integer_key: str | None, record_key: str, column_sets: Sequence[Sequence[str]],
+                 row_group_rows: int | None = None) -> None:
         self.source = source
+        self.row_group_rows = row_group_rows  # the files' row groups: a larger group's rows are streamed
         self.groups = list(groups)
         self.ordering = ordering
         self.integer_key = integer_key
@@ -154,6 +164,38 @@ class SharedGather:
         self._ensure_order()
         return self._offsets[group + 1] - self._offsets[group]
 
+    # ------------------------------------------------------------------ streamed
+    def streams(self) -> bool:
+        """Whether the files are written row group by row group (:mod:`~pyhudi.write.streamed_rows`):
+        when some group's file spans several row groups. Then every group gathers its own rows,
+        one row group at a time, and the shared blocks are never gathered: the gathered copy of
+        a large write is a row group per thread instead of the whole input."""
+        if self.row_group_rows is None:
+            return False
+        self._ensure_order()
+        longest = max((b - a for a, b in zip(self._offsets, self._offsets[1:])), default=0)
+        return longest > self.row_group_rows
+
+    def streamed(self, group: int, columns: Sequence[str], plain_fields: bool = False) -> StreamedRows:
+        """Group ``group``'s rows of ``columns`` (key order, latest per key): the record key and
+        integer key held (small; statuses, positions and meta columns need them whole), the
+        others gathered by the writer one row group at a time. ``plain_fields``: the fields
+        nullable and without metadata (those of a table built from the columns alone)."""
+        order = self._ensure_order()
+        start, end = self._offsets[group], self._offsets[group + 1]
+        indices = order.slice(start, end - start)
+        held_names = [c for c in dict.fromkeys([self.record_key, self.integer_key]) if c is not None and c in columns]
+        held = _gather(self.source.select(held_names), indices, self._in_bounds)
+        fetched = [c for c in columns if c not in held_names]
+        source = self.source.select(fetched)
+        fields = [self.source.schema.field(c) for c in columns]
+        schema = pa.schema([pa.field(f.name, f.type) for f in fields] if plain_fields else fields)
+
+        def fetch(first: int, length: int) -> pa.Table:
+            return _gather(source, indices.slice(first, length), self._in_bounds)
+
+        return StreamedRows(schema, end - start, {c: held.column(c) for c in held_names}, fetch)
+
     # ------------------------------------------------------------------ blocks
     def busy(self, columns: Sequence[str]) -> bool:
         """Whether another thread is gathering a block of ``columns`` now (asking for them
@@ -162,10 +204,8 @@ class SharedGather:
             return any(isinstance(self._state[self._block_of[c]], threading.Event) for c in columns)
 
     def _gather_block(self, block: int) -> pa.Table:
-        from pyhudi.write import handle  # (handle builds payloads on this module)
-
         order = self._ensure_order()
-        return handle.gather(self.source.select(self._blocks[block]), order, self._in_bounds)
+        return _gather(self.source.select(self._blocks[block]), order, self._in_bounds)
 
     def _take(self, block: int, group: int) -> pa.Table:
         gathered = self._result(self._state, block)
@@ -187,6 +227,12 @@ class SharedGather:
         pieces = {b: self._take(b, group) for b in wanted}
         return pa.table({c: pieces[self._block_of[c]].column(c) for c in columns},
                         schema=pa.schema([self.source.schema.field(c) for c in columns]))
+
+
+def _gather(source: pa.Table, indices: pa.Array, in_bounds: bool) -> pa.Table:
+    from pyhudi.write import handle  # (handle builds payloads on this module)
+
+    return handle.gather(source, indices, in_bounds)
 
 
 def _within(order: pa.Array, rows: int) -> bool:
