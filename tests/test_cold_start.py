@@ -194,8 +194,14 @@ def test_bench_cold_reports_what_pyhudi_adds_over_the_floor(tmp_path):
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
     assert done.returncode == 0, done.stderr
     report = json.loads(next(tmp_path.glob("cold-*.json")).read_text())
-    cold, added = report["scenarios"]["cold"]["comparisons"]
+    cold, against, added = report["scenarios"]["cold"]["comparisons"]
     assert cold["name"] == "cold start: fresh process, read 2 columns"
+    assert against["name"] == "cold start: pyhudi against pyarrow's own cold reads"
+    assert list(against["variants"]) == ["pyhudi: import + open + read 2 columns",
+                                         "pyarrow: pq.ParquetFile(compacted copy).read(2 columns)",
+                                         "pyarrow: pq.read_table(2 columns) of a compacted copy"]
+    for name, variant in against["variants"].items():  # (the same runs as the first comparison's)
+        assert variant["wall"] == cold["variants"][name]["wall"]
     split = cold["variants"]["pyhudi: import + open + read 2 columns"]["metrics"]
     assert split["rows"] == 2_000 and split["loaded"] == "-"
     assert added["name"] == "cold start: pyhudi's own cost, inside the child"
