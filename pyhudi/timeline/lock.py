@@ -160,6 +160,13 @@ class FileLock:
     def held_by_current_thread(self) -> bool:
         return self._owner_id is not None and self._owner_thread == threading.get_ident()
 
+    def looks_held(self) -> bool:
+        """Whether the lock file exists now (a glance, not a guarantee: it may come or go the
+        next moment). Elsewhere than locally: True."""
+        if not self.storage.is_local:
+            return True
+        return os.path.lexists(self.storage.full_path(self.path))
+
     def holder(self) -> LockHolder | None:
         """The current holder according to the lock file, or None if unlocked / unreadable."""
         try:

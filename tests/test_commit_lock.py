@@ -1,0 +1,122 @@
+"""The timeline lock per commit (issue 15 item 2): a write's requested time is issued under the
+instant-time state file's own ``flock``, so a commit takes the timeline lock (creates and
+deletes ``.hoodie/.lock``) once — around its completion — and every guarantee the second
+acquisition gave still holds: unique, increasing times (across processes: ``test_timeline``),
+a write blocked by a held lock fails before it writes anything, and optimistic concurrency
+still refuses the later of two conflicting commits."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import pyhudi
+from pyhudi.errors import CommitConflictError, LockError
+from pyhudi.storage.fs import Storage
+from pyhudi.timeline import timegen
+from pyhudi.timeline.lock import FileLock
+from pyhudi.timeline.timeline import Timeline
+from pyhudi.write.client import WriteClient
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.float64())])
+
+
+@pytest.fixture
+def lock_files(monkeypatch):
+    """Every lock file a :class:`FileLock` creates (its path), in order."""
+    made: list[str] = []
+    create = FileLock._create
+
+    def counted(self, payload):
+        create(self, payload)
+        made.append(self.path)
+
+    monkeypatch.setattr(FileLock, "_create", counted)
+    return made
+
+
+def read_rows(table):
+    return table.read().sort_by("id").to_pylist()
+
+
+def rows(ids, value):
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": [float(value)] * len(ids)}, schema=SCHEMA)
+
+
+def test_an_upsert_creates_the_lock_file_once(tmp_path, lock_files):
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=4)
+    t.upsert(rows([1, 2, 3], 1))
+    lock_files.clear()
+    instant = t.upsert(rows([2, 3, 4], 2))
+    assert lock_files == [".hoodie/.lock"]  # the completion's: the requested time took none
+    done = t.active_timeline().get(instant)
+    assert done.is_completed and done.completion_time > instant
+    state = (Path(t.path) / ".hoodie" / ".aux" / ".instant_time").read_text()
+    assert state == done.completion_time  # the last time issued
+    assert not (Path(t.path) / ".hoodie" / ".lock").exists()
+    assert [(r["id"], r["v"]) for r in read_rows(t)] == [(1, 1.0), (2, 2.0), (3, 2.0), (4, 2.0)]
+
+
+def test_a_requested_time_takes_no_lock_and_is_past_every_time_issued(tmp_path, lock_files):
+    storage = Storage(str(tmp_path))
+    timeline = Timeline(storage).load()
+    storage.write(".hoodie/.aux/.instant_time", b"29991231235959998")  # another process's last time
+    first = timeline.new_instant_time()
+    second = timeline.new_instant_time()
+    assert (first, second) == ("29991231235959999", "30000101000000000")
+    assert lock_files == []
+    assert storage.read(".hoodie/.aux/.instant_time") == b"30000101000000000"
+
+
+def test_a_held_timeline_lock_is_waited_for_before_a_write_begins(tmp_path):
+    """A lock file of a live holder: the requested time waits for the lock as before (a stuck
+    lock fails the write before its instant exists), naming the holder."""
+    storage = Storage(str(tmp_path))
+    timeline = Timeline(storage, lock=FileLock(storage, wait_timeout_s=0.2, retry_interval_s=0.01)).load()
+    (tmp_path / ".hoodie").mkdir(exist_ok=True)
+    (tmp_path / ".hoodie" / ".lock").write_text(json.dumps(
+        {"owner": "another-writer", "pid": os.getpid(), "host": os.uname().nodename,
+         "acquired_at_ms": int(time.time() * 1000)}))
+    with pytest.raises(LockError, match="held by owner=another-writer"):
+        timeline.new_instant_time()
+    assert not (tmp_path / ".hoodie" / ".aux" / ".instant_time").exists()  # no time issued
+    (tmp_path / ".hoodie" / ".lock").unlink()
+    assert timeline.new_instant_time()
+
+
+def test_a_file_system_refusing_flock_issues_requested_times_under_the_timeline_lock(tmp_path, lock_files,
+                                                                                    monkeypatch):
+    def refused(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(timegen.fcntl, "flock", refused)
+    timeline = Timeline(Storage(str(tmp_path))).load()
+    first, second = timeline.new_instant_time(), timeline.new_instant_time()
+    assert first < second
+    assert lock_files == [".hoodie/.lock", ".hoodie/.lock"]  # one timeline lock per time
+
+
+def test_writers_begun_together_still_conflict_under_occ(tmp_path, lock_files):
+    """Both writers issue their requested times without the lock; the conflict check still runs
+    under it at completion, on a fresh listing, and refuses the later commit."""
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=4,
+                            options={"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL"})
+    t.upsert(rows([1, 2], 1))
+    first, second = WriteClient(t), WriteClient(t)
+    lock_files.clear()
+    txn_a, txn_b = first.begin("upsert"), second.begin("upsert")
+    assert lock_files == [] and txn_a.instant < txn_b.instant
+    statuses_b = txn_b.write_rows(rows([2], 3))  # the same key: the same bucket
+    statuses_a = txn_a.write_rows(rows([2], 2))
+    second.commit(txn_b, statuses_b)
+    with pytest.raises(CommitConflictError, match=f"^write {txn_a.instant} conflicts with .*{txn_b.instant}"):
+        first.commit(txn_a, statuses_a)
+    assert lock_files[:2] == [".hoodie/.lock", ".hoodie/.lock"]  # one per completion attempt (then the rollback's)
+    assert [(r["id"], r["v"]) for r in read_rows(t)] == [(1, 1.0), (2, 3.0)]
+    assert t.active_timeline().get(txn_a.instant) is None  # rolled back
