@@ -76,6 +76,7 @@ class Timeline:
         self._archived: Any = None
         self._archive_listed: bool | None = None
         self._empty_requested: str | None = None  # an empty requested file this object created
+        self._views: tuple[list[Instant], dict[str, Any]] | None = None  # (the instants, views of them)
 
     def __repr__(self) -> str:
         return f"Timeline({self.storage.base_uri!r}, {self.timeline_dir!r}, layout={self.layout_version})"
@@ -138,11 +139,22 @@ class Timeline:
     def __len__(self) -> int:
         return len(self.instants)
 
+    def _view(self, name: str, build: Callable[[list[Instant]], Any]) -> Any:
+        """``build(instants)``, kept until the instants change (a write asks for the completed
+        instants a dozen times, on one listing): ``_instants`` is replaced, never mutated."""
+        self._ensure_loaded()
+        memo = self._views
+        if memo is None or memo[0] is not self._instants:
+            memo = self._views = (self._instants, {})
+        if name not in memo[1]:
+            memo[1][name] = build(self._instants)
+        return memo[1][name]
+
     def completed(self) -> list[Instant]:
-        return [i for i in self.instants if i.is_completed]
+        return list(self._view("completed", lambda instants: [i for i in instants if i.is_completed]))
 
     def pending(self) -> list[Instant]:
-        return [i for i in self.instants if i.is_pending]
+        return list(self._view("pending", lambda instants: [i for i in instants if i.is_pending]))
 
     def filter(
         self,
@@ -188,10 +200,7 @@ class Timeline:
 
     def get(self, requested_time: str) -> Instant | None:
         """The instant requested at ``requested_time`` (the most advanced, if several), or None."""
-        found = [i for i in self.instants if i.requested_time == requested_time]
-        if not found:
-            return None
-        return max(found, key=lambda i: i.state.rank)
+        return self._view("by_time", _most_advanced).get(requested_time)
 
     def completion_times(self) -> dict[str, str]:
         """Requested time -> completion time of every completed instant (for file slicing)."""
@@ -199,14 +208,7 @@ class Timeline:
 
     def latest_time(self) -> str | None:
         """The greatest requested or completion time on the timeline (a floor for new times)."""
-        self._ensure_loaded()
-        times = [t for i in self._instants for t in (i.requested_time, i.completion_time) if t]
-        if not times:
-            return None
-        top = max(times)
-        if len(top) == 17 and top.isdigit() and all(len(t) == 17 for t in times):
-            return top  # (17-digit times compare as strings: no normalising each)
-        return _max_time(*times)
+        return self._view("latest_time", _latest_time)
 
     # ------------------------------------------------------------------ archived part
     def archived(self) -> Any:
@@ -581,6 +583,26 @@ _RECORDS: dict[tuple[str, str, str], Any] = {}
 """Plain records of small completed instant files (:meth:`Timeline.read_record`)."""
 _RECORDS_MAX, _RECORD_MAX_BYTES = 256, 64 << 10
 _MISSING = object()
+
+def _most_advanced(instants: list[Instant]) -> dict[str, Instant]:
+    """Requested time → its most advanced instant (the first listed among equals)."""
+    out: dict[str, Instant] = {}
+    for instant in instants:
+        current = out.get(instant.requested_time)
+        if current is None or instant.state.rank > current.state.rank:
+            out[instant.requested_time] = instant
+    return out
+
+
+def _latest_time(instants: list[Instant]) -> str | None:
+    times = [t for i in instants for t in (i.requested_time, i.completion_time) if t]
+    if not times:
+        return None
+    top = max(times)
+    if len(top) == 17 and top.isdigit() and all(len(t) == 17 for t in times):
+        return top  # (17-digit times compare as strings: no normalising each)
+    return _max_time(*times)
+
 
 def _as_iterable(value: Any) -> Iterable[Any]:
     if isinstance(value, str):  # Action/State are str enums too
