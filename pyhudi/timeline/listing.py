@@ -88,12 +88,19 @@ def refolded(table_key: tuple[str, str, int], entries: dict[str, Instant], insta
              names: Names, key: GroupKey) -> tuple[list[Instant], Names]:
     """:func:`folded` after a file of the instant ``key`` was added to ``entries``, from the
     fold before it (``instants``, ``names``): only that instant is folded again."""
+    requested, action = key
     by_state: dict[State, list[tuple[Instant, str]]] = {}
-    for name, inst in entries.items():
-        if inst.requested_time == key[0] and inst.completed_action is key[1]:
+    for name, inst in entries.items():  # (an instant's file names begin with its requested time)
+        if name.startswith(requested) and inst.requested_time == requested and inst.completed_action is action:
             by_state.setdefault(inst.state, []).append((inst, name))
-    names = {k: v for k, v in names.items() if k[:2] != key}
-    instants = [i for i in instants if (i.requested_time, i.completed_action) != key]
+    names = dict(names)
+    for state in State:
+        names.pop((requested, action, state), None)
+    instants = list(instants)
+    for index in range(len(instants) - 1, -1, -1):  # (a transition's instant is mostly the latest)
+        if instants[index].requested_time == requested and instants[index].completed_action is action:
+            del instants[index]
+            break
     if by_state:
         bisect.insort(instants, fold_group(key, by_state, names))
     _remember(_BUILT, table_key, (dict(entries), instants, names))

@@ -132,6 +132,7 @@ class FileLock:
         self._owner_thread: int | None = None
         self._owner_id: str | None = None
         self._acquired_mono: float | None = None
+        self._fd: int | None = None  # the lock file this object created, kept open while held (locally)
         self._host = socket.gethostname()
 
     @classmethod
@@ -237,7 +238,9 @@ class FileLock:
 
         Locally one exclusive ``open`` and a write: a waiter that reads the file in between
         finds it empty — an unknown holder whose lock is fresh, so it waits as for any other.
-        Elsewhere :meth:`Storage.create_if_absent`."""
+        The file stays open until the release, which recognises it by its inode (an open file's
+        inode is never reused) instead of reading the holder back. Elsewhere
+        :meth:`Storage.create_if_absent`."""
         if not self.storage.is_local:
             self.storage.create_if_absent(self.path, payload, durable=False)
             return
@@ -251,8 +254,10 @@ class FileLock:
             raise StorageError(f"cannot create {path}: {exc}") from exc
         try:
             os.write(fd, payload)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        self._fd = fd
 
     def release(self) -> None:
         """Release the lock; raises :class:`LockError` if this object does not hold it."""
@@ -274,12 +279,28 @@ class FileLock:
             self._owner_id = None
             self._owner_thread = None
             self._acquired_mono = None
+            self._close_file()
             self._thread_lock.release()
 
     def _delete_if_owner(self, owner: str | None) -> None:
+        """Delete the lock file if it is still the one this object created: locally, the file
+        at the path has the inode of the file it holds open; elsewhere, it names ``owner``."""
+        if self._fd is not None:
+            try:
+                ours, there = os.fstat(self._fd), os.stat(self.storage.full_path(self.path))
+            except FileNotFoundError:
+                return  # (broken as stale and not taken since)
+            if (ours.st_ino, ours.st_dev) == (there.st_ino, there.st_dev):
+                self.storage.delete(self.path)
+            return
         current = self.holder()
         if current is not None and current.owner == owner:
             self.storage.delete(self.path)
+
+    def _close_file(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
     def __enter__(self) -> FileLock:
         self.acquire()
