@@ -69,6 +69,28 @@ def list_instant_files(storage: Storage, timeline_dir: str, layout_version: int,
     return entries
 
 
+def listed_with(storage: Storage, timeline_dir: str, layout_version: int, timezone: str, name: str) -> None:
+    """Add ``name`` — an instant file this process just created — to the folder's last listing
+    (:data:`_LISTED`), so the next listing that finds it (the completion's, under the lock; the
+    next write's) is parsed no more than one that finds nothing new. The memo stays what it
+    is: the parse of a list of names, whatever the folder holds now."""
+    if not storage.is_local:
+        return
+    key = (storage.full_path(timeline_dir), layout_version, timezone)
+    listed = _LISTED.get(key)
+    instant = parse_instant_file(name, layout_version, None, timezone)
+    if listed is None or instant is None or (instant.is_completed and instant.completion_time is None):
+        return
+    names = list(listed[0])
+    at = bisect.bisect_left(names, name)
+    if at < len(names) and names[at] == name:
+        return
+    names.insert(at, name)
+    entries = dict(listed[1])
+    entries[name] = instant
+    _LISTED[key] = (names, entries)
+
+
 def folded(table_key: tuple[str, str, int], entries: dict[str, Instant]) -> tuple[list[Instant], Names]:
     """The instants (by requested time) and state file names the listed ``entries`` make."""
     built = _BUILT.get(table_key)

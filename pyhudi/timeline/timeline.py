@@ -26,7 +26,7 @@ from pyhudi.timeline.instant import (
     is_valid_instant_time,
     to_action,
 )
-from pyhudi.timeline.listing import GroupKey, folded, list_instant_files, refolded
+from pyhudi.timeline.listing import GroupKey, folded, list_instant_files, listed_with, refolded
 from pyhudi.timeline.lock import FileLock
 from pyhudi.timeline.metadata_base import commit_summary, decode_record
 from pyhudi.timeline.timegen import InstantTimeGenerator, Locked, TimelineLock, _max_time  # noqa: F401 (Locked: re-exported)
@@ -430,9 +430,7 @@ class Timeline:
             raise TimelineError(f"instant {inflight} already exists ({target})") from None
         except OSError:
             return False  # (no hard links here, or the requested file is gone: created as usual)
-        self._ensure_loaded()
-        self._entries[inflight.file_name(self.layout_version)] = inflight
-        self._refold((inflight.requested_time, inflight.completed_action))
+        self._added(inflight.file_name(self.layout_version), inflight)
         return True
 
     def complete(self, instant: Instant, content: bytes,
@@ -541,9 +539,15 @@ class Timeline:
             self.storage.create_if_absent(f"{self.timeline_dir}/{name}", bytes(content), durable=durable)
         except AlreadyExistsError:
             raise TimelineError(f"instant {instant} already exists ({self.timeline_dir}/{name})") from None
+        self._added(name, instant)
+
+    def _added(self, name: str, instant: Instant) -> None:
+        """Record the instant file ``name`` this object just created (in its listing, and in the
+        folder's last listing: :func:`~pyhudi.timeline.listing.listed_with`)."""
         self._ensure_loaded()
         self._entries[name] = instant
         self._refold((instant.requested_time, instant.completed_action))
+        listed_with(self.storage, self.timeline_dir, self.layout_version, self.timezone, name)
 
 
 def checked_history_path(path: str) -> str:

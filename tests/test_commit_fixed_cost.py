@@ -1,6 +1,11 @@
-"""A bucketed write's planning lists its file groups without ``stat``-ing their log files (issue
-15 item 2: a write appends new log files, so only the names of the old ones and the base files'
-sizes matter; a partition folder holds mostly log files)."""
+"""What a commit no longer repeats (issue 15 item 2), each with the guarantee it must keep:
+
+- a bucketed write's planning lists its file groups without ``stat``-ing their log files (it
+  appends new log files: only the old ones' names and the base files' sizes matter, and a
+  partition folder holds mostly log files);
+- the instant files a write creates are added to the timeline folder's last listing, so the
+  completion's listing and the next write's parse no file names when nothing else changed —
+  and a file another process added is still found."""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ import pyarrow as pa
 import pyhudi
 from pyhudi.fsview.view import FileSystemView
 from pyhudi.storage.fs import Storage
+from pyhudi.timeline import listing
+from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.write.client import WriteClient
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.float64())])
@@ -76,3 +83,31 @@ def test_a_bucketed_write_plans_the_same_tasks_from_a_listing_without_log_sizes(
     t.upsert(rows([1, 6, 7], 4))
     assert [(r["id"], r["v"]) for r in t.read().sort_by("id").to_pylist()] == \
         [(0, 1.0), (1, 4.0), (2, 2.0), (3, 2.0), (4, 3.0), (5, 3.0), (6, 4.0), (7, 4.0), (8, 1.0), (9, 1.0)]
+
+
+def test_a_writes_listings_parse_no_names_when_only_it_changed_the_timeline(tmp_path, monkeypatch):
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=2)
+    t.upsert(rows([1, 2], 1))
+    t.upsert(rows([3], 2))
+    parsed = []
+    parse = listing.parse_instant_file
+    monkeypatch.setattr(listing, "parse_instant_file", lambda name, *a: parsed.append(name) or parse(name, *a))
+    lists = []
+    list_files = listing.list_instant_files
+
+    def listed(*args):
+        before = len(parsed)
+        found = list_files(*args)
+        lists.append(len(parsed) - before)
+        return found
+
+    monkeypatch.setattr("pyhudi.timeline.timeline.list_instant_files", listed)
+    instant = t.upsert(rows([2, 4], 3))
+    assert lists == [0, 0]  # planning, completion (under the lock): the names were known
+    # another process's instant file: found by the next listing (which parses the names again)
+    other = Instant("29991231235959999", Action.DELTACOMMIT, State.REQUESTED)
+    (tmp_path / "t" / ".hoodie" / "timeline" / other.file_name(2)).write_bytes(b"")
+    assert t.active_timeline().get(other.requested_time) == other
+    assert lists[-1] > 0
+    assert t.active_timeline().get(instant).is_completed
+    assert [(r["id"], r["v"]) for r in t.read().sort_by("id").to_pylist()] == [(1, 1.0), (2, 3.0), (3, 2.0), (4, 3.0)]
