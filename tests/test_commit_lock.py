@@ -121,3 +121,19 @@ def test_writers_begun_together_still_conflict_under_occ(tmp_path, lock_files):
     assert lock_files[:2] == [".hoodie/.lock", ".hoodie/.lock"]  # one per completion attempt (then the rollback's)
     assert [(r["id"], r["v"]) for r in read_rows(t)] == [(1, 1.0), (2, 3.0)]
     assert t.active_timeline().get(txn_a.instant) is None  # rolled back
+
+
+def test_a_network_file_system_issues_requested_times_under_the_timeline_lock(tmp_path, lock_files, monkeypatch):
+    """flock may stay local to one NFS client (``nolock``): there the exclusive lock file is
+    what excludes other hosts, so each requested time takes it."""
+    monkeypatch.setattr(timegen, "_FLOCK_SHARED", {})
+    monkeypatch.setattr(timegen, "_file_system_type", lambda path: "nfs4")
+    timeline = Timeline(Storage(str(tmp_path))).load()
+    assert not timegen.flock_is_shared(str(tmp_path))
+    first, second = timeline.new_instant_time(), timeline.new_instant_time()
+    assert first < second
+    assert lock_files == [".hoodie/.lock", ".hoodie/.lock"]
+    monkeypatch.setattr(timegen, "_FLOCK_SHARED", {})
+    monkeypatch.setattr(timegen, "_file_system_type", lambda path: "ext4")
+    timeline.new_instant_time()
+    assert len(lock_files) == 2  # a disk's file system: the state file's flock alone

@@ -149,7 +149,7 @@ class InstantTimeGenerator:
         Other lock providers (an external lock, one that could not be built) are always taken."""
         lock = self.lock
         return (fcntl is not None and self.storage.is_local and isinstance(lock, FileLock)
-                and lock.storage.is_local and not lock.looks_held())
+                and lock.storage.is_local and flock_is_shared(self.storage.root) and not lock.looks_held())
 
     def observe(self, value: str) -> None:
         """Record an externally chosen time so later generated times exceed it (this process)."""
@@ -237,6 +237,41 @@ class InstantTimeGenerator:
         except OSError:
             self.storage.delete(tmp)
             raise
+
+
+_DISK_FILE_SYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "zfs", "f2fs", "overlay", "apfs"})
+_FLOCK_SHARED: dict[str, bool] = {}
+
+
+def flock_is_shared(path: str) -> bool:
+    """Whether ``flock`` on files under ``path`` excludes every process that can reach them: a
+    file system of one machine's disks or memory (from ``/proc/self/mountinfo``; answered once
+    per path). A network file system may keep ``flock`` local to each client (NFS mounted
+    ``nolock``) where the lock file's exclusive create still excludes them all, so there — and
+    wherever the mount is unknown — every time is issued under the timeline lock."""
+    found = _FLOCK_SHARED.get(path)
+    if found is None:
+        found = _FLOCK_SHARED[path] = _file_system_type(path) in _DISK_FILE_SYSTEMS
+    return found
+
+
+def _file_system_type(path: str) -> str | None:
+    """The type of the file system mounted deepest above ``path`` (None if unknown)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+            mounts = fh.read().splitlines()
+    except OSError:
+        return None
+    real, best, kind = os.path.realpath(path), "", None
+    for line in mounts:
+        fields = line.split(" ")
+        if " - " not in line or len(fields) < 5:
+            continue
+        point = fields[4].replace("\\040", " ")
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, line.split(" - ", 1)[1].split(" ", 1)[0]
+    return kind
 
 
 class _NoStateLock(Exception):
