@@ -26,6 +26,7 @@ from pyhudi.timeline.instant import (
     is_valid_instant_time,
     to_action,
 )
+from pyhudi.timeline.empty_instant import link_empty
 from pyhudi.timeline.listing import GroupKey, folded, list_instant_files, listed_with, refolded
 from pyhudi.timeline.lock import FileLock
 from pyhudi.timeline.metadata_base import commit_summary, decode_record
@@ -75,7 +76,6 @@ class Timeline:
         self.history_dir = posixpath.join(self.timeline_dir, checked_history_path(history_path))
         self._archived: Any = None
         self._archive_listed: bool | None = None
-        self._empty_requested: str | None = None  # an empty requested file this object created
         self._views: tuple[list[Instant], dict[str, Any]] | None = None  # (the instants, views of them)
 
     def __repr__(self) -> str:
@@ -390,7 +390,6 @@ class Timeline:
         if self.storage.exists(f"{self.timeline_dir}/{inflight_name}"):
             raise TimelineError(f"instant {instant.as_inflight()} already exists; cannot request it again")
         self._create(instant, content)
-        self._empty_requested = requested_time if not content else None
         return instant
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
@@ -404,34 +403,11 @@ class Timeline:
         if current is not None and current.is_completed:
             raise TimelineError(f"cannot move instant {instant} to inflight: it is already completed as {current}")
         inflight = instant.as_inflight()
-        if not content and self._empty_requested == instant.requested_time and self._link_inflight(instant, inflight):
-            return inflight  # (the link found the requested file)
         requested_path = f"{self.timeline_dir}/{instant.file_name(self.layout_version)}"
         if not self.storage.exists(requested_path):
             raise TimelineError(f"cannot move instant {instant} to inflight: {requested_path} does not exist")
         self._create(inflight, content)
         return inflight
-
-    def _link_inflight(self, requested: Instant, inflight: Instant) -> bool:
-        """An empty inflight file made a second name of the empty requested file this object
-        just created (local file systems): a ``link`` costs a few microseconds where creating a
-        file allocates an inode (0.05-0.3 ms of kernel time). Both names stay write-once and
-        empty; each is deleted on its own. False when the link cannot be made (then the file is
-        created)."""
-        if not self.storage.is_local:
-            return False
-        source = self.storage.full_path(f"{self.timeline_dir}/{requested.file_name(self.layout_version)}")
-        target = self.storage.full_path(f"{self.timeline_dir}/{inflight.file_name(self.layout_version)}")
-        try:
-            if os.stat(source).st_size != 0:
-                return False
-            os.link(source, target)
-        except FileExistsError:
-            raise TimelineError(f"instant {inflight} already exists ({target})") from None
-        except OSError:
-            return False  # (no hard links here, or the requested file is gone: created as usual)
-        self._added(inflight.file_name(self.layout_version), inflight)
-        return True
 
     def complete(self, instant: Instant, content: bytes,
                  precondition: Callable[[Timeline], None] | None = None) -> Instant:
@@ -533,10 +509,12 @@ class Timeline:
     def _create(self, instant: Instant, content: bytes) -> None:
         name = instant.file_name(self.layout_version)
         # Completed instants and plans are synced; an empty requested/inflight file is not: lost
-        # in a crash, it only leaves files of an instant that never existed (never visible).
+        # in a crash, it only leaves files of an instant that never existed (never visible). It
+        # is a link of the table's one empty instant file where links can be made.
         durable = instant.is_completed or bool(content)
         try:
-            self.storage.create_if_absent(f"{self.timeline_dir}/{name}", bytes(content), durable=durable)
+            if durable or not link_empty(self.storage, f"{self.timeline_dir}/{name}"):
+                self.storage.create_if_absent(f"{self.timeline_dir}/{name}", bytes(content), durable=durable)
         except AlreadyExistsError:
             raise TimelineError(f"instant {instant} already exists ({self.timeline_dir}/{name})") from None
         self._added(name, instant)
