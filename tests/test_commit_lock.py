@@ -137,3 +137,51 @@ def test_a_network_file_system_issues_requested_times_under_the_timeline_lock(tm
     monkeypatch.setattr(timegen, "_file_system_type", lambda path: "ext4")
     timeline.new_instant_time()
     assert len(lock_files) == 2  # a disk's file system: the state file's flock alone
+
+
+def test_a_fork_waits_for_a_time_being_issued_and_the_child_issues_times(tmp_path):
+    """A fork never copies the state file's descriptor while its flock is held (the child would
+    keep the lock for its whole life): it waits for the time being issued; the child then issues
+    its own times."""
+    import threading
+
+    storage = Storage(str(tmp_path))
+    timeline = Timeline(storage, timezone="Asia/Kathmandu").load()
+    first = timeline.new_instant_time()
+    issuing = threading.Event()
+    release = threading.Event()
+    original = timegen.InstantTimeGenerator._step
+
+    def slow_step(self, persisted, floor):
+        issuing.set()
+        release.wait(5)
+        return original(self, persisted, floor)
+
+    timegen.InstantTimeGenerator._step = slow_step
+    try:
+        worker = threading.Thread(target=timeline.new_instant_time)
+        worker.start()
+        assert issuing.wait(5)
+        threading.Timer(0.2, release.set).start()
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # the child: its own time, under a lock nobody else holds
+            timegen.InstantTimeGenerator._step = original
+            os._exit(0 if Timeline(storage, timezone="Asia/Kathmandu").load().new_instant_time() > first else 3)
+        waited = time.monotonic() - started
+        worker.join(5)
+    finally:
+        timegen.InstantTimeGenerator._step = original
+    deadline = time.monotonic() + 10
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the child could not issue a time: the fork copied a taken guard")
+        time.sleep(0.01)
+    assert status == 0
+    assert waited >= 0.1  # the fork waited for the time being issued
+    assert timeline.new_instant_time() > first

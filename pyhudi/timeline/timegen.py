@@ -48,6 +48,10 @@ DEFAULT_STATE_PATH = ".hoodie/.aux/.instant_time"
 
 _PROCESS_LAST: dict[str, str] = {}
 _PROCESS_GUARD = threading.Lock()
+# No fork while a thread is between opening and closing the state file: the child's copy of the
+# descriptor would hold its flock for as long as the child lives (and the guard would stay taken).
+os.register_at_fork(before=_PROCESS_GUARD.acquire, after_in_parent=_PROCESS_GUARD.release,
+                    after_in_child=_PROCESS_GUARD.release)
 
 
 class TimelineLock(Protocol):
