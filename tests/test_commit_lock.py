@@ -29,16 +29,27 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.float64
 
 @pytest.fixture
 def lock_files(monkeypatch):
-    """Every lock file a :class:`FileLock` creates (its path), in order."""
-    made: list[str] = []
-    create = FileLock._create
+    """Every lock a :class:`FileLock` took: ``("create", path)`` for a lock file of its own,
+    ``("link", path)`` for one linked to a holder file, in order."""
+    made: list[tuple[str, str]] = []
+    create, link = FileLock._create, FileLock._link
 
-    def counted(self, payload):
+    def created(self, payload):
         create(self, payload)
-        made.append(self.path)
+        made.append(("create", self.path))
 
-    monkeypatch.setattr(FileLock, "_create", counted)
+    def linked(self, holder_file):
+        done = link(self, holder_file)
+        if done:
+            made.append(("link", self.path))
+        return done
+
+    monkeypatch.setattr(FileLock, "_create", created)
+    monkeypatch.setattr(FileLock, "_link", linked)
     return made
+
+
+LOCK = ".hoodie/.lock"
 
 
 def read_rows(table):
@@ -49,12 +60,30 @@ def rows(ids, value):
     return pa.table({"id": pa.array(ids, pa.int64()), "v": [float(value)] * len(ids)}, schema=SCHEMA)
 
 
-def test_an_upsert_creates_the_lock_file_once(tmp_path, lock_files):
+def test_an_upsert_takes_the_lock_once_as_a_link_of_its_heartbeat(tmp_path, lock_files, monkeypatch):
+    """One lock per commit — the completion's (the requested time takes none) — and its file is
+    the writer's heartbeat file under a second name: no inode of its own, and a waiter still
+    learns which process holds it."""
+    from pyhudi.write import client
+
     t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=4)
     t.upsert(rows([1, 2, 3], 1))
     lock_files.clear()
+    seen = []
+    check = client.check_write_conflicts
+
+    def under_the_lock(instant, *args, **kwargs):  # (runs in the completion's precondition)
+        lock, beat = Path(t.path) / LOCK, Path(t.path) / ".hoodie" / ".heartbeat" / instant
+        seen.append(os.stat(lock).st_ino == os.stat(beat).st_ino)
+        waiter = FileLock(t.storage, wait_timeout_s=0.05, retry_interval_s=0.01)
+        with pytest.raises(LockError, match=f"held by owner=the writer {os.getpid()}@.* pid={os.getpid()}"):
+            waiter.acquire()
+        return check(instant, *args, **kwargs)
+
+    monkeypatch.setattr(client, "check_write_conflicts", under_the_lock)
     instant = t.upsert(rows([2, 3, 4], 2))
-    assert lock_files == [".hoodie/.lock"]  # the completion's: the requested time took none
+    assert seen == [True]
+    assert lock_files == [("link", LOCK)]
     done = t.active_timeline().get(instant)
     assert done.is_completed and done.completion_time > instant
     state = (Path(t.path) / ".hoodie" / ".aux" / ".instant_time").read_text()
@@ -100,7 +129,7 @@ def test_a_file_system_refusing_flock_issues_requested_times_under_the_timeline_
     timeline = Timeline(Storage(str(tmp_path))).load()
     first, second = timeline.new_instant_time(), timeline.new_instant_time()
     assert first < second
-    assert lock_files == [".hoodie/.lock", ".hoodie/.lock"]  # one timeline lock per time
+    assert lock_files == [("create", LOCK), ("create", LOCK)]  # one timeline lock per time
 
 
 def test_writers_begun_together_still_conflict_under_occ(tmp_path, lock_files):
@@ -118,7 +147,7 @@ def test_writers_begun_together_still_conflict_under_occ(tmp_path, lock_files):
     second.commit(txn_b, statuses_b)
     with pytest.raises(CommitConflictError, match=f"^write {txn_a.instant} conflicts with .*{txn_b.instant}"):
         first.commit(txn_a, statuses_a)
-    assert lock_files[:2] == [".hoodie/.lock", ".hoodie/.lock"]  # one per completion attempt (then the rollback's)
+    assert lock_files[:2] == [("link", LOCK), ("link", LOCK)]  # one per completion attempt (then the rollback's)
     assert [(r["id"], r["v"]) for r in read_rows(t)] == [(1, 1.0), (2, 3.0)]
     assert t.active_timeline().get(txn_a.instant) is None  # rolled back
 
@@ -132,7 +161,7 @@ def test_a_network_file_system_issues_requested_times_under_the_timeline_lock(tm
     assert not timegen.flock_is_shared(str(tmp_path))
     first, second = timeline.new_instant_time(), timeline.new_instant_time()
     assert first < second
-    assert lock_files == [".hoodie/.lock", ".hoodie/.lock"]
+    assert lock_files == [("create", LOCK), ("create", LOCK)]
     monkeypatch.setattr(timegen, "_FLOCK_SHARED", {})
     monkeypatch.setattr(timegen, "_file_system_type", lambda path: "ext4")
     timeline.new_instant_time()
@@ -185,3 +214,51 @@ def test_a_fork_waits_for_a_time_being_issued_and_the_child_issues_times(tmp_pat
     assert status == 0
     assert waited >= 0.1  # the fork waited for the time being issued
     assert timeline.new_instant_time() > first
+
+
+def _heartbeat_lock(tmp_path, owner):
+    from pyhudi.timeline.heartbeat import _HOST
+
+    (tmp_path / ".hoodie").mkdir(exist_ok=True)
+    lines = [str(int(time.time() * 1000)), "timeout_ms=120000"] + ([f"owner={owner}@{_HOST}"] if owner else [])
+    (tmp_path / LOCK).write_text("\n".join(lines))
+
+
+def test_a_lock_held_as_a_heartbeat_names_its_writer_and_is_broken_once_it_died(tmp_path):
+    import subprocess
+    import sys
+
+    storage = Storage(str(tmp_path))
+    _heartbeat_lock(tmp_path, os.getpid())  # a live writer: waited for, named
+    waiter = FileLock(storage, wait_timeout_s=0.05, retry_interval_s=0.01)
+    with pytest.raises(LockError, match=f"held by owner=the writer {os.getpid()}@"):
+        waiter.acquire()
+    assert waiter.broken_count == 0
+    _heartbeat_lock(tmp_path, None)  # a heartbeat naming no process: only its age breaks it
+    with pytest.raises(LockError, match="held by owner=a writer whose heartbeat names no process"):
+        waiter.acquire()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    _heartbeat_lock(tmp_path, int(dead.stdout))  # a writer that died holding it: broken at once
+    waiter.acquire()
+    assert waiter.broken_count == 1 and json.loads((tmp_path / LOCK).read_text())["pid"] == os.getpid()
+    waiter.release()
+    assert not (tmp_path / LOCK).exists()
+
+
+def test_a_missing_holder_file_gives_the_lock_a_file_of_its_own(tmp_path, lock_files):
+    storage = Storage(str(tmp_path))
+    beat = tmp_path / ".hoodie" / ".heartbeat" / "20240101000000000"
+    beat.parent.mkdir(parents=True)
+    beat.write_text("1\ntimeout_ms=1000")
+    os.utime(beat, (time.time() - 3600,) * 2)  # (beaten an hour ago)
+    lock = FileLock(storage)
+    lock.acquire(holder_file=".hoodie/.heartbeat/20240101000000000")
+    assert os.stat(tmp_path / LOCK).st_ino == os.stat(beat).st_ino
+    assert time.time() - os.stat(tmp_path / LOCK).st_mtime < 60  # (its age counts from the acquisition)
+    os.unlink(beat)  # (the heartbeat may go while the lock is held: the lock keeps the file)
+    lock.release()
+    assert not (tmp_path / LOCK).exists()
+    lock.acquire(holder_file=".hoodie/.heartbeat/20240101000000000")  # gone: a JSON record of its own
+    assert json.loads((tmp_path / LOCK).read_text())["pid"] == os.getpid()
+    lock.release()
+    assert lock_files == [("link", LOCK), ("create", LOCK)]

@@ -78,7 +78,29 @@ class LockHolder:
                 acquired_at_ms=int(raw["acquired_at_ms"]) if raw.get("acquired_at_ms") is not None else None,
             )
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            return None
+            return _heartbeat_holder(data)
+
+
+def _heartbeat_holder(data: bytes) -> LockHolder | None:
+    """The holder of a lock file that is a writer's heartbeat file (a lock taken with
+    ``holder_file``): the process its ``owner=<pid>@<host>`` line names, with this host's name
+    when the heartbeat's host identity (name and pid namespace) is this process's — so a dead
+    holder is recognised as with a JSON record. None for text that is not a heartbeat's."""
+    try:
+        lines = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return None
+    fields = dict(line.split("=", 1) for line in lines[1:] if "=" in line)
+    if not lines[0].strip().isdigit() or "timeout_ms" not in fields:
+        return None
+    pid, _, host = fields.get("owner", "").partition("@")
+    if not pid.isdigit():
+        return LockHolder(owner="a writer whose heartbeat names no process", pid=None, host=None, acquired_at_ms=None)
+    from pyhudi.timeline.heartbeat import _HOST as HEARTBEAT_HOST  # (heartbeat imports this module)
+
+    here = host == HEARTBEAT_HOST
+    return LockHolder(owner=f"the writer {pid}@{host}", pid=int(pid), host=socket.gethostname() if here else host,
+                      acquired_at_ms=None)
 
 
 def _now_ms() -> int:
@@ -176,8 +198,13 @@ class FileLock:
             return None
 
     # ------------------------------------------------------------------ acquire / release
-    def acquire(self, timeout_s: float | None = None) -> None:
+    def acquire(self, timeout_s: float | None = None, *, holder_file: str | None = None) -> None:
         """Take the lock, waiting up to ``timeout_s`` (default: the configured wait time).
+
+        ``holder_file``: an existing file that names this process (a writer's heartbeat file) to
+        hold the lock with — locally the lock file is then a hard link of it (``link(2)`` is as
+        exclusive as the create and allocates no inode); else, or where no link can be made, a
+        file of its own holding a JSON record.
 
         Raises :class:`LockError` naming the holder when the wait times out, and when this
         thread already holds the lock through this object (the lock is not re-entrant).
@@ -192,22 +219,22 @@ class FileLock:
                 f"held by another thread of this process"
             )
         try:
-            self._acquire_file(deadline, timeout)
+            self._acquire_file(deadline, timeout, holder_file)
         except BaseException:
             self._thread_lock.release()
             raise
         self._owner_thread = threading.get_ident()
 
-    def _acquire_file(self, deadline: float, timeout: float) -> None:
+    def _acquire_file(self, deadline: float, timeout: float, holder_file: str | None = None) -> None:
         delay = self.retry_interval_s
         retries = 0
         while True:
             owner = uuid.uuid4().hex
-            payload = json.dumps(
-                {"owner": owner, "pid": os.getpid(), "host": self._host, "acquired_at_ms": _now_ms()}
-            ).encode("utf-8")
             try:
-                self._create(payload)
+                if holder_file is None or not self._link(holder_file):
+                    holder_file = None  # (no link here: a file of its own from now on)
+                    self._create(json.dumps({"owner": owner, "pid": os.getpid(), "host": self._host,
+                                             "acquired_at_ms": _now_ms()}).encode("utf-8"))
             except AlreadyExistsError:
                 pass
             else:
@@ -258,6 +285,29 @@ class FileLock:
             os.close(fd)
             raise
         self._fd = fd
+
+    def _link(self, holder_file: str) -> bool:
+        """Take the lock as a hard link of ``holder_file`` (raises :class:`AlreadyExistsError` when
+        it is held); False where no link can be made (not local, no such file, no hard links).
+        The file is kept open (the release knows it by its inode) and its modification time set
+        to now: the lock's age counts from its acquisition, not from the holder file's last write."""
+        if not self.storage.is_local:
+            return False
+        path = self.storage.full_path(self.path)
+        try:
+            os.link(self.storage.full_path(holder_file), path)
+        except FileExistsError:
+            raise AlreadyExistsError(f"file already exists: {path}") from None
+        except OSError:
+            return False
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            os.unlink(path)
+            raise StorageError(f"cannot open the lock {path}: {exc}") from exc
+        os.utime(fd if os.utime in os.supports_fd else path)
+        self._fd = fd
+        return True
 
     def release(self) -> None:
         """Release the lock; raises :class:`LockError` if this object does not hold it."""

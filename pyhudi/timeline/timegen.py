@@ -67,13 +67,17 @@ class TimelineLock(Protocol):
 class Locked:
     """Hold ``lock`` for a block unless the current thread already holds it (callers may nest)."""
 
-    def __init__(self, lock: TimelineLock) -> None:
+    def __init__(self, lock: TimelineLock, holder_file: str | None = None) -> None:
         self.lock = lock
+        self.holder_file = holder_file  # (the local file lock's: see FileLock.acquire)
         self.taken = False
 
     def __enter__(self) -> Locked:
         if not self.lock.held_by_current_thread():
-            self.lock.acquire()
+            if self.holder_file is not None and isinstance(self.lock, FileLock):
+                self.lock.acquire(holder_file=self.holder_file)
+            else:
+                self.lock.acquire()
             self.taken = True
         return self
 

@@ -409,18 +409,19 @@ class Timeline:
         self._create(inflight, content)
         return inflight
 
-    def complete(self, instant: Instant, content: bytes,
-                 precondition: Callable[[Timeline], None] | None = None) -> Instant:
+    def complete(self, instant: Instant, content: bytes, precondition: Callable[[Timeline], None] | None = None,
+                 holder_file: str | None = None) -> Instant:
         """Complete an inflight instant: under the lock, generate the completion time and create
         the completed file atomically. Returns the completed instant.
 
         ``precondition(timeline)`` runs under the lock on the freshly listed timeline just before
         the completed file is created; it refuses the completion by raising (e.g. a writer whose
-        schema an ALTER changed meanwhile)."""
+        schema an ALTER changed meanwhile). ``holder_file``: the writer's heartbeat file, which the
+        local file lock is taken as a link of (no file of its own)."""
         self._check_writable()
         if instant.state is not State.INFLIGHT:
             raise TimelineError(f"cannot complete instant {instant}: it is {instant.state.value}, not INFLIGHT")
-        with Locked(self.lock):
+        with Locked(self.lock, holder_file):
             self.load()  # decide on the current state of storage, not on our cache
             current = self._find(instant.requested_time, instant.completed_action)
             if current is None:
