@@ -262,3 +262,17 @@ def test_a_missing_holder_file_gives_the_lock_a_file_of_its_own(tmp_path, lock_f
     assert json.loads((tmp_path / LOCK).read_text())["pid"] == os.getpid()
     lock.release()
     assert lock_files == [("link", LOCK), ("create", LOCK)]
+
+
+def test_a_write_committed_by_another_client_takes_a_lock_file_of_its_own(tmp_path, lock_files):
+    """A detached write's heartbeat names no process (its tasks beat it): its completion's lock
+    is a JSON record naming the committing process, so a holder that dies is known at once."""
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=4)
+    client = WriteClient(t)
+    txn = client.begin("upsert")
+    client.detach(txn)
+    statuses = txn.write_rows(rows([1, 2], 1))
+    lock_files.clear()
+    WriteClient(pyhudi.open_table(t.path)).commit(txn, statuses)
+    assert lock_files == [("create", LOCK)]
+    assert [(r["id"], r["v"]) for r in read_rows(t)] == [(1, 1.0), (2, 1.0)]
