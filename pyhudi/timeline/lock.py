@@ -9,6 +9,8 @@ is held for milliseconds and a simple lock file is enough:
   :meth:`Storage.create_if_absent`: exactly one creator wins; a waiter that reads the file before
   its holder wrote it sees an unknown, fresh holder and waits). Its content is
   JSON ``{owner, pid, host, acquired_at_ms}`` so a waiter can name the holder in its error.
+  A completing writer instead takes it as a hard link of its own heartbeat file (``link(2)`` is
+  exclusive too, and allocates no inode): its ``owner=<pid>@<host>`` line names the holder.
   Losers retry with exponential backoff (plus jitter) until the wait timeout.
 * **Stale locks** (the holder crashed): a lock older than the expiry, or held by a pid that no
   longer exists on this host, is broken. Breaking is the dangerous step: two waiters that both
@@ -289,13 +291,15 @@ class FileLock:
     def _link(self, holder_file: str) -> bool:
         """Take the lock as a hard link of ``holder_file`` (raises :class:`AlreadyExistsError` when
         it is held); False where no link can be made (not local, no such file, no hard links).
-        The file is kept open (the release knows it by its inode) and its modification time set
-        to now: the lock's age counts from its acquisition, not from the holder file's last write."""
+        The holder file's modification time is set to now first, so the lock is fresh the moment
+        it appears (its age counts from the acquisition, not from the holder's last write), and
+        the lock is kept open: the release knows it by its inode."""
         if not self.storage.is_local:
             return False
-        path = self.storage.full_path(self.path)
+        path, holder = self.storage.full_path(self.path), self.storage.full_path(holder_file)
         try:
-            os.link(self.storage.full_path(holder_file), path)
+            os.utime(holder)
+            os.link(holder, path)
         except FileExistsError:
             raise AlreadyExistsError(f"file already exists: {path}") from None
         except OSError:
@@ -305,7 +309,6 @@ class FileLock:
         except OSError as exc:
             os.unlink(path)
             raise StorageError(f"cannot open the lock {path}: {exc}") from exc
-        os.utime(fd if os.utime in os.supports_fd else path)
         self._fd = fd
         return True
 
