@@ -259,6 +259,8 @@ def flock_is_shared(path: str) -> bool:
     wherever the mount is unknown — every time is issued under the timeline lock."""
     found = _FLOCK_SHARED.get(path)
     if found is None:
+        if len(_FLOCK_SHARED) >= 1024:
+            _FLOCK_SHARED.clear()
         found = _FLOCK_SHARED[path] = _file_system_type(path) in _DISK_FILE_SYSTEMS
     return found
 
