@@ -253,7 +253,8 @@ def test_incremental_mode_lists_only_partitions_written_since_the_last_clean(tmp
     assert t.clean() is not None  # the first clean lists every partition; it retains the last compaction
     listed = []
     original = Storage.list_files
-    monkeypatch.setattr(Storage, "list_files", lambda self, rel="": listed.append(rel) or original(self, rel))
+    monkeypatch.setattr(Storage, "list_files",
+                        lambda self, rel="", **kw: listed.append(rel) or original(self, rel, **kw))
     walk = Storage.walk_files
     monkeypatch.setattr(Storage, "walk_files", lambda self, rel="": listed.append("(every partition)") or walk(self, rel))
     t.upsert(pa.table({"id": [1], "p": ["x"], "a": [3.0]}))

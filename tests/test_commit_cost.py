@@ -279,28 +279,66 @@ def test_an_unexpected_error_in_one_heartbeat_does_not_stop_the_others(tmp_path,
     healthy.stop()
 
 
-def test_an_empty_inflight_is_a_second_name_of_the_empty_requested_file(tmp_path):
-    """Locally the inflight of an instant that plans nothing is a hard link of its requested
-    file (no second inode); deleting one name leaves the other, and a plan's inflight is a file
-    of its own."""
+def test_empty_pending_instant_files_are_names_of_the_tables_one_empty_file(tmp_path):
+    """Locally an empty requested or inflight file is a hard link of ``.hoodie/.aux/.empty_instant``
+    (no inode of its own); deleting one name leaves the others, a plan is a file of its own, and
+    an existing name is refused as before."""
     t = table(tmp_path)
-    instant = t.upsert(rows(range(3)))
+    first, instant = t.upsert(rows(range(3))), t.upsert(rows(range(2)))
     timeline_dir = tmp_path / "t" / ".hoodie" / "timeline"
-    requested, inflight = (timeline_dir / f"{instant}.deltacommit.{s}" for s in ("requested", "inflight"))
-    assert os.stat(requested).st_ino == os.stat(inflight).st_ino and os.stat(inflight).st_nlink == 2
-    assert inflight.read_bytes() == b"" and requested.read_bytes() == b""
+    shared = tmp_path / "t" / ".hoodie" / ".aux" / ".empty_instant"
+    names = [timeline_dir / f"{i}.deltacommit.{s}" for i in (first, instant) for s in ("requested", "inflight")]
+    assert {os.stat(n).st_ino for n in names} == {os.stat(shared).st_ino}
+    assert all(n.read_bytes() == b"" for n in [*names, shared])
+    links = os.stat(shared).st_nlink
+    assert links >= 5
     timeline = t.active_timeline()
     clean = timeline.create_requested(Action.CLEAN, timeline.new_instant_time(), content=b"plan")
     moved = timeline.transition_to_inflight(clean)
     plan, started = (timeline_dir / f"{clean.requested_time}.clean.{s}" for s in ("requested", "inflight"))
-    assert os.stat(plan).st_ino != os.stat(started).st_ino and started.read_bytes() == b""
+    assert os.stat(plan).st_ino != os.stat(shared).st_ino and plan.read_bytes() == b"plan"
+    assert os.stat(started).st_ino == os.stat(shared).st_ino and started.read_bytes() == b""
     assert moved.state is State.INFLIGHT and t.active_timeline().get(clean.requested_time).is_inflight
     other = timeline.create_requested(Action.CLEAN, timeline.new_instant_time())
     (timeline_dir / f"{other.requested_time}.clean.inflight").write_bytes(b"")  # (another process's)
     with pytest.raises(TimelineError, match=f"instant .*{other.requested_time}.* already exists"):
         timeline.transition_to_inflight(other)
-    os.unlink(inflight)  # one name goes, the other stays
-    assert requested.exists() and os.stat(requested).st_nlink == 1
+    os.unlink(names[3])  # one name goes, the others stay
+    assert names[2].exists() and os.stat(shared).st_nlink == links + 2 - 1  # (+ the clean's inflight and other)
+
+
+def test_a_missing_full_or_exhausted_empty_instant_file_is_replaced(tmp_path, monkeypatch):
+    import errno
+
+    from pyhudi.timeline import empty_instant
+
+    storage = Storage(str(tmp_path))
+    (tmp_path / ".hoodie" / "timeline").mkdir(parents=True)
+    shared = tmp_path / ".hoodie" / ".aux" / ".empty_instant"
+    assert empty_instant.link_empty(storage, ".hoodie/timeline/a.deltacommit.requested")  # made on first use
+    made = os.stat(shared).st_ino
+    assert os.stat(tmp_path / ".hoodie" / "timeline" / "a.deltacommit.requested").st_ino == made
+    shared.unlink()
+    shared.write_bytes(b"not empty")  # (pyhudi never writes it: a stranger's file is replaced, not linked)
+    assert empty_instant.link_empty(storage, ".hoodie/timeline/b.deltacommit.requested")
+    assert (tmp_path / ".hoodie" / "timeline" / "b.deltacommit.requested").read_bytes() == b""
+    full = os.stat(shared).st_ino
+    link = os.link
+    calls = []
+
+    def at_the_limit(src, dst, *args, **kwargs):
+        calls.append(src)
+        if len(calls) == 1:
+            raise OSError(errno.EMLINK, "Too many links")
+        return link(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(empty_instant.os, "link", at_the_limit)
+    assert empty_instant.link_empty(storage, ".hoodie/timeline/c.deltacommit.requested")
+    assert len(calls) == 2 and os.stat(shared).st_ino != full
+    assert os.stat(tmp_path / ".hoodie" / "timeline" / "c.deltacommit.requested").st_ino == os.stat(shared).st_ino
+    with pytest.raises(AlreadyExistsError, match="file already exists"):
+        empty_instant.link_empty(storage, ".hoodie/timeline/c.deltacommit.requested")
+    assert not list((tmp_path / ".hoodie" / ".aux").glob("*.tmp"))
 
 
 def test_instant_containers_decode_as_fastavros_reader_decodes_them():

@@ -26,7 +26,7 @@ Rules (table version 8, RFC-66 completion-time slicing; DESIGN §4 for families)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -246,6 +246,14 @@ class Visibility(Value):
         return max(self.completions.values(), default=None)
 
 
+def _not_a_log(name: str) -> bool:
+    """Whether a listed file is anything but a log file (what a listing without log sizes stats)."""
+    try:
+        return not isinstance(_parsed_name(name), LogFileName)
+    except FileNameError:
+        return True
+
+
 def _marked_partition_files(listing: Iterable[FileInfo]) -> list[FileInfo]:
     """The files of folders that hold a partition metafile (``.hoodie_partition_metadata``, or
     its base-format variants ``.hoodie_partition_metadata.parquet``/``.orc``)."""
@@ -337,7 +345,8 @@ class FileSystemView:
                 self.replace_written.update((partition, fid) for fid in file_ids)
         return replaced
 
-    def _data_files(self, partitions: set[str] | None = None) -> Iterable[FileInfo]:
+    def _data_files(self, partitions: set[str] | None = None,
+                    stat: Callable[[str], bool] | None = None) -> Iterable[FileInfo]:
         """Files at partition depth; only the given partitions' folders are listed when known
         (and an unpartitioned table lists its base folder alone, never ``.hoodie``). When the
         depth is unknown (key generators that transform values), a partition is a folder holding
@@ -346,7 +355,7 @@ class FileSystemView:
             for partition in sorted(partitions) if partitions is not None else [""]:
                 depth = partition.count("/") + 1 if partition else 0
                 if self.partition_depth is None or depth == self.partition_depth:
-                    yield from self.storage.list_files(partition)
+                    yield from self.storage.list_files(partition, stat=stat)
             return
         if self.partition_depth is None:
             yield from _marked_partition_files(self.storage.walk_files(""))
@@ -363,11 +372,15 @@ class FileSystemView:
         has equal file groups."""
         return list(self._data_files())
 
-    def file_groups(self, partitions: Iterable[str] | None = None) -> list[FileGroup]:
-        """Visible, non-replaced file groups, sorted by (partition, file id)."""
+    def file_groups(self, partitions: Iterable[str] | None = None, *, log_sizes: bool = True) -> list[FileGroup]:
+        """Visible, non-replaced file groups, sorted by (partition, file id).
+
+        ``log_sizes=False``: the log files of the listed ``partitions`` come without their size
+        and modification time (``-1``, None) — a write that appends new log files needs only
+        the names (and the base files' sizes): the listing then stats the base files alone."""
         wanted = set(partitions) if partitions is not None else None
         groups: dict[tuple[str, str], FileGroup] = {}
-        for info in self._data_files(wanted):
+        for info in self._data_files(wanted, None if log_sizes else _not_a_log):
             partition, _, name = info.path.rpartition("/")
             if wanted is not None and partition not in wanted:
                 continue

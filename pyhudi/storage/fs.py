@@ -25,7 +25,7 @@ import os
 import posixpath
 import stat as statmode
 import uuid
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
 import pyarrow as pa
 
@@ -210,10 +210,15 @@ class Storage:
             raise StorageError(f"file not found: {self.full_path(relpath)}")
         return int(info.size)
 
-    def list(self, relpath: str = "", recursive: bool = False) -> list[FileInfo]:
-        """Entries under a directory (files and sub-directories); empty if it does not exist."""
+    def list(self, relpath: str = "", recursive: bool = False,
+             stat: Callable[[str], bool] | None = None) -> list[FileInfo]:
+        """Entries under a directory (files and sub-directories); empty if it does not exist.
+
+        ``stat(name)`` False: a local file of that name is listed without its size and
+        modification time (``size=-1``, ``mtime_ns=None``: no ``stat`` call); stores whose
+        listing carries them anyway give them."""
         if self._plain:
-            out = self._local_list(self.full_path(relpath), recursive)
+            out = self._local_list(self.full_path(relpath), recursive, stat)
             out.sort(key=lambda f: f.path)
             return out
         import pyarrow.fs as pafs
@@ -239,7 +244,7 @@ class Storage:
         out.sort(key=lambda f: f.path)
         return out
 
-    def _local_list(self, path: str, recursive: bool) -> list[FileInfo]:
+    def _local_list(self, path: str, recursive: bool, stat: Callable[[str], bool] | None = None) -> list[FileInfo]:
         """:meth:`list` of a local directory through ``os.scandir`` (entries that vanish while
         listed are left out)."""
         prefix = self.root + "/"
@@ -249,6 +254,10 @@ class Storage:
                 for entry in entries:
                     try:
                         is_dir = entry.is_dir()
+                        if stat is not None and not is_dir and not stat(entry.name):
+                            rel = entry.path[len(prefix):] if entry.path.startswith(prefix) else entry.path
+                            out.append(FileInfo(path=rel, size=-1, mtime_ns=None, is_dir=False))
+                            continue
                         info = entry.stat()
                     except FileNotFoundError:
                         continue
@@ -256,15 +265,15 @@ class Storage:
                     out.append(FileInfo(path=rel, size=0 if is_dir else info.st_size, mtime_ns=info.st_mtime_ns,
                                         is_dir=is_dir))
                     if is_dir and recursive:
-                        out.extend(self._local_list(entry.path, True))
+                        out.extend(self._local_list(entry.path, True, stat))
         except FileNotFoundError:
             return out
         except OSError as exc:
             raise StorageError(f"cannot list {path}: {exc}") from exc
         return out
 
-    def list_files(self, relpath: str = "") -> list[FileInfo]:
-        return [f for f in self.list(relpath) if not f.is_dir]
+    def list_files(self, relpath: str = "", stat: Callable[[str], bool] | None = None) -> list[FileInfo]:
+        return [f for f in self.list(relpath, stat=stat) if not f.is_dir]
 
     # ----------------------------------------------------------------- reads
     def read(self, relpath: str) -> bytes:
@@ -372,7 +381,10 @@ class Storage:
         """Delete a file; returns whether it existed. Idempotent unless ``missing_ok=False``."""
         path = self.full_path(relpath)
         try:
-            self.fs.delete_file(path)
+            if self._plain:
+                os.unlink(path)  # (a commit deletes a few files: no trip through pyarrow)
+            else:
+                self.fs.delete_file(path)
             return True
         except FileNotFoundError:
             if missing_ok:

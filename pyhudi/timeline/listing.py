@@ -69,6 +69,28 @@ def list_instant_files(storage: Storage, timeline_dir: str, layout_version: int,
     return entries
 
 
+def listed_with(storage: Storage, timeline_dir: str, layout_version: int, timezone: str, name: str) -> None:
+    """Add ``name`` — an instant file this process just created — to the folder's last listing
+    (:data:`_LISTED`), so the next listing that finds it (the completion's, under the lock; the
+    next write's) is parsed no more than one that finds nothing new. The memo stays what it
+    is: the parse of a list of names, whatever the folder holds now."""
+    if not storage.is_local:
+        return
+    key = (storage.full_path(timeline_dir), layout_version, timezone)
+    listed = _LISTED.get(key)
+    instant = parse_instant_file(name, layout_version, None, timezone)
+    if listed is None or instant is None or (instant.is_completed and instant.completion_time is None):
+        return
+    names = list(listed[0])
+    at = bisect.bisect_left(names, name)
+    if at < len(names) and names[at] == name:
+        return
+    names.insert(at, name)
+    entries = dict(listed[1])
+    entries[name] = instant
+    _LISTED[key] = (names, entries)
+
+
 def folded(table_key: tuple[str, str, int], entries: dict[str, Instant]) -> tuple[list[Instant], Names]:
     """The instants (by requested time) and state file names the listed ``entries`` make."""
     built = _BUILT.get(table_key)
@@ -88,12 +110,19 @@ def refolded(table_key: tuple[str, str, int], entries: dict[str, Instant], insta
              names: Names, key: GroupKey) -> tuple[list[Instant], Names]:
     """:func:`folded` after a file of the instant ``key`` was added to ``entries``, from the
     fold before it (``instants``, ``names``): only that instant is folded again."""
+    requested, action = key
     by_state: dict[State, list[tuple[Instant, str]]] = {}
-    for name, inst in entries.items():
-        if inst.requested_time == key[0] and inst.completed_action is key[1]:
+    for name, inst in entries.items():  # (an instant's file names begin with its requested time)
+        if name.startswith(requested) and inst.requested_time == requested and inst.completed_action is action:
             by_state.setdefault(inst.state, []).append((inst, name))
-    names = {k: v for k, v in names.items() if k[:2] != key}
-    instants = [i for i in instants if (i.requested_time, i.completed_action) != key]
+    names = dict(names)
+    for state in State:
+        names.pop((requested, action, state), None)
+    instants = list(instants)
+    for index in range(len(instants) - 1, -1, -1):  # (a transition's instant is mostly the latest)
+        if instants[index].requested_time == requested and instants[index].completed_action is action:
+            del instants[index]
+            break
     if by_state:
         bisect.insort(instants, fold_group(key, by_state, names))
     _remember(_BUILT, table_key, (dict(entries), instants, names))

@@ -9,6 +9,8 @@ is held for milliseconds and a simple lock file is enough:
   :meth:`Storage.create_if_absent`: exactly one creator wins; a waiter that reads the file before
   its holder wrote it sees an unknown, fresh holder and waits). Its content is
   JSON ``{owner, pid, host, acquired_at_ms}`` so a waiter can name the holder in its error.
+  A completing writer instead takes it as a hard link of its own heartbeat file (``link(2)`` is
+  exclusive too, and allocates no inode): its ``owner=<pid>@<host>`` line names the holder.
   Losers retry with exponential backoff (plus jitter) until the wait timeout.
 * **Stale locks** (the holder crashed): a lock older than the expiry, or held by a pid that no
   longer exists on this host, is broken. Breaking is the dangerous step: two waiters that both
@@ -78,7 +80,29 @@ class LockHolder:
                 acquired_at_ms=int(raw["acquired_at_ms"]) if raw.get("acquired_at_ms") is not None else None,
             )
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            return None
+            return _heartbeat_holder(data)
+
+
+def _heartbeat_holder(data: bytes) -> LockHolder | None:
+    """The holder of a lock file that is a writer's heartbeat file (a lock taken with
+    ``holder_file``): the process its ``owner=<pid>@<host>`` line names, with this host's name
+    when the heartbeat's host identity (name and pid namespace) is this process's — so a dead
+    holder is recognised as with a JSON record. None for text that is not a heartbeat's."""
+    try:
+        lines = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return None
+    fields = dict(line.split("=", 1) for line in lines[1:] if "=" in line)
+    if not lines[0].strip().isdigit() or "timeout_ms" not in fields:
+        return None
+    pid, _, host = fields.get("owner", "").partition("@")
+    if not pid.isdigit():
+        return LockHolder(owner="a writer whose heartbeat names no process", pid=None, host=None, acquired_at_ms=None)
+    from pyhudi.timeline.heartbeat import _HOST as HEARTBEAT_HOST  # (heartbeat imports this module)
+
+    here = host == HEARTBEAT_HOST
+    return LockHolder(owner=f"the writer {pid}@{host}", pid=int(pid), host=socket.gethostname() if here else host,
+                      acquired_at_ms=None)
 
 
 def _now_ms() -> int:
@@ -132,6 +156,7 @@ class FileLock:
         self._owner_thread: int | None = None
         self._owner_id: str | None = None
         self._acquired_mono: float | None = None
+        self._fd: int | None = None  # the lock file this object created, kept open while held (locally)
         self._host = socket.gethostname()
 
     @classmethod
@@ -160,6 +185,13 @@ class FileLock:
     def held_by_current_thread(self) -> bool:
         return self._owner_id is not None and self._owner_thread == threading.get_ident()
 
+    def looks_held(self) -> bool:
+        """Whether the lock file exists now (a glance, not a guarantee: it may come or go the
+        next moment). Elsewhere than locally: True."""
+        if not self.storage.is_local:
+            return True
+        return os.path.lexists(self.storage.full_path(self.path))
+
     def holder(self) -> LockHolder | None:
         """The current holder according to the lock file, or None if unlocked / unreadable."""
         try:
@@ -168,8 +200,13 @@ class FileLock:
             return None
 
     # ------------------------------------------------------------------ acquire / release
-    def acquire(self, timeout_s: float | None = None) -> None:
+    def acquire(self, timeout_s: float | None = None, *, holder_file: str | None = None) -> None:
         """Take the lock, waiting up to ``timeout_s`` (default: the configured wait time).
+
+        ``holder_file``: an existing file that names this process (a writer's heartbeat file) to
+        hold the lock with — locally the lock file is then a hard link of it (``link(2)`` is as
+        exclusive as the create and allocates no inode); else, or where no link can be made, a
+        file of its own holding a JSON record.
 
         Raises :class:`LockError` naming the holder when the wait times out, and when this
         thread already holds the lock through this object (the lock is not re-entrant).
@@ -184,22 +221,22 @@ class FileLock:
                 f"held by another thread of this process"
             )
         try:
-            self._acquire_file(deadline, timeout)
+            self._acquire_file(deadline, timeout, holder_file)
         except BaseException:
             self._thread_lock.release()
             raise
         self._owner_thread = threading.get_ident()
 
-    def _acquire_file(self, deadline: float, timeout: float) -> None:
+    def _acquire_file(self, deadline: float, timeout: float, holder_file: str | None = None) -> None:
         delay = self.retry_interval_s
         retries = 0
         while True:
             owner = uuid.uuid4().hex
-            payload = json.dumps(
-                {"owner": owner, "pid": os.getpid(), "host": self._host, "acquired_at_ms": _now_ms()}
-            ).encode("utf-8")
             try:
-                self._create(payload)
+                if holder_file is None or not self._link(holder_file):
+                    holder_file = None  # (no link here: a file of its own from now on)
+                    self._create(json.dumps({"owner": owner, "pid": os.getpid(), "host": self._host,
+                                             "acquired_at_ms": _now_ms()}).encode("utf-8"))
             except AlreadyExistsError:
                 pass
             else:
@@ -230,7 +267,9 @@ class FileLock:
 
         Locally one exclusive ``open`` and a write: a waiter that reads the file in between
         finds it empty — an unknown holder whose lock is fresh, so it waits as for any other.
-        Elsewhere :meth:`Storage.create_if_absent`."""
+        The file stays open until the release, which recognises it by its inode (an open file's
+        inode is never reused) instead of reading the holder back. Elsewhere
+        :meth:`Storage.create_if_absent`."""
         if not self.storage.is_local:
             self.storage.create_if_absent(self.path, payload, durable=False)
             return
@@ -244,8 +283,34 @@ class FileLock:
             raise StorageError(f"cannot create {path}: {exc}") from exc
         try:
             os.write(fd, payload)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        self._fd = fd
+
+    def _link(self, holder_file: str) -> bool:
+        """Take the lock as a hard link of ``holder_file`` (raises :class:`AlreadyExistsError` when
+        it is held); False where no link can be made (not local, no such file, no hard links).
+        The holder file's modification time is set to now first, so the lock is fresh the moment
+        it appears (its age counts from the acquisition, not from the holder's last write), and
+        the lock is kept open: the release knows it by its inode."""
+        if not self.storage.is_local:
+            return False
+        path, holder = self.storage.full_path(self.path), self.storage.full_path(holder_file)
+        try:
+            os.utime(holder)
+            os.link(holder, path)
+        except FileExistsError:
+            raise AlreadyExistsError(f"file already exists: {path}") from None
+        except OSError:
+            return False
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            os.unlink(path)
+            raise StorageError(f"cannot open the lock {path}: {exc}") from exc
+        self._fd = fd
+        return True
 
     def release(self) -> None:
         """Release the lock; raises :class:`LockError` if this object does not hold it."""
@@ -267,12 +332,28 @@ class FileLock:
             self._owner_id = None
             self._owner_thread = None
             self._acquired_mono = None
+            self._close_file()
             self._thread_lock.release()
 
     def _delete_if_owner(self, owner: str | None) -> None:
+        """Delete the lock file if it is still the one this object created: locally, the file
+        at the path has the inode of the file it holds open; elsewhere, it names ``owner``."""
+        if self._fd is not None:
+            try:
+                ours, there = os.fstat(self._fd), os.stat(self.storage.full_path(self.path))
+            except FileNotFoundError:
+                return  # (broken as stale and not taken since)
+            if (ours.st_ino, ours.st_dev) == (there.st_ino, there.st_dev):
+                self.storage.delete(self.path)
+            return
         current = self.holder()
         if current is not None and current.owner == owner:
             self.storage.delete(self.path)
+
+    def _close_file(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
     def __enter__(self) -> FileLock:
         self.acquire()

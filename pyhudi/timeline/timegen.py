@@ -13,6 +13,14 @@ time already on the timeline, or the requested time when generating a completion
 time is written back before the lock is released, so two processes can never issue the same
 time even when their clocks disagree or they issue many times within one millisecond.
 
+Locally the state file is also locked itself (``flock`` on it while it is read and rewritten:
+no file is created or deleted), and that lock alone serializes the times. So a time that is not
+a completion — a write's requested time — does not take the timeline lock there (the local
+:class:`~pyhudi.timeline.lock.FileLock`: creating and deleting its file cost a commit a second
+inode allocation); a completion time still is generated under the timeline lock, which makes it
+atomic with the completed file. While the lock file exists the generator waits for the timeline
+lock as before, so a write blocked by a stuck lock fails before it writes anything.
+
 "+ 1 ms" is calendar arithmetic on the wall-clock digits (:func:`next_instant_time`), so the
 result is greater *as a string* even across a DST fall-back in LOCAL timelines.
 """
@@ -22,6 +30,11 @@ from __future__ import annotations
 import os
 import threading
 import uuid
+
+try:
+    import fcntl
+except ImportError:  # (no flock: the timeline lock serializes every time)
+    fcntl = None  # type: ignore[assignment]
 from datetime import datetime
 from datetime import timezone as dt_timezone
 from typing import Any, Callable, Protocol
@@ -35,6 +48,10 @@ DEFAULT_STATE_PATH = ".hoodie/.aux/.instant_time"
 
 _PROCESS_LAST: dict[str, str] = {}
 _PROCESS_GUARD = threading.Lock()
+# No fork while a thread is between opening and closing the state file: the child's copy of the
+# descriptor would hold its flock for as long as the child lives (and the guard would stay taken).
+os.register_at_fork(before=_PROCESS_GUARD.acquire, after_in_parent=_PROCESS_GUARD.release,
+                    after_in_child=_PROCESS_GUARD.release)
 
 
 class TimelineLock(Protocol):
@@ -50,13 +67,17 @@ class TimelineLock(Protocol):
 class Locked:
     """Hold ``lock`` for a block unless the current thread already holds it (callers may nest)."""
 
-    def __init__(self, lock: TimelineLock) -> None:
+    def __init__(self, lock: TimelineLock, holder_file: str | None = None) -> None:
         self.lock = lock
+        self.holder_file = holder_file  # (the local file lock's: see FileLock.acquire)
         self.taken = False
 
     def __enter__(self) -> Locked:
         if not self.lock.held_by_current_thread():
-            self.lock.acquire()
+            if self.holder_file is not None and isinstance(self.lock, FileLock):
+                self.lock.acquire(holder_file=self.holder_file)
+            else:
+                self.lock.acquire()
             self.taken = True
         return self
 
@@ -113,15 +134,30 @@ class InstantTimeGenerator:
     def next_time(self, floor: str | None = None) -> str:
         """A new instant time greater than every time issued before and than ``floor``.
 
-        Takes the lock unless the current thread already holds it.
+        Takes the lock unless the current thread already holds it or the state file's own lock
+        serializes times (:meth:`_state_lock_suffices`).
         """
         if self.lock.held_by_current_thread():
             return self._next_locked(floor)
+        if self._state_lock_suffices():
+            try:
+                return self._next_locked(floor, state_lock_only=True)
+            except _NoStateLock:
+                pass  # (this file system refuses flock: the timeline lock serializes the time)
         self.lock.acquire()
         try:
             return self._next_locked(floor)
         finally:
             self.lock.release()
+
+    def _state_lock_suffices(self) -> bool:
+        """Whether a time may be issued under the state file's lock alone: a local table whose
+        timeline lock is the local file lock, not held now (a held lock is waited for, as before:
+        one held for long belongs to a stuck writer, and a write should fail before it begins).
+        Other lock providers (an external lock, one that could not be built) are always taken."""
+        lock = self.lock
+        return (fcntl is not None and self.storage.is_local and isinstance(lock, FileLock)
+                and lock.storage.is_local and flock_is_shared(self.storage.root) and not lock.looks_held())
 
     def observe(self, value: str) -> None:
         """Record an externally chosen time so later generated times exceed it (this process)."""
@@ -144,14 +180,45 @@ class InstantTimeGenerator:
     def _now(self) -> str:
         return format_instant_time(self._clock(), self.timezone)
 
-    def _next_locked(self, floor: str | None) -> str:
+    def _next_locked(self, floor: str | None, state_lock_only: bool = False) -> str:
+        """The next time, persisted. Locally under the state file's ``flock`` (``state_lock_only``:
+        the only lock held, so a file system without flock raises :class:`_NoStateLock`)."""
         with _PROCESS_GUARD:
-            last = _max_time(_PROCESS_LAST.get(self._key), self.last_persisted(), floor)
-            now = self._now()
-            t = now if last is None or now > last else next_instant_time(last)
-            self._persist(t)
+            if fcntl is not None and self.storage.is_local:
+                t = self._next_local(floor, state_lock_only)
+            else:
+                t = self._step(self.last_persisted(), floor)
+                self._persist(t)
             _PROCESS_LAST[self._key] = t
             return t
+
+    def _step(self, persisted: str | None, floor: str | None) -> str:
+        last = _max_time(_PROCESS_LAST.get(self._key), persisted, floor)
+        now = self._now()
+        return now if last is None or now > last else next_instant_time(last)
+
+    def _next_local(self, floor: str | None, state_lock_only: bool) -> str:
+        """Read, step and rewrite the local state file in place under its exclusive ``flock``
+        (released by the close, or by the kernel if the process dies)."""
+        path = self.storage.full_path(self.state_path)
+        try:
+            fd = open_local(path, os.O_RDWR | os.O_CREAT)
+        except OSError as exc:
+            raise StorageError(f"cannot open the instant time state {path}: {exc}") from exc
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as exc:
+                if state_lock_only:
+                    raise _NoStateLock() from exc
+            raw = os.pread(fd, 64, 0)
+            t = self._step(_normalize(raw.decode("ascii", errors="replace").strip()), floor)
+            os.pwrite(fd, t.encode("ascii"), 0)
+            if len(raw) > len(t):  # (an older, longer content)
+                os.ftruncate(fd, len(t))
+            return t
+        finally:
+            os.close(fd)
 
     def _persist(self, value: str) -> None:
         """Record ``value`` (always 17 digits) in the state file without ever tearing it.
@@ -178,6 +245,47 @@ class InstantTimeGenerator:
         except OSError:
             self.storage.delete(tmp)
             raise
+
+
+_DISK_FILE_SYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "zfs", "f2fs", "overlay", "apfs"})
+_FLOCK_SHARED: dict[str, bool] = {}
+
+
+def flock_is_shared(path: str) -> bool:
+    """Whether ``flock`` on files under ``path`` excludes every process that can reach them: a
+    file system of one machine's disks or memory (from ``/proc/self/mountinfo``; answered once
+    per path). A network file system may keep ``flock`` local to each client (NFS mounted
+    ``nolock``) where the lock file's exclusive create still excludes them all, so there — and
+    wherever the mount is unknown — every time is issued under the timeline lock."""
+    found = _FLOCK_SHARED.get(path)
+    if found is None:
+        if len(_FLOCK_SHARED) >= 1024:
+            _FLOCK_SHARED.clear()
+        found = _FLOCK_SHARED[path] = _file_system_type(path) in _DISK_FILE_SYSTEMS
+    return found
+
+
+def _file_system_type(path: str) -> str | None:
+    """The type of the file system mounted deepest above ``path`` (None if unknown)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+            mounts = fh.read().splitlines()
+    except OSError:
+        return None
+    real, best, kind = os.path.realpath(path), "", None
+    for line in mounts:
+        fields = line.split(" ")
+        if " - " not in line or len(fields) < 5:
+            continue
+        point = fields[4].replace("\\040", " ")
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, line.split(" - ", 1)[1].split(" ", 1)[0]
+    return kind
+
+
+class _NoStateLock(Exception):
+    """The local file system refused ``flock`` on the state file."""
 
 
 __all__ = ["InstantTimeGenerator", "TimelineLock", "DEFAULT_STATE_PATH"]

@@ -26,7 +26,8 @@ from pyhudi.timeline.instant import (
     is_valid_instant_time,
     to_action,
 )
-from pyhudi.timeline.listing import GroupKey, folded, list_instant_files, refolded
+from pyhudi.timeline.empty_instant import link_empty
+from pyhudi.timeline.listing import GroupKey, folded, list_instant_files, listed_with, refolded
 from pyhudi.timeline.lock import FileLock
 from pyhudi.timeline.metadata_base import commit_summary, decode_record
 from pyhudi.timeline.timegen import InstantTimeGenerator, Locked, TimelineLock, _max_time  # noqa: F401 (Locked: re-exported)
@@ -75,7 +76,7 @@ class Timeline:
         self.history_dir = posixpath.join(self.timeline_dir, checked_history_path(history_path))
         self._archived: Any = None
         self._archive_listed: bool | None = None
-        self._empty_requested: str | None = None  # an empty requested file this object created
+        self._views: tuple[list[Instant], dict[str, Any]] | None = None  # (the instants, views of them)
 
     def __repr__(self) -> str:
         return f"Timeline({self.storage.base_uri!r}, {self.timeline_dir!r}, layout={self.layout_version})"
@@ -138,11 +139,22 @@ class Timeline:
     def __len__(self) -> int:
         return len(self.instants)
 
+    def _view(self, name: str, build: Callable[[list[Instant]], Any]) -> Any:
+        """``build(instants)``, kept until the instants change (a write asks for the completed
+        instants a dozen times, on one listing): ``_instants`` is replaced, never mutated."""
+        self._ensure_loaded()
+        memo = self._views
+        if memo is None or memo[0] is not self._instants:
+            memo = self._views = (self._instants, {})
+        if name not in memo[1]:
+            memo[1][name] = build(self._instants)
+        return memo[1][name]
+
     def completed(self) -> list[Instant]:
-        return [i for i in self.instants if i.is_completed]
+        return list(self._view("completed", lambda instants: [i for i in instants if i.is_completed]))
 
     def pending(self) -> list[Instant]:
-        return [i for i in self.instants if i.is_pending]
+        return list(self._view("pending", lambda instants: [i for i in instants if i.is_pending]))
 
     def filter(
         self,
@@ -188,10 +200,7 @@ class Timeline:
 
     def get(self, requested_time: str) -> Instant | None:
         """The instant requested at ``requested_time`` (the most advanced, if several), or None."""
-        found = [i for i in self.instants if i.requested_time == requested_time]
-        if not found:
-            return None
-        return max(found, key=lambda i: i.state.rank)
+        return self._view("by_time", _most_advanced).get(requested_time)
 
     def completion_times(self) -> dict[str, str]:
         """Requested time -> completion time of every completed instant (for file slicing)."""
@@ -199,14 +208,7 @@ class Timeline:
 
     def latest_time(self) -> str | None:
         """The greatest requested or completion time on the timeline (a floor for new times)."""
-        self._ensure_loaded()
-        times = [t for i in self._instants for t in (i.requested_time, i.completion_time) if t]
-        if not times:
-            return None
-        top = max(times)
-        if len(top) == 17 and top.isdigit() and all(len(t) == 17 for t in times):
-            return top  # (17-digit times compare as strings: no normalising each)
-        return _max_time(*times)
+        return self._view("latest_time", _latest_time)
 
     # ------------------------------------------------------------------ archived part
     def archived(self) -> Any:
@@ -388,7 +390,6 @@ class Timeline:
         if self.storage.exists(f"{self.timeline_dir}/{inflight_name}"):
             raise TimelineError(f"instant {instant.as_inflight()} already exists; cannot request it again")
         self._create(instant, content)
-        self._empty_requested = requested_time if not content else None
         return instant
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
@@ -402,49 +403,25 @@ class Timeline:
         if current is not None and current.is_completed:
             raise TimelineError(f"cannot move instant {instant} to inflight: it is already completed as {current}")
         inflight = instant.as_inflight()
-        if not content and self._empty_requested == instant.requested_time and self._link_inflight(instant, inflight):
-            return inflight  # (the link found the requested file)
         requested_path = f"{self.timeline_dir}/{instant.file_name(self.layout_version)}"
         if not self.storage.exists(requested_path):
             raise TimelineError(f"cannot move instant {instant} to inflight: {requested_path} does not exist")
         self._create(inflight, content)
         return inflight
 
-    def _link_inflight(self, requested: Instant, inflight: Instant) -> bool:
-        """An empty inflight file made a second name of the empty requested file this object
-        just created (local file systems): a ``link`` costs a few microseconds where creating a
-        file allocates an inode (0.05-0.3 ms of kernel time). Both names stay write-once and
-        empty; each is deleted on its own. False when the link cannot be made (then the file is
-        created)."""
-        if not self.storage.is_local:
-            return False
-        source = self.storage.full_path(f"{self.timeline_dir}/{requested.file_name(self.layout_version)}")
-        target = self.storage.full_path(f"{self.timeline_dir}/{inflight.file_name(self.layout_version)}")
-        try:
-            if os.stat(source).st_size != 0:
-                return False
-            os.link(source, target)
-        except FileExistsError:
-            raise TimelineError(f"instant {inflight} already exists ({target})") from None
-        except OSError:
-            return False  # (no hard links here, or the requested file is gone: created as usual)
-        self._ensure_loaded()
-        self._entries[inflight.file_name(self.layout_version)] = inflight
-        self._refold((inflight.requested_time, inflight.completed_action))
-        return True
-
-    def complete(self, instant: Instant, content: bytes,
-                 precondition: Callable[[Timeline], None] | None = None) -> Instant:
+    def complete(self, instant: Instant, content: bytes, precondition: Callable[[Timeline], None] | None = None,
+                 holder_file: str | None = None) -> Instant:
         """Complete an inflight instant: under the lock, generate the completion time and create
         the completed file atomically. Returns the completed instant.
 
         ``precondition(timeline)`` runs under the lock on the freshly listed timeline just before
         the completed file is created; it refuses the completion by raising (e.g. a writer whose
-        schema an ALTER changed meanwhile)."""
+        schema an ALTER changed meanwhile). ``holder_file``: the writer's heartbeat file, which the
+        local file lock is taken as a link of (no file of its own)."""
         self._check_writable()
         if instant.state is not State.INFLIGHT:
             raise TimelineError(f"cannot complete instant {instant}: it is {instant.state.value}, not INFLIGHT")
-        with Locked(self.lock):
+        with Locked(self.lock, holder_file):
             self.load()  # decide on the current state of storage, not on our cache
             current = self._find(instant.requested_time, instant.completed_action)
             if current is None:
@@ -533,15 +510,23 @@ class Timeline:
     def _create(self, instant: Instant, content: bytes) -> None:
         name = instant.file_name(self.layout_version)
         # Completed instants and plans are synced; an empty requested/inflight file is not: lost
-        # in a crash, it only leaves files of an instant that never existed (never visible).
+        # in a crash, it only leaves files of an instant that never existed (never visible). It
+        # is a link of the table's one empty instant file where links can be made.
         durable = instant.is_completed or bool(content)
         try:
-            self.storage.create_if_absent(f"{self.timeline_dir}/{name}", bytes(content), durable=durable)
+            if durable or not link_empty(self.storage, f"{self.timeline_dir}/{name}"):
+                self.storage.create_if_absent(f"{self.timeline_dir}/{name}", bytes(content), durable=durable)
         except AlreadyExistsError:
             raise TimelineError(f"instant {instant} already exists ({self.timeline_dir}/{name})") from None
+        self._added(name, instant)
+
+    def _added(self, name: str, instant: Instant) -> None:
+        """Record the instant file ``name`` this object just created (in its listing, and in the
+        folder's last listing: :func:`~pyhudi.timeline.listing.listed_with`)."""
         self._ensure_loaded()
         self._entries[name] = instant
         self._refold((instant.requested_time, instant.completed_action))
+        listed_with(self.storage, self.timeline_dir, self.layout_version, self.timezone, name)
 
 
 def checked_history_path(path: str) -> str:
@@ -581,6 +566,26 @@ _RECORDS: dict[tuple[str, str, str], Any] = {}
 """Plain records of small completed instant files (:meth:`Timeline.read_record`)."""
 _RECORDS_MAX, _RECORD_MAX_BYTES = 256, 64 << 10
 _MISSING = object()
+
+def _most_advanced(instants: list[Instant]) -> dict[str, Instant]:
+    """Requested time → its most advanced instant (the first listed among equals)."""
+    out: dict[str, Instant] = {}
+    for instant in instants:
+        current = out.get(instant.requested_time)
+        if current is None or instant.state.rank > current.state.rank:
+            out[instant.requested_time] = instant
+    return out
+
+
+def _latest_time(instants: list[Instant]) -> str | None:
+    times = [t for i in instants for t in (i.requested_time, i.completion_time) if t]
+    if not times:
+        return None
+    top = max(times)
+    if len(top) == 17 and top.isdigit() and all(len(t) == 17 for t in times):
+        return top  # (17-digit times compare as strings: no normalising each)
+    return _max_time(*times)
+
 
 def _as_iterable(value: Any) -> Iterable[Any]:
     if isinstance(value, str):  # Action/State are str enums too

@@ -86,7 +86,9 @@ class ActiveInstant:
     def commit(self, content: bytes, precondition: Callable[[Timeline], None] | None = None) -> Instant:
         """Complete the instant under the lock (``precondition`` runs there on a fresh listing and
         refuses by raising); markers and heartbeat go afterwards."""
-        completed = self.timeline.complete(self.instant, content, precondition=precondition)
+        # the lock is taken as a link of a heartbeat that names this process (a dead holder is known at once)
+        beating = self.heartbeat.relpath if self.heartbeat is not None and self.heartbeat.tied_to_process else None
+        completed = self.timeline.complete(self.instant, content, precondition=precondition, holder_file=beating)
         delete_markers(self.storage, self.requested_time)
         self._end_heartbeat()
         return completed

@@ -46,11 +46,17 @@ def create_marker(storage: Storage, instant: str, partition_path: str, file_name
     return relpath
 
 
+def _unsized(name: str) -> bool:
+    return False
+
+
 def list_markers(storage: Storage, instant: str) -> list[Marker]:
     """Every marker of an instant (the data files its writers may have created)."""
     root = marker_dir(instant)
     out = []
-    for info in storage.walk_files(root):
+    for info in storage.list(root, recursive=True, stat=_unsized):  # (names alone: no stat per marker)
+        if info.is_dir:
+            continue
         rel = info.path[len(root) + 1 :]
         try:
             parsed = MarkerName.parse(rel)

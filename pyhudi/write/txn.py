@@ -176,8 +176,9 @@ class WriteTxn:
             return plan_overwrite(self, prepared, token_for)  # new file groups only: nothing to look up
         view = FileSystemView(self.storage, timeline, partition_layout(self.config).depth)
         touched = touched_partitions(prepared.column(PARTITION_COLUMN))
-        existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched)}
-        if self.config.num_buckets is not None:
+        bucketed = self.config.num_buckets is not None  # (appends new log files: their sizes unused)
+        existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched, log_sizes=not bucketed)}
+        if bucketed:
             return plan_bucketed(self, prepared, existing, token_for, replaced=view.replaced,
                                  replace_written=view.replace_written)
         # Copy-on-write small files take a new base file version: safe only when one planner sees
