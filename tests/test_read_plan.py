@@ -151,6 +151,34 @@ def test_run_tasks_keeps_task_order_and_raises_the_first_error():
     assert run_tasks([Task(i) for i in range(5)], 8) == list(range(5))  # more workers than cores: own pool
 
 
+def test_a_first_parallel_read_starts_threads_and_later_reads_keep_a_pool(monkeypatch):
+    """A process's first parallel read runs its helpers on plain threads (a process that reads
+    once never imports concurrent.futures); later reads submit them to a kept pool."""
+    import threading
+
+    import pyhudi.read.plan as plan
+
+    monkeypatch.setattr(plan, "_POOL", None)
+    monkeypatch.setattr(plan, "_READ_BEFORE", None)
+    monkeypatch.setattr(plan.os, "cpu_count", lambda: 2)
+    names: list[str] = []
+    both = threading.Barrier(2, timeout=10)
+
+    class Task:
+        def run(self):
+            both.wait()  # (the two tasks run at once: one on the caller, one on a helper)
+            names.append(threading.current_thread().name)
+            return 1
+
+    assert plan.run_tasks([Task(), Task()], 2) == [1, 1]
+    assert sorted(names) == ["MainThread", "pyhudi-read-0"]
+    names.clear()
+    assert plan.run_tasks([Task(), Task()], 2) == [1, 1]
+    assert sorted(names) == ["MainThread", "pyhudi-read_0"]  # (the kept pool's thread)
+    assert plan._POOL is not None
+    plan._POOL[1].shutdown()
+
+
 def test_a_collected_read_of_a_final_base_file_reads_it_whole_and_a_scan_streams_it(tmp_path, monkeypatch):
     """``read`` keeps every row anyway: a log-free slice is read in one multi-threaded call (as
     ``pq.read_table``); ``scan`` streams it batch by batch (bounded memory)."""
