@@ -23,6 +23,7 @@ from pyhudi.timeline import timegen
 from pyhudi.timeline.lock import FileLock
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.client import WriteClient
+from process_helpers import wait_child
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.float64())])
 
@@ -201,16 +202,7 @@ def test_a_fork_waits_for_a_time_being_issued_and_the_child_issues_times(tmp_pat
         worker.join(5)
     finally:
         timegen.InstantTimeGenerator._step = original
-    deadline = time.monotonic() + 10
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("the child could not issue a time: the fork copied a taken guard")
-        time.sleep(0.01)
+    status = wait_child(pid, 10, "the child could not issue a time: the fork copied a taken guard")
     assert status == 0
     assert waited >= 0.1  # the fork waited for the time being issued
     assert timeline.new_instant_time() > first

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pytest
 
 from pyhudi.engine.local import LocalEngine, shared_pool
+from process_helpers import wait_child
 from pyhudi.logformat import parquet_options_for
 from pyhudi.logformat.parquet_options import options_for_columns
 from pyhudi.write.handle import KIND_APPEND, KIND_CREATE, META_PARQUET_OPTIONS, RECORD_KEY, FamilyPayload, \
@@ -88,16 +89,7 @@ def test_a_forked_child_gets_its_own_pool():
             code = 0 if [v for v, _ in out] == [0, 1, 2, 3] else 2
         finally:
             os._exit(code)
-    deadline = time.monotonic() + 60
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child hung waiting on the parent's pool")
-        time.sleep(0.05)
+    status = wait_child(pid, 60, "the forked child hung waiting on the parent's pool")
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 

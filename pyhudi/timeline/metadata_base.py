@@ -24,7 +24,6 @@ import inspect
 import io
 import json
 import re
-import sys
 import zlib
 from typing import Any, Callable, ClassVar, TypeVar
 
