@@ -268,3 +268,38 @@ def test_a_write_committed_by_another_client_takes_a_lock_file_of_its_own(tmp_pa
     WriteClient(pyhudi.open_table(t.path)).commit(txn, statuses)
     assert lock_files == [("create", LOCK)]
     assert [(r["id"], r["v"]) for r in read_rows(t)] == [(1, 1.0), (2, 1.0)]
+
+
+_STATE_HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_a_stuck_holder_of_the_instant_time_state_fails_a_time_after_the_lock_wait(tmp_path):
+    """A process stopped while it holds the state file's flock (frozen, stopped, a hung disk)
+    must not hang every other writer, and a completion holding the timeline lock with them: a
+    time waits for the flock as long as for the timeline lock, then fails naming the file."""
+    import subprocess
+    import sys
+
+    storage = Storage(str(tmp_path))
+    (tmp_path / ".hoodie" / ".aux").mkdir(parents=True)
+    state = tmp_path / ".hoodie" / ".aux" / ".instant_time"
+    holder = subprocess.Popen([sys.executable, "-c", _STATE_HOLDER, str(state), "4"], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        timeline = Timeline(storage, lock=FileLock(storage, wait_timeout_s=0.3, retry_interval_s=0.01)).load()
+        started = time.monotonic()
+        with pytest.raises(LockError, match=r"could not lock the instant time state .*\.instant_time within 0\.300s"):
+            timeline.new_instant_time()
+        assert time.monotonic() - started < 2.0
+        assert not (tmp_path / ".hoodie" / ".lock").exists()  # (the requested time took no timeline lock)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert timeline.new_instant_time()  # the holder gone, times are issued again

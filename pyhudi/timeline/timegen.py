@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import uuid
 
 try:
@@ -39,12 +40,14 @@ from datetime import datetime
 from datetime import timezone as dt_timezone
 from typing import Any, Callable, Protocol
 
-from pyhudi.errors import StorageError
+from pyhudi.config.lock import LOCK_WAIT_TIME_MS
+from pyhudi.errors import LockError, StorageError
 from pyhudi.storage.fs import Storage, open_local
 from pyhudi.timeline.instant import format_instant_time, next_instant_time, resolve_timezone
 from pyhudi.timeline.lock import FileLock
 
 DEFAULT_STATE_PATH = ".hoodie/.aux/.instant_time"
+_STATE_WAIT_S = LOCK_WAIT_TIME_MS.default / 1000.0  # type: ignore[operator]  (a lock that names no wait time)
 
 _PROCESS_LAST: dict[str, str] = {}
 _PROCESS_GUARD = threading.Lock()
@@ -206,11 +209,7 @@ class InstantTimeGenerator:
         except OSError as exc:
             raise StorageError(f"cannot open the instant time state {path}: {exc}") from exc
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except OSError as exc:
-                if state_lock_only:
-                    raise _NoStateLock() from exc
+            self._flock(fd, path, state_lock_only)
             raw = os.pread(fd, 64, 0)
             t = self._step(_normalize(raw.decode("ascii", errors="replace").strip()), floor)
             os.pwrite(fd, t.encode("ascii"), 0)
@@ -219,6 +218,34 @@ class InstantTimeGenerator:
             return t
         finally:
             os.close(fd)
+
+    def _flock(self, fd: int, path: str, state_lock_only: bool) -> None:
+        """Take the state file's exclusive ``flock``, waiting no longer than for the timeline lock
+        (its ``wait_timeout_s``): a holder stopped while it holds the flock (frozen, stopped, on a
+        hung disk) then fails this time with :class:`LockError` instead of hanging the writer — and,
+        for a completion, every writer waiting for the timeline lock it holds. A file system that
+        refuses ``flock`` raises :class:`_NoStateLock` when the flock is the only lock
+        (``state_lock_only``), else leaves the time to the timeline lock held."""
+        deadline, delay = None, 0.0002
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                if state_lock_only:
+                    raise _NoStateLock() from exc
+                return
+            timeout = float(getattr(self.lock, "wait_timeout_s", _STATE_WAIT_S))
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + timeout
+            elif now >= deadline:
+                raise LockError(f"could not lock the instant time state {path} within {timeout:.3f}s: another "
+                                "process holds its flock (stopped or stuck while issuing a time)")
+            time.sleep(min(delay, max(0.0, deadline - now)))
+            delay = min(delay * 2, 0.05)
 
     def _persist(self, value: str) -> None:
         """Record ``value`` (always 17 digits) in the state file without ever tearing it.
