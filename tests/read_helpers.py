@@ -1,4 +1,5 @@
-"""Helpers shared by the read tests: running a scan plan's tasks one by one."""
+"""Helpers shared by the read tests: running a scan plan's tasks one by one; a time just before a
+completion."""
 
 from __future__ import annotations
 
@@ -17,3 +18,14 @@ def run_plan_tasks(table, columns: Sequence[str]) -> tuple[pa.Table, dict[str, i
         for name, value in task.metrics.items():
             metrics[name] = metrics.get(name, 0) + value
     return pa.concat_tables(parts), metrics
+
+
+def just_before(table, completion: str) -> str:
+    """A time just before ``completion`` that names no instant's requested time: the time a write
+    returned stands for that write's completion, and a write that completes within a millisecond
+    has its instant exactly 1 ms before its completion."""
+    requested = {i.requested_time for i in [*table.timeline, *table.archived_timeline()]}
+    before = str(int(completion) - 1)
+    while before in requested:
+        before = str(int(before) - 1)
+    return before

@@ -15,6 +15,7 @@ from pyhudi.services import archive as archive_service
 from pyhudi.timeline.archived import ARROW_SCHEMA, LsmFileName, load_archived
 from pyhudi.timeline.instant import Action, State
 from pyhudi.timeline.metadata import CleanMetadata, CommitMetadata, CompactionPlan, encode_instant_metadata
+from read_helpers import just_before
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.int64()), ("s", pa.string())])
 COMMITS = ("commit", "deltacommit", "replacecommit")
@@ -53,17 +54,17 @@ def _snapshot_reads(t: pyhudi.Table) -> dict:
     done = [i for i in [*t.archived_timeline(), *t.timeline] if i.is_completed and str(i.action) in COMMITS]
     done.sort(key=lambda i: i.completion_time)
     out = {}
-    previous = str(int(done[0].completion_time) - 1)
+    previous = just_before(t, done[0].completion_time)
     for i in done:
-        just_before = str(int(i.completion_time) - 1)
+        before = just_before(t, i.completion_time)
         out[i.requested_time] = (
             _rows(t.read(as_of=i.requested_time)),
             _rows(t.read(as_of=i.completion_time)),
-            _rows(t.read(as_of=just_before)),
+            _rows(t.read(as_of=before)),
             _rows(t.read_incremental(previous, i.completion_time)),
         )
         previous = i.completion_time
-    out["incremental-all"] = _rows(t.read_incremental(str(int(done[0].completion_time) - 1)))
+    out["incremental-all"] = _rows(t.read_incremental(just_before(t, done[0].completion_time)))
     out["incremental-mid"] = _rows(t.read_incremental(done[1].requested_time, done[-2].requested_time))
     return out
 

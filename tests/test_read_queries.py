@@ -7,6 +7,7 @@ import pytest
 
 import pyhudi
 from pyhudi.errors import ReadError
+from read_helpers import just_before
 
 SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False), ("a", pa.float64()), ("b", pa.string()),
                     ("ts", pa.int64()), ("c", pa.int64()), ("d", pa.string())])
@@ -57,7 +58,7 @@ def test_time_travel_to_each_instant_of_a_five_commit_history(table):
     for instant, expected in zip(instants, SNAPSHOTS):
         assert by_id(table.read(as_of=completion(table, instant))) == expected
         assert by_id(pa.Table.from_batches(list(table.scan(as_of=completion(table, instant))))) == expected
-    before = str(int(completion(table, instants[0])) - 1)
+    before = just_before(table, completion(table, instants[0]))
     assert table.read(as_of=before).num_rows == 0
     assert by_id(table.read()) == SNAPSHOTS[-1]
 
@@ -65,7 +66,7 @@ def test_time_travel_to_each_instant_of_a_five_commit_history(table):
 def test_incremental_windows(table):
     instants = five_commits(table)
     done = [completion(table, i) for i in instants]
-    start = str(int(done[0]) - 1)
+    start = just_before(table, done[0])
     # (before 1st, 1st]: k1 as of the 1st commit
     assert by_id(table.read_incremental(start, done[0])) == SNAPSHOTS[0]
     # (1st, 2nd]: only k2 changed
@@ -93,9 +94,12 @@ def test_incremental_row_changed_again_after_the_window_shows_its_state_at_the_e
 
 
 def test_incremental_keeps_rows_changed_in_any_family(table):
-    table.upsert(pa.table({"id": ["k1", "k2"], "a": [1.0, 2.0], "b": ["x", "y"], "ts": [1, 1], "c": [1, 2], "d": ["p", "q"]}))
-    i2 = table.upsert(pa.table({"id": ["k2"], "d": ["Q"]}))
-    got = table.read_incremental(str(int(completion(table, i2)) - 1), columns=["id", "a", "d"])
+    i1 = table.upsert(pa.table({"id": ["k1", "k2"], "a": [1.0, 2.0], "b": ["x", "y"], "ts": [1, 1], "c": [1, 2],
+                                "d": ["p", "q"]}))
+    table.upsert(pa.table({"id": ["k2"], "d": ["Q"]}))
+    # (from the first write's completion: "completion - 1 ms" was the second write's own instant
+    # whenever it completed within a millisecond, and a write's instant stands for its completion)
+    got = table.read_incremental(completion(table, i1), columns=["id", "a", "d"])
     assert got.to_pylist() == [{"id": "k2", "a": 2.0, "d": "Q"}]
 
 

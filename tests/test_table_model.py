@@ -72,6 +72,7 @@ from table_model import (
 
 import pyhudi
 from pyhudi.errors import CleanedSnapshotError
+from read_helpers import just_before
 
 
 # ------------------------------------------------------------------------------ the machine
@@ -134,13 +135,7 @@ class TableMachine(RuleBasedStateMachine):
         return out
 
     def _just_before(self, completion: str) -> str:
-        """A time just before ``completion`` that names no instant's requested time (the time a
-        write returned stands for that write's completion, so it would include the write)."""
-        requested = {i.requested_time for i in [*self.table.timeline, *self.table.archived_timeline()]}
-        before = str(int(completion) - 1)
-        while before in requested:
-            before = str(int(before) - 1)
-        return before
+        return just_before(self.table, completion)
 
     def _record(self, instant: str) -> None:
         completion = self._completion(instant)
