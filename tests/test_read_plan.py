@@ -179,6 +179,30 @@ def test_a_first_parallel_read_starts_threads_and_later_reads_keep_a_pool(monkey
     plan._POOL[1].shutdown()
 
 
+def test_a_read_whose_helper_threads_cannot_start_runs_on_the_caller(monkeypatch):
+    """A process out of threads ("can't start new thread") still reads: the caller runs the tasks."""
+    import threading
+
+    import pyhudi.read.plan as plan
+
+    monkeypatch.setattr(plan, "_POOL", None)
+    monkeypatch.setattr(plan, "_READ_BEFORE", None)
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+
+    class Task:
+        def __init__(self, i):
+            self.i = i
+
+        def run(self):
+            return self.i
+
+    assert plan.run_tasks([Task(i) for i in range(5)], 2) == list(range(5))
+
+
 def test_a_collected_read_of_a_final_base_file_reads_it_whole_and_a_scan_streams_it(tmp_path, monkeypatch):
     """``read`` keeps every row anyway: a log-free slice is read in one multi-threaded call (as
     ``pq.read_table``); ``scan`` streams it batch by batch (bounded memory)."""

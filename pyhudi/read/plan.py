@@ -166,14 +166,19 @@ def _start_helpers(runner: Callable[[], None], count: int) -> Callable[[], None]
     """
     pool = _kept_pool() if count < (os.cpu_count() or 1) else None
     if pool is None:
-        threads = [threading.Thread(target=runner, name=f"pyhudi-read-{n}", daemon=True) for n in range(count)]
-        for thread in threads:
-            thread.start()
+        threads: list[threading.Thread] = []
 
         def join() -> None:
             for thread in threads:
                 thread.join()
 
+        try:
+            for n in range(count):
+                thread = threading.Thread(target=runner, name=f"pyhudi-read-{n}", daemon=True)
+                thread.start()
+                threads.append(thread)
+        except RuntimeError:  # ("can't start new thread": the caller and the helpers started do the work)
+            pass
         return join
     futures = [pool.submit(runner) for _ in range(count)]
 
