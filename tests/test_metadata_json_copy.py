@@ -55,7 +55,8 @@ def test_a_commit_carries_its_record_as_json_beside_the_avro_datum():
     size = _read_long(block)
     datum = block.read()
     assert len(datum) == size
-    assert int(crc, 16) == zlib.crc32(datum, zlib.crc32(text))
+    schema = _metadata(data)["avro.schema"].encode("utf-8")
+    assert int(crc, 16) == zlib.crc32(datum, zlib.crc32(text, zlib.crc32(schema)))
     assert read_container(data) == ("org.apache.hudi.avro.model.HoodieCommitMetadata", _datum_record(data))
 
 
@@ -82,6 +83,17 @@ def test_a_copy_that_does_not_match_its_datum_is_ignored_and_the_datum_decoded()
     assert json.loads(_metadata(changed)["pyhudi.record.json"][8:])["operationType"] == "UPSERT"
     assert read_container(changed)[1]["operationType"] == "INSERT"
     assert decode_record("deltacommit", changed)["operationType"] == "INSERT"
+
+
+def test_a_copy_under_a_rewritten_writer_schema_is_ignored():
+    """The datum decodes to what the schema beside it says: a schema rewritten after the copy
+    was made (here a field renamed) is believed over the copy."""
+    data = _commit().to_avro_bytes()
+    at = data.index(b'"operationType"')  # (the first: inside the embedded writer schema)
+    assert at < data.index(JSON_COPY_KEY)
+    changed = data[:at] + b'"operationTypx"' + data[at + 15:]
+    assert read_container(changed)[1]["operationTypx"] == "UPSERT"
+    assert "operationType" not in read_container(changed)[1]
 
 
 def test_a_damaged_copy_is_ignored():

@@ -89,7 +89,7 @@ def encode_container(schema_json: str, datum: bytes, record_json: bytes | None =
     sync = hashlib.md5(schema_bytes + datum).digest()
     entries = [(b"avro.schema", schema_bytes)]
     if record_json is not None:
-        entries.append((JSON_COPY_KEY, json_copy_entry(record_json, datum)))
+        entries.append((JSON_COPY_KEY, json_copy_entry(schema_bytes, record_json, datum)))
     header = AVRO_MAGIC + _zigzag_long(len(entries))
     for key, value in entries:
         header += _avro_bytes(key) + _avro_bytes(value)
@@ -103,19 +103,24 @@ JSON_COPY_KEY = b"pyhudi.record.json"
 ``avro.*`` keys, and Hudi's and hudi-rs's readers ignore the others)."""
 
 
-def json_copy_entry(record_json: bytes, datum: bytes) -> bytes:
-    """The :data:`JSON_COPY_KEY` value: the CRC-32 of the JSON and the Avro datum together (8 hex
-    digits), then the JSON. The checksum ties the copy to the datum beside it: a copy that does
-    not match (a damaged file, or a tool that rewrote the datum and kept the metadata) is
-    ignored and the datum decoded."""
-    return b"%08x" % zlib.crc32(datum, zlib.crc32(record_json)) + record_json
+def json_copy_entry(schema: bytes, record_json: bytes, datum: bytes | memoryview) -> bytes:
+    """The :data:`JSON_COPY_KEY` value: the CRC-32 of the writer schema, the JSON and the Avro
+    datum together (8 hex digits), then the JSON. The checksum ties the copy to the schema and
+    datum beside it: a copy that does not match them (a damaged file, or a tool that rewrote the
+    datum or the schema and kept the rest of the metadata) is ignored and the datum decoded."""
+    return b"%08x" % _copy_crc(schema, record_json, datum) + record_json
 
 
-def _json_copy(value: bytes, datum: bytes | memoryview) -> dict[str, Any] | None:
-    """The record a :func:`json_copy_entry` value holds, or None when it does not match ``datum``."""
+def _copy_crc(schema: bytes, record_json: bytes, datum: bytes | memoryview) -> int:
+    return zlib.crc32(datum, zlib.crc32(record_json, zlib.crc32(schema)))
+
+
+def _json_copy(value: bytes, schema: bytes, datum: bytes | memoryview) -> dict[str, Any] | None:
+    """The record a :func:`json_copy_entry` value holds, or None when it does not match
+    ``schema`` and ``datum``."""
     record_json = value[8:]
     try:
-        if int(value[:8], 16) != zlib.crc32(datum, zlib.crc32(record_json)):
+        if int(value[:8], 16) != _copy_crc(schema, record_json, datum):
             return None
         record = json.loads(record_json)
     except ValueError:
@@ -180,7 +185,7 @@ def _read_plain_container(data: bytes) -> tuple[str, dict[str, Any] | None] | No
             return None
         copy = meta.get(JSON_COPY_KEY)
         if copy is not None:
-            record = _json_copy(copy, memoryview(data)[start:start + size])
+            record = _json_copy(copy, schema, memoryview(data)[start:start + size])
             if record is not None:
                 return _container_result(_record_name(schema), record)
         record = _schemaless_read(buf, schema)
