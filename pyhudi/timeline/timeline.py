@@ -567,6 +567,7 @@ _RECORDS: dict[tuple[str, str, str], Any] = {}
 _RECORDS_MAX, _RECORD_MAX_BYTES = 256, 64 << 10
 _MISSING = object()
 
+
 def _most_advanced(instants: list[Instant]) -> dict[str, Instant]:
     """Requested time → its most advanced instant (the first listed among equals)."""
     out: dict[str, Instant] = {}
