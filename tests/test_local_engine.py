@@ -168,3 +168,53 @@ def test_run_split_takes_back_a_piece_no_worker_started(monkeypatch):
         release.set()
         for future in busy:
             future.result()
+
+
+def test_run_ahead_computes_on_a_worker_and_gives_the_result_when_asked():
+    from pyhudi.engine.local import run_ahead
+
+    me = threading.current_thread().name
+    started = threading.Event()
+
+    def step():
+        started.set()
+        return threading.current_thread().name
+
+    result = run_ahead(step)
+    if (os.cpu_count() or 1) > 1:
+        assert started.wait(5)  # (begun before anyone asked)
+        assert result() != me and result().startswith("pyhudi-local")
+    else:
+        assert result() == me
+    assert result() == result()  # (asked twice: the same answer)
+
+
+def test_run_ahead_raises_the_steps_error_where_the_result_is_asked_for():
+    from pyhudi.engine.local import run_ahead
+
+    def fail():
+        raise ValueError("sampling failed")
+
+    result = run_ahead(fail)
+    with pytest.raises(ValueError, match="sampling failed"):
+        result()
+
+
+def test_run_ahead_inside_a_worker_or_with_the_pool_busy_runs_on_the_asking_thread():
+    from pyhudi.engine.local import run_ahead
+
+    class Nested:
+        def run(self):
+            me = threading.current_thread().name
+            return run_ahead(lambda: threading.current_thread().name)() == me
+
+    assert LocalEngine(2).run_tasks([Nested(), Nested()]) == [True, True]
+    release = threading.Event()
+    busy = [shared_pool(os.cpu_count() or 1).submit(release.wait) for _ in range(os.cpu_count() or 1)]
+    try:
+        me = threading.current_thread().name
+        assert run_ahead(lambda: threading.current_thread().name)() == me  # (taken back, never waited for)
+    finally:
+        release.set()
+        for future in busy:
+            future.result()

@@ -89,3 +89,75 @@ def test_touched_partitions_of_unpartitioned_and_partitioned_rows():
     assert touched_partitions(pa.chunked_array([pa.array(["", "x"])])) == {"", "x"}
     assert touched_partitions(pa.chunked_array([], pa.string())) == set()
     assert touched_partitions(pa.array(["p=1", "p=1"]).slice(1)) == {"p=1"}
+
+
+def _wide_table(tmp_path, n: int, partitioned: bool):
+    import pyhudi
+
+    rng = np.random.default_rng(11)
+    data = pa.table({
+        "id": pa.array(rng.permutation(np.arange(n, dtype=np.int64) - n // 3)),
+        "p": pa.array([["a", "b", "c"][i % 3] for i in range(n)]),
+        **{f"x{i}": pa.array(rng.random(n)) for i in range(6)},
+        "few": pa.array(rng.integers(0, 3, n).astype(np.int32)),
+        "name": pa.array([f"n{i % 5}" for i in range(n)]),
+    })
+    table = pyhudi.create_table(str(tmp_path / "t"), data.schema, "id", num_buckets=4,
+                                partition_fields=["p"] if partitioned else None)
+    return table, data
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_prepared_integer_keys_and_buckets_in_one_step_equal_the_plain_steps(tmp_path, monkeypatch, partitioned):
+    """A bucketed table keyed by one integer field: its record keys and bucket ids come from one
+    step on two cores when there are many rows — the prepared rows are those of record_keys then
+    bucket_ids (every column, every value)."""
+    from pyhudi.index import bucket
+    from pyhudi.write import txn as txn_module
+    from pyhudi.write.client import WriteClient
+
+    table, data = _wide_table(tmp_path, 301, partitioned)
+    txn = WriteClient(table).unbegun("insert")
+    monkeypatch.setattr(txn_module, "SPLIT_ROWS", 8)  # (few rows: the one-step path)
+    calls = []
+    one_step = bucket.integer_keys_and_bucket_ids
+    monkeypatch.setattr(txn_module, "integer_keys_and_bucket_ids", lambda *a: calls.append(1) or one_step(*a))
+    fast = txn.prepare(data)
+    monkeypatch.setattr(txn_module, "_keys_with_buckets", lambda config, rows: False)
+    plain = txn.prepare(data)
+    assert calls == [1]
+    assert fast.schema == plain.schema and fast.to_pylist() == plain.to_pylist()
+    assert fast.column("_hoodie_record_key").to_pylist() == [str(v) for v in data.column("id").to_pylist()]
+
+
+def test_options_sampled_ahead_are_those_the_plan_samples_itself(tmp_path):
+    """The data files' Parquet options sampled on another core while the instant begins
+    (``WriteTxn.options_ahead``) are the options of the plain construction: one sample of the
+    written columns — every family payload of every task carries them."""
+    from pyhudi.write.client import WriteClient
+    from pyhudi.write.plan import RECORD_KEY, data_file_options
+
+    table, data = _wide_table(tmp_path, 3000, False)
+    txn = WriteClient(table).unbegun("insert")
+    prepared = txn.prepare(data)
+    written = [c for c in prepared.column_names if c not in (PARTITION_COLUMN, BUCKET_COLUMN)]
+    plain = parquet_options_for(prepared.select(written), fixed=META_PARQUET_OPTIONS, delta_columns=["id"])
+    assert data_file_options(prepared, ["id"]) == plain
+    ahead = txn.options_ahead(prepared)
+    assert ahead() == plain
+    for options in (ahead, None):  # (given, or started by the plan itself)
+        tasks = txn.plan_tasks(prepared, options=options)
+        assert len(tasks) == 4
+        for task in tasks:
+            (payload,) = task.payloads
+            assert payload.parquet_options == plain
+    assert plain["use_dictionary"][-2:] == ["few", "name"] and RECORD_KEY in plain["compression"]
+    assert WriteClient(table).unbegun("delete").options_ahead(prepared) is None
+    plain_table = WriteClient(_plain_table(tmp_path, data)).unbegun("insert")
+    assert plain_table.options_ahead(plain_table.prepare(data)) is None  # (no bucket index: nothing sampled ahead)
+
+
+def _plain_table(tmp_path, data):
+    import pyhudi
+
+    return pyhudi.create_table(str(tmp_path / "plain"), data.schema, "id")

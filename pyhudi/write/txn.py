@@ -18,7 +18,7 @@ commit time through their markers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +27,7 @@ from pyhudi.config.families import ColumnFamily, default_family
 from pyhudi.config.table import TIMELINE_HISTORY_PATH, TableConfig
 from pyhudi.errors import ConfigError, SchemaError
 from pyhudi.fsview.view import FileSystemView
-from pyhudi.index.bucket import bucket_ids
+from pyhudi.index.bucket import SPLIT_ROWS, bucket_ids, integer_keys_and_bucket_ids
 from pyhudi.keygen import partition_layout
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import WriteToken
@@ -43,6 +43,7 @@ from pyhudi.write.plan import (
     PARTITION_COLUMN,
     RECORD_KEY,
     file_group_routes,
+    options_ahead,
     plan_bucketed,
     plan_simple_index,
     touched_partitions,
@@ -141,9 +142,14 @@ class WriteTxn:
             raise SchemaError(
                 "input has only record key and partition columns: nothing to write (use delete to delete)"
             )
-        keys = prepare.record_keys(rows, key_fields)
+        if _keys_with_buckets(config, rows):  # (one integer key field, many rows: both in one step)
+            keys, ids = integer_keys_and_bucket_ids(rows.column(key_fields[0]), config.num_buckets)
+        else:
+            keys, ids = prepare.record_keys(rows, key_fields), None
         paths = prepare.partition_paths(rows, partition_fields, config.hive_style_partitioning, partition_layout(config))
-        if config.num_buckets is not None:
+        if ids is not None:
+            buckets = pa.array(ids)
+        elif config.num_buckets is not None:
             hash_fields = tuple(config.bucket_hash_fields)
             # one key field: its record key is the string the bucket hash is defined on
             columns = [keys] if hash_fields == tuple(key_fields) and len(key_fields) == 1 else [
@@ -155,12 +161,14 @@ class WriteTxn:
         return rows.append_column(PARTITION_COLUMN, paths).append_column(BUCKET_COLUMN, buckets)
 
     def plan_tasks(self, prepared: pa.Table, write_token: str | None = None,
-                   timeline: Timeline | None = None) -> list[FileGroupWriteTask]:
+                   timeline: Timeline | None = None,
+                   options: Callable[[], dict] | None = None) -> list[FileGroupWriteTask]:
         """One task per file group the prepared rows touch.
 
         ``write_token`` names every file of the tasks (one task attempt writing several file
         groups); without it each file group gets ``<index>-1-0`` (a driver-planned write whose
         tasks are file groups). ``timeline``: a listing taken since the instant was begun.
+        ``options``: :meth:`options_ahead` of ``prepared``, started before the instant began.
         """
         if write_token is None:
             def token_for(index: int) -> str:
@@ -174,19 +182,30 @@ class WriteTxn:
         if is_overwrite(self.operation):
             reject_planned_overwrite(self, _overwritten_partitions(self, prepared), timeline)
             return plan_overwrite(self, prepared, token_for)  # new file groups only: nothing to look up
+        bucketed = self.config.num_buckets is not None  # (appends new log files: their sizes unused)
+        # the data files' Parquet options are sampled on another core while the plan lists and groups
+        if options is None:
+            options = self.options_ahead(prepared)
         view = FileSystemView(self.storage, timeline, partition_layout(self.config).depth)
         touched = touched_partitions(prepared.column(PARTITION_COLUMN))
-        bucketed = self.config.num_buckets is not None  # (appends new log files: their sizes unused)
         existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched, log_sizes=not bucketed)}
         if bucketed:
             return plan_bucketed(self, prepared, existing, token_for, replaced=view.replaced,
-                                 replace_written=view.replace_written)
+                                 replace_written=view.replace_written, options=options)
         # Copy-on-write small files take a new base file version: safe only when one planner sees
         # every row (several executor tasks padding one small file would each write a version).
         small_files = write_token is None or self.config.table_type != "COPY_ON_WRITE"
         tasks = plan_simple_index(self, prepared, existing, token_for, timeline=timeline if small_files else None)
         reject_planned_updates(self, tasks, timeline)  # (updates of groups under pending clustering)
         return tasks
+
+    def options_ahead(self, prepared: pa.Table) -> Callable[[], dict] | None:
+        """The data files' Parquet options for ``prepared`` rows, sampled on another core from
+        now on (:func:`~pyhudi.write.plan.options_ahead`) while the write begins, lists and
+        groups; None where the plan samples nothing (no bucket index, deletes, overwrites)."""
+        if self.config.num_buckets is None or self.operation == "delete" or is_overwrite(self.operation):
+            return None
+        return options_ahead(self, prepared)
 
     def routes(self, rows: Any) -> pa.Array:
         """Executor side, before a shuffle: the file group each row of ``rows`` goes to, for a
@@ -213,6 +232,16 @@ class WriteTxn:
         token = str(WriteToken(int(task_id), int(stage), int(attempt)))
         prepared = self.prepare(rows)
         return [status for task in self.plan_tasks(prepared, token) for status in task.run()]
+
+
+def _keys_with_buckets(config: TableConfig, rows: pa.Table) -> bool:
+    """Whether the record keys and bucket ids of ``rows`` come from
+    :func:`~pyhudi.index.bucket.integer_keys_and_bucket_ids`: a bucketed table hashing its one
+    integer record key field, and enough rows to split over two cores."""
+    key_fields = tuple(config.record_key_fields)
+    return (config.num_buckets is not None and len(key_fields) == 1 and rows.num_rows >= SPLIT_ROWS
+            and tuple(config.bucket_hash_fields) == key_fields
+            and pa.types.is_integer(rows.schema.field(key_fields[0]).type))
 
 
 def _overwritten_partitions(txn: WriteTxn, prepared: pa.Table) -> set[str] | None:
