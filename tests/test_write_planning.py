@@ -130,10 +130,9 @@ def test_prepared_integer_keys_and_buckets_in_one_step_equal_the_plain_steps(tmp
     assert fast.column("_hoodie_record_key").to_pylist() == [str(v) for v in data.column("id").to_pylist()]
 
 
-def test_options_sampled_ahead_are_those_the_plan_samples_itself(tmp_path):
-    """The data files' Parquet options sampled on another core while the instant begins
-    (``WriteTxn.options_ahead``) are the options of the plain construction: one sample of the
-    written columns — every family payload of every task carries them."""
+def test_every_payload_carries_the_options_of_one_sample_of_the_written_columns(tmp_path):
+    """The data files' Parquet options of a bucketed write (``data_file_options``) are those of
+    the plain construction — one sample of the written columns — in every task's payload."""
     from pyhudi.write.client import WriteClient
     from pyhudi.write.plan import RECORD_KEY, data_file_options
 
@@ -143,21 +142,11 @@ def test_options_sampled_ahead_are_those_the_plan_samples_itself(tmp_path):
     written = [c for c in prepared.column_names if c not in (PARTITION_COLUMN, BUCKET_COLUMN)]
     plain = parquet_options_for(prepared.select(written), fixed=META_PARQUET_OPTIONS, delta_columns=["id"])
     assert data_file_options(prepared, ["id"]) == plain
-    ahead = txn.options_ahead(prepared)
-    assert ahead() == plain
-    for options in (ahead, None):  # (given, or started by the plan itself)
-        tasks = txn.plan_tasks(prepared, options=options)
-        assert len(tasks) == 4
-        for task in tasks:
-            (payload,) = task.payloads
-            assert payload.parquet_options == plain
+    tasks = txn.plan_tasks(prepared)
+    assert len(tasks) == 4
+    for task in tasks:
+        (payload,) = task.payloads
+        assert payload.parquet_options == plain
     assert plain["use_dictionary"][-2:] == ["few", "name"] and RECORD_KEY in plain["compression"]
-    assert WriteClient(table).unbegun("delete").options_ahead(prepared) is None
-    plain_table = WriteClient(_plain_table(tmp_path, data)).unbegun("insert")
-    assert plain_table.options_ahead(plain_table.prepare(data)) is None  # (no bucket index: nothing sampled ahead)
-
-
-def _plain_table(tmp_path, data):
-    import pyhudi
-
-    return pyhudi.create_table(str(tmp_path / "plain"), data.schema, "id")
+    assert {c: plain["compression"][c] for c in ["x0", "few", "name"]} == {"x0": "none", "few": "snappy",
+                                                                           "name": "snappy"}

@@ -98,21 +98,6 @@ def run_split(pieces: Sequence[Callable[[], R]]) -> list[R]:
     return results
 
 
-def run_ahead(step: Callable[[], R]) -> Callable[[], R]:
-    """``step`` — a vectorised step whose result the calling thread needs later (a write's
-    Parquet option sampling, while the plan's other steps run) — started on the process's pool
-    now; the returned callable gives its result. Like :func:`run_split`: computed by the caller
-    on one core, inside a worker, and when no worker has started it by the time it is asked for
-    (then the caller takes it back). A failure is raised where the result is asked for."""
-    if (os.cpu_count() or 1) == 1 or getattr(_IN_WORKER, "active", False):
-        return step
-    future = shared_pool(os.cpu_count() or 1).submit(_run_piece, step)
-
-    def result() -> R:
-        return step() if future.cancel() else future.result()
-    return result
-
-
 def _run_piece(piece: Callable[[], R]) -> R:
     _IN_WORKER.active = True
     try:

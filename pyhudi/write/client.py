@@ -134,14 +134,12 @@ class WriteClient:
         schema = table.history.schema_at(timeline, table.config)
         families = table.history.declared_families_at(timeline, table.config)
         # every input check happens before the timeline changes
-        unbegun = self._txn(operation, schema, instant="", families=families)
-        prepared = unbegun.prepare(data)
-        options = unbegun.options_ahead(prepared)  # (sampled while the instant begins)
+        prepared = self._txn(operation, schema, instant="", families=families).prepare(data)
         for attempt in range(MAX_REPLANS + 1):
             txn = self.begin(operation, schema=schema, timeline=timeline, families=families)
             self._open[txn.instant].started = started
             try:
-                tasks = txn.plan_tasks(prepared, timeline=self._open[txn.instant].timeline, options=options)
+                tasks = txn.plan_tasks(prepared, timeline=self._open[txn.instant].timeline)
                 statuses = [s for batch in self.engine.run_tasks(tasks) for s in batch]
             except BaseException:
                 self.abort(txn)

@@ -231,25 +231,13 @@ def data_file_options(rows: pa.Table, key_fields: Sequence[str]) -> dict:
     return parquet_options_for(rows.select(written), fixed=META_PARQUET_OPTIONS, delta_columns=key_fields)
 
 
-def options_ahead(txn: "WriteTxn", rows: pa.Table) -> Callable[[], dict]:
-    """:func:`data_file_options` of ``rows``, started on another core now (:func:`run_ahead`):
-    the sample (~2 ms at 200k rows x 100 doubles, mostly waiting on memory: one value per page)
-    overlaps the plan's listing and grouping instead of following them."""
-    from pyhudi.engine.local import run_ahead  # (the thread pool is imported by writes only)
-
-    key_fields = tuple(txn.config.record_key_fields)
-    return run_ahead(lambda: data_file_options(rows, key_fields))
-
-
 def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for: TokenFor,
                   replaced: Iterable[tuple[str, str]] = (),
-                  replace_written: Iterable[tuple[str, str]] = (),
-                  options: Callable[[], dict] | None = None) -> list[FileGroupWriteTask]:
+                  replace_written: Iterable[tuple[str, str]] = ()) -> list[FileGroupWriteTask]:
     """One task per (partition, bucket): log files per family (base files for bulk inserts
     into empty file groups), or delete blocks to every family. ``replaced``: file groups replaced
     by completed replacecommits (a bucket's file group is never one of them), ``replace_written``:
-    file groups they wrote (see :class:`~pyhudi.index.bucket.BucketFileIds`). ``options``: gives
-    :func:`data_file_options` of ``rows`` (from :func:`options_ahead`; else started here)."""
+    file groups they wrote (see :class:`~pyhudi.index.bucket.BucketFileIds`)."""
     file_id_of = BucketFileIds(existing, replaced, replace_written)
     key_fields, partition_fields = txn.config.record_key_fields, txn.config.partition_fields
     families = txn.families
@@ -262,14 +250,13 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
                   delete_keys=_delete_keys(keys_sorted.slice(start, length)), delete_families=tuple(families))
             for index, ((partition, bucket), start, length) in enumerate(runs)
         ]
-    if options is None:
-        options = options_ahead(txn, rows)
     groups: dict[tuple[str, int], list[FamilyPayload]] = {}
     present = set(rows.column_names)
     positions, runs = group_plan(rows)
     group_rows = [pa.array(positions[start:start + length]) for _, start, length in runs]
     single = key_fields[0] if len(key_fields) == 1 else None
     integer_key = single if single is not None and pa.types.is_integer(txn.schema.field(single).type) else None
+    all_options = data_file_options(rows, key_fields)  # one sample for all families
     written_families = []
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
@@ -290,7 +277,6 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         extra = [c for c in (ordering, integer_key) if c is not None and c not in needed]
         shared[ordering] = SharedGather(rows.select([RECORD_KEY, *needed, *extra]), group_rows, ordering,
                                         integer_key, RECORD_KEY, sets, row_group_rows=streamed_rows)
-    all_options = options()  # (sampled meanwhile)
     for family, cols, file_columns, ordering, partial in written_families:
         file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
         options = options_for_columns(all_options, [*META_PARQUET_OPTIONS, RECORD_KEY, *cols])

@@ -18,7 +18,7 @@ commit time through their markers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +43,6 @@ from pyhudi.write.plan import (
     PARTITION_COLUMN,
     RECORD_KEY,
     file_group_routes,
-    options_ahead,
     plan_bucketed,
     plan_simple_index,
     touched_partitions,
@@ -161,14 +160,12 @@ class WriteTxn:
         return rows.append_column(PARTITION_COLUMN, paths).append_column(BUCKET_COLUMN, buckets)
 
     def plan_tasks(self, prepared: pa.Table, write_token: str | None = None,
-                   timeline: Timeline | None = None,
-                   options: Callable[[], dict] | None = None) -> list[FileGroupWriteTask]:
+                   timeline: Timeline | None = None) -> list[FileGroupWriteTask]:
         """One task per file group the prepared rows touch.
 
         ``write_token`` names every file of the tasks (one task attempt writing several file
         groups); without it each file group gets ``<index>-1-0`` (a driver-planned write whose
         tasks are file groups). ``timeline``: a listing taken since the instant was begun.
-        ``options``: :meth:`options_ahead` of ``prepared``, started before the instant began.
         """
         if write_token is None:
             def token_for(index: int) -> str:
@@ -182,30 +179,19 @@ class WriteTxn:
         if is_overwrite(self.operation):
             reject_planned_overwrite(self, _overwritten_partitions(self, prepared), timeline)
             return plan_overwrite(self, prepared, token_for)  # new file groups only: nothing to look up
-        bucketed = self.config.num_buckets is not None  # (appends new log files: their sizes unused)
-        # the data files' Parquet options are sampled on another core while the plan lists and groups
-        if options is None:
-            options = self.options_ahead(prepared)
         view = FileSystemView(self.storage, timeline, partition_layout(self.config).depth)
         touched = touched_partitions(prepared.column(PARTITION_COLUMN))
+        bucketed = self.config.num_buckets is not None  # (appends new log files: their sizes unused)
         existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched, log_sizes=not bucketed)}
         if bucketed:
             return plan_bucketed(self, prepared, existing, token_for, replaced=view.replaced,
-                                 replace_written=view.replace_written, options=options)
+                                 replace_written=view.replace_written)
         # Copy-on-write small files take a new base file version: safe only when one planner sees
         # every row (several executor tasks padding one small file would each write a version).
         small_files = write_token is None or self.config.table_type != "COPY_ON_WRITE"
         tasks = plan_simple_index(self, prepared, existing, token_for, timeline=timeline if small_files else None)
         reject_planned_updates(self, tasks, timeline)  # (updates of groups under pending clustering)
         return tasks
-
-    def options_ahead(self, prepared: pa.Table) -> Callable[[], dict] | None:
-        """The data files' Parquet options for ``prepared`` rows, sampled on another core from
-        now on (:func:`~pyhudi.write.plan.options_ahead`) while the write begins, lists and
-        groups; None where the plan samples nothing (no bucket index, deletes, overwrites)."""
-        if self.config.num_buckets is None or self.operation == "delete" or is_overwrite(self.operation):
-            return None
-        return options_ahead(self, prepared)
 
     def routes(self, rows: Any) -> pa.Array:
         """Executor side, before a shuffle: the file group each row of ``rows`` goes to, for a
