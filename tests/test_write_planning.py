@@ -150,3 +150,27 @@ def test_every_payload_carries_the_options_of_one_sample_of_the_written_columns(
     assert plain["use_dictionary"][-2:] == ["few", "name"] and RECORD_KEY in plain["compression"]
     assert {c: plain["compression"][c] for c in ["x0", "few", "name"]} == {"x0": "none", "few": "snappy",
                                                                            "name": "snappy"}
+
+
+def test_a_handle_opened_per_write_finds_the_recorded_schema_parsed_once_per_process(tmp_path, monkeypatch):
+    """A wide recorded schema is converted from Avro once per process: a second handle on the
+    table gets the same schema without converting it again — and another schema is converted,
+    not mistaken for it."""
+    import pyhudi
+    from pyhudi import evolution
+
+    table, data = _wide_table(tmp_path, 10, False)
+    table.insert(data)
+    converted = []
+    real = evolution.arrow_schema_from_avro
+    monkeypatch.setattr(evolution, "arrow_schema_from_avro", lambda avro: converted.append(1) or real(avro))
+    monkeypatch.setattr(evolution, "_PARSED_SCHEMAS", {})
+    first = pyhudi.open_table(str(tmp_path / "t")).schema
+    again = pyhudi.open_table(str(tmp_path / "t")).schema
+    assert converted == [1] and again.equals(first) and first.names == data.schema.names
+    pyhudi.open_table(str(tmp_path / "t")).insert(data)
+    assert converted == [1]
+    other = pa.schema([*data.schema, pa.field("extra", pa.int32())])
+    pyhudi.create_table(str(tmp_path / "other"), other, "id", num_buckets=4)
+    assert pyhudi.open_table(str(tmp_path / "other")).schema.names == other.names
+    assert len(converted) == 2
