@@ -174,3 +174,16 @@ def test_a_handle_opened_per_write_finds_the_recorded_schema_parsed_once_per_pro
     pyhudi.create_table(str(tmp_path / "other"), other, "id", num_buckets=4)
     assert pyhudi.open_table(str(tmp_path / "other")).schema.names == other.names
     assert len(converted) == 2
+
+
+def test_dictionary_candidates_by_type_are_the_plain_type_tests():
+    """The memo of which types may take a dictionary answers as the type tests themselves, for
+    every kind of column type (and types asked twice)."""
+    from pyhudi.logformat.parquet_options import _dictionary_candidate, _is_dictionary_candidate
+
+    types = [pa.string(), pa.large_string(), pa.binary(), pa.int8(), pa.uint64(), pa.float16(), pa.float64(),
+             pa.decimal128(10, 2), pa.timestamp("us", tz="UTC"), pa.timestamp("us"), pa.date32(),
+             pa.binary(16), pa.bool_(), pa.list_(pa.int32()), pa.struct([("a", pa.int32())]), pa.null()]
+    for t in types * 2:
+        assert _dictionary_candidate(t) == _is_dictionary_candidate(t), t
+    assert [_dictionary_candidate(t) for t in types] == [True] * 12 + [False] * 4

@@ -52,8 +52,13 @@ _COMPRESS_MIN_SAVING = 0.10
 
 
 def _dictionary_candidate(t: pa.DataType) -> bool:
-    known = _CANDIDATES.get(t)
+    try:
+        known = _CANDIDATES.get(t)
+    except TypeError:  # (a type that cannot be hashed is asked every time)
+        return _is_dictionary_candidate(t)
     if known is None:
+        if len(_CANDIDATES) >= 256:
+            _CANDIDATES.clear()
         known = _CANDIDATES[t] = _is_dictionary_candidate(t)
     return known
 
