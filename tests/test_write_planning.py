@@ -187,3 +187,20 @@ def test_dictionary_candidates_by_type_are_the_plain_type_tests():
     for t in types * 2:
         assert _dictionary_candidate(t) == _is_dictionary_candidate(t), t
     assert [_dictionary_candidate(t) for t in types] == [True] * 12 + [False] * 4
+
+
+def test_unpartitioned_rows_are_grouped_and_listed_without_codes_as_partitioned_ones_are():
+    """Rows all in partition ``""`` (told from the offsets, slices too) group and list exactly
+    as the plain construction does; a slice holding one non-empty path is not taken for them."""
+    from pyhudi.write.plan import touched_partitions
+
+    mixed = pa.array(["x", "", "", "", "y", ""])
+    assert touched_partitions(mixed.slice(1, 3)) == {""}
+    assert touched_partitions(pa.chunked_array([mixed.slice(1, 3), mixed.slice(3, 2)])) == {"", "y"}
+    assert touched_partitions(mixed.slice(0, 2)) == {"x", ""}
+    buckets = [3, 0, 3, 1, 0, 2, 3]
+    for paths in (pa.array([""] * 7), pa.array(["a", *[""] * 7]).slice(1)):
+        rows = pa.table({BUCKET_COLUMN: pa.array(buckets, pa.int32()), PARTITION_COLUMN: paths})
+        order, runs = group_plan(rows)
+        expected_order, expected_runs = _plain_group_plan([""] * 7, buckets)
+        assert order.tolist() == expected_order and runs == expected_runs

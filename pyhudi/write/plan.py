@@ -123,8 +123,10 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     """
     n = rows.num_rows
     buckets = np.asarray(rows.column(BUCKET_COLUMN).combine_chunks())
-    encoded = _partition_codes(rows.column(PARTITION_COLUMN).combine_chunks())
-    names = encoded.dictionary
+    paths = rows.column(PARTITION_COLUMN).combine_chunks()
+    unpartitioned = _all_empty(paths)  # (then no codes are built: every row is in partition "")
+    encoded = None if unpartitioned else _partition_codes(paths)
+    names = pa.array([""]) if unpartitioned else encoded.dictionary
     by_rank = np.asarray(pc.sort_indices(names))  # the partitions in sorted order
     width = int(buckets.max(initial=0)) + 1
     if len(names) == 1:
@@ -149,11 +151,17 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
 def _partition_codes(paths: pa.Array) -> pa.DictionaryArray:
     """The partition paths dictionary-encoded; an unpartitioned table's paths (all ``""``) are
     recognised from the offsets alone instead of hashing every row."""
-    if paths.null_count == 0 and len(paths) and pa.types.is_string(paths.type):
-        offsets = np.frombuffer(paths.buffers()[1], dtype=np.int32)
-        if offsets[paths.offset] == offsets[paths.offset + len(paths)]:
-            return pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(paths), dtype=np.int32)), pa.array([""]))
+    if _all_empty(paths):
+        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(paths), dtype=np.int32)), pa.array([""]))
     return pc.dictionary_encode(paths)
+
+
+def _all_empty(paths: pa.Array) -> bool:
+    """Whether every path is ``""`` (an unpartitioned table's rows), from the offsets alone."""
+    if paths.null_count or not len(paths) or not pa.types.is_string(paths.type):
+        return False
+    offsets = np.frombuffer(paths.buffers()[1], dtype=np.int32)
+    return bool(offsets[paths.offset] == offsets[paths.offset + len(paths)])
 
 
 def touched_partitions(paths: pa.ChunkedArray | pa.Array) -> set[str]:
@@ -162,7 +170,9 @@ def touched_partitions(paths: pa.ChunkedArray | pa.Array) -> set[str]:
     chunks = paths.chunks if isinstance(paths, pa.ChunkedArray) else [paths]
     out: set[str] = set()
     for chunk in chunks:
-        if len(chunk):
+        if _all_empty(chunk):
+            out.add("")  # (no codes built: the dictionary is all that is asked for)
+        elif len(chunk):
             out.update(_partition_codes(chunk).dictionary.to_pylist() if chunk.null_count == 0
                        else chunk.unique().to_pylist())
     return out
