@@ -79,6 +79,12 @@ class InstantSchema(Value):
                   property_edits=property_edits)
 
 
+_PARSED_SCHEMAS: dict[str, pa.Schema] = {}
+"""Recorded Avro schema JSON -> table schema, for the whole process (a ``pa.Schema`` is
+immutable: handles share it). Emptied when it reaches :data:`_PARSED_SCHEMAS_MAX` entries."""
+_PARSED_SCHEMAS_MAX = 64
+
+
 class SchemaHistory:
     """Reads the schema and families recorded on a timeline; decoded instants are cached.
 
@@ -93,10 +99,16 @@ class SchemaHistory:
 
     def _schema(self, recorded: str) -> pa.Schema:
         """The table schema a recorded Avro schema spells (parsed once per handle: every write
-        needs it twice, and a wide schema takes milliseconds to convert)."""
+        needs it twice, and a wide schema takes milliseconds to convert — once per process,
+        too: a handle opened per write finds it in :data:`_PARSED_SCHEMAS`)."""
         found = self._schemas.get(recorded)
         if found is None:
-            found = self._schemas[recorded] = _without_meta(arrow_schema_from_avro(recorded))
+            found = _PARSED_SCHEMAS.get(recorded)
+            if found is None:
+                if len(_PARSED_SCHEMAS) >= _PARSED_SCHEMAS_MAX:
+                    _PARSED_SCHEMAS.clear()
+                found = _PARSED_SCHEMAS[recorded] = _without_meta(arrow_schema_from_avro(recorded))
+            self._schemas[recorded] = found
         return found
 
     def _parsed_families(self, recorded: str) -> dict[str, ColumnFamily]:

@@ -137,3 +137,36 @@ def test_many_rows_are_hashed_in_two_halves_with_the_same_buckets(monkeypatch):
     assert bucket_ids(two, 9).tolist() == bucket._bucket_ids(two, 9).tolist()
     assert bucket.split_point(pa.chunked_array([pa.array(keys[:n // 2 + 1]), pa.array(keys[n // 2 + 1:])])) == n // 2 + 1
     assert bucket.split_point(pa.chunked_array([pa.array(keys[:3]), pa.array(keys[3:])])) == n // 2
+
+
+def test_integer_keys_and_bucket_ids_in_one_step_equal_the_keys_and_buckets_built_apart():
+    """The record keys (decimal strings) and bucket ids of a one-field integer key, computed in
+    one step on two cores, are those of ``record_keys`` then ``bucket_ids``: every value, each
+    half one chunk, sliced and chunked inputs, negative and extreme values, nulls hashing to 0."""
+    from pyhudi.index.bucket import integer_keys_and_bucket_ids
+    from pyhudi.keygen import record_keys
+
+    rng = np.random.default_rng(7)
+    values = np.concatenate([rng.integers(-10**15, 10**15, 501), [0, -1, 9, 10, 2**63 - 1, -2**63]])
+    columns = {
+        "int64": pa.array(values),
+        "sliced": pa.array(values).slice(5, 400),
+        "chunked": pa.chunked_array([pa.array(values[:100]), pa.array(values[100:])]),
+        "int8": pa.array(rng.integers(-128, 128, 77).astype(np.int8)),
+        "uint32": pa.array(rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)),
+        "nulls": pa.array([5, None, -3, None, 12]),
+        "one": pa.array([42]),
+    }
+    for name, column in columns.items():
+        keys, ids = integer_keys_and_bucket_ids(column, 7)
+        expected = record_keys(pa.table({"k": column}), ["k"])
+        assert keys.type == pa.string() and keys.to_pylist() == expected.to_pylist(), name
+        assert ids.dtype == np.int32 and ids.tolist() == bucket_ids([expected], 7).tolist(), name
+        assert keys.num_chunks <= 2 + (column.num_chunks if isinstance(column, pa.ChunkedArray) else 0)
+    keys, ids = integer_keys_and_bucket_ids(pa.array([], pa.int64()), 3)
+    assert len(keys) == 0 and keys.type == pa.string() and ids.tolist() == []
+    assert integer_keys_and_bucket_ids(pa.array([-12]), 5)[0].to_pylist() == ["-12"]
+    assert integer_keys_and_bucket_ids(pa.array([-12]), 5)[1].tolist() == [
+        ((31 + java_string_hash_scalar("-12")) & 0x7FFFFFFF) % 5]
+    with pytest.raises(SchemaError, match="number of buckets must be a positive integer, got 0"):
+        integer_keys_and_bucket_ids(pa.array([1]), 0)

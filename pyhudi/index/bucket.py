@@ -227,6 +227,31 @@ def bucket_ids(columns: Sequence[pa.Array | pa.ChunkedArray] | pa.Array | pa.Chu
     return out
 
 
+def integer_keys_and_bucket_ids(column: pa.Array | pa.ChunkedArray,
+                                num_buckets: int) -> tuple[pa.ChunkedArray, np.ndarray]:
+    """The record keys of a one-field integer key (its values as decimal strings) and their
+    bucket ids: what :func:`~pyhudi.keygen.record_keys` and :func:`bucket_ids` give, in one step
+    on two cores — each half's keys are hashed on the thread that just wrote them (still in its
+    cache), and the halves meet once instead of twice."""
+    if not isinstance(num_buckets, int) or num_buckets <= 0:
+        raise SchemaError(f"number of buckets must be a positive integer, got {num_buckets!r}")
+    n = len(column)
+    if n == 0:
+        return pa.chunked_array([pa.array([], pa.string())]), np.zeros(0, np.int32)
+    from pyhudi.engine.local import run_split  # (the thread pool is imported by writes only)
+
+    def half(part: pa.Array | pa.ChunkedArray) -> tuple[list[pa.Array], np.ndarray]:
+        keys = part.cast(pa.string())
+        chunks = keys.chunks if isinstance(keys, pa.ChunkedArray) else [keys]
+        return chunks, _bucket_ids([keys], num_buckets) if len(keys) else np.zeros(0, np.int32)
+
+    cut = n // 2
+    (first, low), (second, high) = run_split([lambda: half(column.slice(0, cut)), lambda: half(column.slice(cut))])
+    out = _pool_array(n, np.int32)
+    out[:cut], out[cut:] = low, high
+    return pa.chunked_array([c for c in (*first, *second) if len(c)], pa.string()), out
+
+
 def _bucket_ids(columns: Sequence[pa.Array | pa.ChunkedArray], num_buckets: int) -> np.ndarray:
     if len(columns) == 1:  # List.hashCode of one element: 31 + its hash (in place: no temporaries)
         h = java_string_hash(columns[0]).view(np.uint32)
@@ -300,5 +325,6 @@ __all__ = [
     "java_list_hash",
     "bucket_ids",
     "bucket_of_key",
+    "integer_keys_and_bucket_ids",
     "bucket_file_id",
 ]

@@ -52,6 +52,22 @@ _COMPRESS_MIN_SAVING = 0.10
 
 
 def _dictionary_candidate(t: pa.DataType) -> bool:
+    try:
+        known = _CANDIDATES.get(t)
+    except TypeError:  # (a type that cannot be hashed is asked every time)
+        return _is_dictionary_candidate(t)
+    if known is None:
+        if len(_CANDIDATES) >= 256:
+            _CANDIDATES.clear()
+        known = _CANDIDATES[t] = _is_dictionary_candidate(t)
+    return known
+
+
+_CANDIDATES: dict[pa.DataType, bool] = {}
+"""Memo of :func:`_dictionary_candidate` by type (a wide table asks once per column)."""
+
+
+def _is_dictionary_candidate(t: pa.DataType) -> bool:
     return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
             or pa.types.is_large_binary(t) or pa.types.is_integer(t) or pa.types.is_floating(t)
             or pa.types.is_decimal(t) or pa.types.is_temporal(t) or pa.types.is_fixed_size_binary(t))
@@ -70,7 +86,8 @@ def _sample_bytes(sample: pa.Array) -> bytes | None:
 
 def _distinct_counts(samples: dict[str, Any]) -> dict[str, int]:
     """Distinct non-null values per sample (NumPy arrays or Arrow arrays); numeric columns of one
-    dtype in one NumPy sort."""
+    dtype in one NumPy sort. Each NumPy sample is replaced by its row of the unsorted stack (the
+    same values, contiguous: what the codec check compresses, without a copy per column)."""
     counts: dict[str, int] = {}
     by_dtype: dict[Any, list[tuple[str, np.ndarray]]] = {}
     for name, sample in samples.items():
@@ -85,8 +102,9 @@ def _distinct_counts(samples: dict[str, Any]) -> dict[str, int]:
         else:
             counts[name] = len(pc.unique(sample.drop_null()))
     for columns in by_dtype.values():
-        matrix = np.stack([values for _, values in columns])  # (a copy: sorted in place)
-        matrix.sort(axis=1)
+        stacked = np.stack([values for _, values in columns])
+        samples.update((name, row) for (name, _), row in zip(columns, stacked))
+        matrix = np.sort(stacked, axis=1)
         distinct = 1 + np.count_nonzero(matrix[:, 1:] != matrix[:, :-1], axis=1)
         counts.update((name, int(d)) for (name, _), d in zip(columns, distinct))
     return counts
@@ -125,8 +143,12 @@ def _samples(table: pa.Table, names: Sequence[str], step: int) -> dict[str, Any]
     return out
 
 
-def _sample_bytes_of(sample: Any) -> bytes | None:
-    return sample.tobytes() if isinstance(sample, np.ndarray) else _sample_bytes(sample)
+def _sample_bytes_of(sample: Any) -> Any:
+    """The bytes the codec check compresses: a contiguous NumPy sample as it is (any object with
+    the buffer protocol), else :func:`_sample_bytes`."""
+    if isinstance(sample, np.ndarray):
+        return sample if sample.flags.c_contiguous else sample.tobytes()
+    return _sample_bytes(sample)
 
 
 def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] | None = None,
@@ -191,7 +213,8 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
             compression[name] = "none"
             continue
         raw = _sample_bytes_of(sample)
-        if raw and len(pa.compress(raw, codec="snappy", asbytes=True)) > len(raw) * (1 - _COMPRESS_MIN_SAVING):
+        size = raw.nbytes if isinstance(raw, np.ndarray) else len(raw) if raw is not None else 0
+        if size and len(pa.compress(raw, codec="snappy", asbytes=True)) > size * (1 - _COMPRESS_MIN_SAVING):
             compression[name] = "none"
     out = {"compression": compression, "use_dictionary": dictionary, **_statistics_option(table.schema, fixed)}
     if encoding:

@@ -123,8 +123,10 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
     """
     n = rows.num_rows
     buckets = np.asarray(rows.column(BUCKET_COLUMN).combine_chunks())
-    encoded = _partition_codes(rows.column(PARTITION_COLUMN).combine_chunks())
-    names = encoded.dictionary
+    paths = rows.column(PARTITION_COLUMN).combine_chunks()
+    unpartitioned = _all_empty(paths)  # (then no codes are built: every row is in partition "")
+    encoded = None if unpartitioned else _partition_codes(paths)
+    names = pa.array([""]) if unpartitioned else encoded.dictionary
     by_rank = np.asarray(pc.sort_indices(names))  # the partitions in sorted order
     width = int(buckets.max(initial=0)) + 1
     if len(names) == 1:
@@ -149,11 +151,17 @@ def group_plan(rows: pa.Table) -> tuple[np.ndarray, list[Run]]:
 def _partition_codes(paths: pa.Array) -> pa.DictionaryArray:
     """The partition paths dictionary-encoded; an unpartitioned table's paths (all ``""``) are
     recognised from the offsets alone instead of hashing every row."""
-    if paths.null_count == 0 and len(paths) and pa.types.is_string(paths.type):
-        offsets = np.frombuffer(paths.buffers()[1], dtype=np.int32)
-        if offsets[paths.offset] == offsets[paths.offset + len(paths)]:
-            return pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(paths), dtype=np.int32)), pa.array([""]))
+    if _all_empty(paths):
+        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(paths), dtype=np.int32)), pa.array([""]))
     return pc.dictionary_encode(paths)
+
+
+def _all_empty(paths: pa.Array) -> bool:
+    """Whether every path is ``""`` (an unpartitioned table's rows), from the offsets alone."""
+    if paths.null_count or not len(paths) or not pa.types.is_string(paths.type):
+        return False
+    offsets = np.frombuffer(paths.buffers()[1], dtype=np.int32)
+    return bool(offsets[paths.offset] == offsets[paths.offset + len(paths)])
 
 
 def touched_partitions(paths: pa.ChunkedArray | pa.Array) -> set[str]:
@@ -162,7 +170,9 @@ def touched_partitions(paths: pa.ChunkedArray | pa.Array) -> set[str]:
     chunks = paths.chunks if isinstance(paths, pa.ChunkedArray) else [paths]
     out: set[str] = set()
     for chunk in chunks:
-        if len(chunk):
+        if _all_empty(chunk):
+            out.add("")  # (no codes built: the dictionary is all that is asked for)
+        elif len(chunk):
             out.update(_partition_codes(chunk).dictionary.to_pylist() if chunk.null_count == 0
                        else chunk.unique().to_pylist())
     return out
@@ -224,6 +234,13 @@ def _delete_keys(keys: pa.Array) -> pa.Table:
 
 
 # ------------------------------------------------------------------------------ bucket index
+def data_file_options(rows: pa.Table, key_fields: Sequence[str]) -> dict:
+    """The Parquet options of every data file written from the prepared ``rows``: one sample of
+    the written columns serves all families (:func:`options_for_columns` narrows it)."""
+    written = [c for c in rows.column_names if c not in (PARTITION_COLUMN, BUCKET_COLUMN)]
+    return parquet_options_for(rows.select(written), fixed=META_PARQUET_OPTIONS, delta_columns=key_fields)
+
+
 def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for: TokenFor,
                   replaced: Iterable[tuple[str, str]] = (),
                   replace_written: Iterable[tuple[str, str]] = ()) -> list[FileGroupWriteTask]:
@@ -247,11 +264,9 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     present = set(rows.column_names)
     positions, runs = group_plan(rows)
     group_rows = [pa.array(positions[start:start + length]) for _, start, length in runs]
-    written = [c for c in rows.column_names if c not in (PARTITION_COLUMN, BUCKET_COLUMN)]
     single = key_fields[0] if len(key_fields) == 1 else None
     integer_key = single if single is not None and pa.types.is_integer(txn.schema.field(single).type) else None
-    all_options = parquet_options_for(rows.select(written), fixed=META_PARQUET_OPTIONS,  # one sample for all families
-                                      delta_columns=key_fields)
+    all_options = data_file_options(rows, key_fields)  # one sample for all families
     written_families = []
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]

@@ -100,10 +100,12 @@ def conform(
         if name not in names:
             raise SchemaError(f"input is missing the column {name!r} (record key and partition columns are required)")
     columns, fields = [], []
+    position = {name: i for i, name in enumerate(names)}  # (a wide input: no scan of the names per column)
     for field in table_schema:
-        if field.name not in names:
+        at = position.get(field.name)
+        if at is None:
             continue
-        column = _cast_column(data.column(field.name), field.type, field.name)
+        column = _cast_column(data.column(at), field.type, field.name)
         if field.name in key_fields and column.null_count:
             first = int(np.flatnonzero(np.asarray(column.is_null()))[0])
             raise SchemaError(f"record key column {field.name!r} has {column.null_count} null value(s) (first at row {first})")

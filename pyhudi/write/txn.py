@@ -27,7 +27,7 @@ from pyhudi.config.families import ColumnFamily, default_family
 from pyhudi.config.table import TIMELINE_HISTORY_PATH, TableConfig
 from pyhudi.errors import ConfigError, SchemaError
 from pyhudi.fsview.view import FileSystemView
-from pyhudi.index.bucket import bucket_ids
+from pyhudi.index.bucket import SPLIT_ROWS, bucket_ids, integer_keys_and_bucket_ids
 from pyhudi.keygen import partition_layout
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import WriteToken
@@ -141,9 +141,14 @@ class WriteTxn:
             raise SchemaError(
                 "input has only record key and partition columns: nothing to write (use delete to delete)"
             )
-        keys = prepare.record_keys(rows, key_fields)
+        if _keys_with_buckets(config, rows):  # (one integer key field, many rows: both in one step)
+            keys, ids = integer_keys_and_bucket_ids(rows.column(key_fields[0]), config.num_buckets)
+        else:
+            keys, ids = prepare.record_keys(rows, key_fields), None
         paths = prepare.partition_paths(rows, partition_fields, config.hive_style_partitioning, partition_layout(config))
-        if config.num_buckets is not None:
+        if ids is not None:
+            buckets = pa.array(ids)
+        elif config.num_buckets is not None:
             hash_fields = tuple(config.bucket_hash_fields)
             # one key field: its record key is the string the bucket hash is defined on
             columns = [keys] if hash_fields == tuple(key_fields) and len(key_fields) == 1 else [
@@ -213,6 +218,16 @@ class WriteTxn:
         token = str(WriteToken(int(task_id), int(stage), int(attempt)))
         prepared = self.prepare(rows)
         return [status for task in self.plan_tasks(prepared, token) for status in task.run()]
+
+
+def _keys_with_buckets(config: TableConfig, rows: pa.Table) -> bool:
+    """Whether the record keys and bucket ids of ``rows`` come from
+    :func:`~pyhudi.index.bucket.integer_keys_and_bucket_ids`: a bucketed table hashing its one
+    integer record key field, and enough rows to split over two cores."""
+    key_fields = tuple(config.record_key_fields)
+    return (config.num_buckets is not None and len(key_fields) == 1 and rows.num_rows >= SPLIT_ROWS
+            and tuple(config.bucket_hash_fields) == key_fields
+            and pa.types.is_integer(rows.schema.field(key_fields[0]).type))
 
 
 def _overwritten_partitions(txn: WriteTxn, prepared: pa.Table) -> set[str] | None:
