@@ -14,12 +14,12 @@ import pyarrow as pa
 import pytest
 
 import pyhudi
-import pyhudi.write.handle as handle
 from pyhudi.engine import LocalEngine
 from pyhudi.index.bucket import bucket_ids
 from pyhudi.logformat import HeaderKey, LogReader
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import parse_data_file_name
+from write_helpers import data_files, fail_task_after
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("ts", pa.int64()), ("a1", pa.float64()), ("a2", pa.string()),
                     ("b1", pa.int64()), ("b2", pa.float64()), ("c1", pa.string()), ("d1", pa.int64()),
@@ -63,15 +63,6 @@ def fid(bucket: int) -> str:
 def buckets_of(ids) -> list[int]:
     return sorted({int(b) for b in bucket_ids([pa.array(list(ids), pa.int64())], BUCKETS).tolist()})
 
-
-def data_files(t) -> set[str]:
-    out = set()
-    for folder, _, names in os.walk(t.path):
-        if ".hoodie" in os.path.relpath(folder, t.path).split(os.sep):
-            continue
-        out.update(os.path.relpath(os.path.join(folder, n), t.path) for n in names
-                   if n != ".hoodie_partition_metadata")
-    return out
 
 
 def full_row_logs(t) -> set[str]:
@@ -398,17 +389,7 @@ def test_a_failed_full_row_insert_is_rolled_back_and_the_table_is_unchanged(tmp_
     zero_bucket = [i for i in range(40) if buckets_of([i]) == [0]][:2]
     t.insert(rows(zero_bucket))
     before, files = read(t), data_files(t)
-    original = handle.FileGroupWriteTask.run
-    calls = []
-
-    def run(self):
-        out = original(self)
-        calls.append(self.file_id)
-        if len(calls) == 3:
-            raise OSError("task lost")
-        return out
-
-    monkeypatch.setattr(handle.FileGroupWriteTask, "run", run)
+    calls = fail_task_after(monkeypatch, 3, OSError("task lost"))
     with pytest.raises(OSError, match="task lost"):
         t.insert(rows(range(20), tag=1), engine=LocalEngine(parallelism=1))
     monkeypatch.undo()

@@ -33,7 +33,7 @@ from pyhudi.index.bucket import bucket_ids
 from pyhudi.logformat import DeleteBlock, HeaderKey, LogReader, ParquetDataBlock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from write_helpers import make_rows, value_of  # noqa: E402
+from write_helpers import fail_task_after, make_rows, value_of  # noqa: E402
 
 PY = sys.executable
 HELPER = str(Path(__file__).resolve().parent / "write_helpers.py")
@@ -622,17 +622,7 @@ def test_failed_write_is_rolled_back_and_next_write_succeeds(tmp_path, monkeypat
 def test_failed_task_run_rolls_back_files_of_other_tasks(tmp_path, monkeypatch):
     """FileGroupWriteTask.run writes its families, then the last task raises."""
     t = fam_table(tmp_path, num_buckets=3)
-    original = handle.FileGroupWriteTask.run
-    calls = []
-
-    def run(self):
-        out = original(self)
-        calls.append(self.file_id)
-        if len(calls) == 3:
-            raise OSError("task lost")
-        return out
-
-    monkeypatch.setattr(handle.FileGroupWriteTask, "run", run)
+    calls = fail_task_after(monkeypatch, 3, OSError("task lost"))
     with pytest.raises(OSError, match="task lost"):
         t.upsert(full_rows(range(12)), engine=LocalEngine(parallelism=1))
     assert len(calls) == 3

@@ -42,6 +42,24 @@ def of(files: set[str], *instants: str) -> set[str]:
     return out
 
 
+def fail_task_after(monkeypatch, n: int, error: BaseException) -> list[str]:
+    """Make the ``n``-th file-group write task of this process raise ``error`` after writing its
+    files (a task lost mid-write); returns the file ids of the tasks run, in order."""
+    import pyhudi.write.handle as handle
+
+    original, calls = handle.FileGroupWriteTask.run, []
+
+    def run(self):
+        out = original(self)
+        calls.append(self.file_id)
+        if len(calls) == n:
+            raise error
+        return out
+
+    monkeypatch.setattr(handle.FileGroupWriteTask, "run", run)
+    return calls
+
+
 def value_of(field_type: pa.DataType, name: str, key: int, tag: int):
     if pa.types.is_floating(field_type):
         return key * 1000.0 + tag
