@@ -17,7 +17,9 @@ Building one is faster than building the dataclass (one ``dict.update``); compar
 are ~0.1 µs slower (``operator.attrgetter`` instead of generated code), which no hot path feels.
 Instances keep a ``__dict__``, so :func:`functools.cached_property`, :mod:`copy` and
 :mod:`pickle` work on them unchanged. :func:`dataclasses.replace` and
-:func:`dataclasses.fields` do not: a value that needs a changed copy says so with a method.
+:func:`dataclasses.fields` do not: :meth:`Value.replace` builds a changed copy the same way, by
+calling ``__init__`` with every field by name (so a class's ``__init__`` takes each field as a
+keyword argument of the same name).
 """
 
 from __future__ import annotations
@@ -49,6 +51,15 @@ class Value:
     def _set(self, **fields: Any) -> None:
         """Set fields from ``__init__`` (the instance is frozen for everyone else)."""
         self.__dict__.update(fields)
+
+    def replace(self, **changes: Any) -> Any:
+        """A copy with ``changes``: ``__init__`` called with every field by name, as
+        :func:`dataclasses.replace` does (so ``__init__``'s checks and derived state run again)."""
+        unknown = changes.keys() - set(self._value_fields)
+        if unknown:
+            raise TypeError(f"{self.__class__.__qualname__} has no field {sorted(unknown)[0]!r}")
+        return self.__class__(**{name: changes[name] if name in changes else getattr(self, name)
+                                 for name in self._value_fields})
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:

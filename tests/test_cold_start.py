@@ -214,20 +214,10 @@ def test_bench_cold_reports_what_pyhudi_adds_over_the_floor(tmp_path):
     assert "pyhudi over the floor: import + open + read" in done.stdout
 
 
-DATACLASSES_LEFT = {
-    "pyhudi.timeline.lock.LockHolder", "pyhudi.logformat.reader.BlockLayout", "pyhudi.logformat.reader.LogReader",
-    "pyhudi.read.keys.KeySpec", "pyhudi.read.merge.Versions", "pyhudi.read.sources.Prefilter",
-    "pyhudi.read.sources.ReadSpec", "pyhudi.read.family_reader.FamilyScan", "pyhudi.read.task.TaskSettings",
-    "pyhudi.read.task.FamilyPart", "pyhudi.read.task.ReadTask", "pyhudi.read.plan.ScanPlan",
-}
-"""The dataclasses a cold read still builds (copied with ``dataclasses.replace`` by the read
-tasks); every other class it imports is a plain or :class:`pyhudi.value.Value` class."""
-
-
-def test_a_cold_read_compiles_no_other_dataclass(family_table):
+def test_a_cold_read_compiles_no_dataclass(family_table):
     """``@dataclass`` compiles each class's methods with ``exec`` at import (~0.3 ms a class):
     the value classes a cold read imports are :mod:`pyhudi.value` classes instead. A new
-    dataclass on the read path fails here — write it as a ``Value`` (or list it, saying why)."""
+    dataclass on the read path fails here — write it as a ``Value`` or ``Record``."""
     path, _ = family_table
     code = ("import dataclasses, json, sys\nbuilt = []\nprocess = dataclasses._process_class\n"
             "def record(cls, *args):\n    built.append(cls.__module__ + '.' + cls.__qualname__)\n"
@@ -239,5 +229,40 @@ def test_a_cold_read_compiles_no_other_dataclass(family_table):
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=True)
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["rows"] == 1_000
-    assert set(out["built"]) - DATACLASSES_LEFT == set()
-    assert "pyhudi.timeline.instant.Instant" not in out["built"] and "pyhudi.fsview.view.FileGroup" not in out["built"]
+    assert out["built"] == []
+
+
+_GC_PROBE = """
+import gc, json, sys
+{before}
+import pyhudi
+print(json.dumps({{"frozen": gc.get_freeze_count(), "enabled": gc.isenabled(), "rows": pyhudi.open_table(sys.argv[1]).read(columns=["c0"]).num_rows}}))
+"""
+
+
+def _gc_state(table_path: pathlib.Path, before: str = "", env: dict[str, str] | None = None) -> dict:
+    done = subprocess.run([sys.executable, "-c", _GC_PROBE.format(before=before), str(table_path)],
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_import_freezes_the_objects_it_leaves_and_keeps_the_collector_on(family_table):
+    """By default ``import pyhudi`` ends with ``gc.freeze()`` (its modules' objects are never
+    walked again by a collection) and leaves the collector as it found it."""
+    path, _ = family_table
+    state = _gc_state(path)
+    assert state["frozen"] > 10_000 and state["enabled"] is True and state["rows"] == 1_000
+
+
+def test_import_leaves_a_disabled_collector_disabled(family_table):
+    path, _ = family_table
+    state = _gc_state(path, before="gc.disable()")
+    assert state["frozen"] > 10_000 and state["enabled"] is False and state["rows"] == 1_000
+
+
+def test_gc_freeze_opt_out_leaves_the_collector_alone(family_table):
+    path, _ = family_table
+    state = _gc_state(path, env={"PYHUDI_GC_FREEZE": "0"})
+    assert state == {"frozen": 0, "enabled": True, "rows": 1_000}

@@ -9,7 +9,6 @@ import glob
 import os
 import pickle
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -183,7 +182,7 @@ def test_a_copy_of_a_task_for_a_key_range_does_not_replay_the_whole_file(tmp_pat
     (task,) = table.plan_scan(["id", "a1"]).tasks
     assert task.replays
     for _ in range(2):
-        split = replace(task, key_range=(None, "3"), metrics={})
+        split = task.replace(key_range=(None, "3"), metrics={})
         got = split.run().sort_by("id").to_pylist()
         assert got == [r for r in _expected({3: 30.0, 40: 400.0}, ("id", "a1")) if str(r["id"]) < "3"]
         assert "replayed" not in split.metrics

@@ -124,3 +124,41 @@ def test_config_key_registers_itself_unless_asked_not_to():
     finally:
         for name in ("hoodie.pyhudi.test.value.key", "hoodie.test.value.alias"):
             REGISTRY.pop(name, None)
+
+
+def test_replace_builds_a_changed_copy_through_init_as_dataclasses_replace():
+    point = Tagged(1, "a", tag="t")
+    moved = point.replace(y="b")
+    assert (moved.x, moved.y, moved.tag) == (1, "b", "t") and type(moved) is Tagged
+    assert (point.x, point.y) == (1, "a")  # the original is unchanged
+    data = dataclasses.replace(DataPoint(1, "a"), y="b")
+    assert (moved.x, moved.y) == (data.x, data.y)
+    with pytest.raises(TypeError, match="Tagged has no field 'z'"):
+        point.replace(z=1)
+
+
+def test_replace_runs_init_again_for_records_with_derived_state():
+    class Counted(Record):
+        n: int
+        doubled: int
+
+        def __init__(self, n: int, doubled: int = 0) -> None:
+            self._set(n=n, doubled=2 * n)
+
+    assert Counted(2).replace(n=5).doubled == 10
+
+
+def test_the_read_tasks_value_classes_pickle_and_replace():
+    """The classes Spark executors receive in a read task keep equality through pickle, and a
+    task split by ``replace`` shares its bases and runs with its own metrics."""
+    from pyhudi.read.keys import KeySpec
+    from pyhudi.read.sources import Prefilter, ReadSpec
+
+    import pyarrow as pa
+
+    keys = KeySpec(("id",), True)
+    assert keys.replace(integer="id") == KeySpec(("id",), True, "id") and hash(keys) == hash(KeySpec(("id",), True))
+    spec = ReadSpec([pa.field("c0", pa.float64())], None, keys, Prefilter(pa.schema([("id", pa.int64())])))
+    assert pickle.loads(pickle.dumps(spec)) == spec
+    assert spec.prefilter.key_filters == [] and spec.prefilter.excluded == [] and spec.prefilter.unrestricted
+    assert Prefilter(spec.prefilter.schema).key_filters is not spec.prefilter.key_filters  # (fresh lists)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import struct
-from dataclasses import dataclass, field
 from typing import Iterator
 
 import pyarrow as pa
@@ -29,6 +28,7 @@ from pyhudi.logformat.block import (
 )
 from pyhudi.logformat.data_block import block_from_content
 from pyhudi.storage.fs import Storage
+from pyhudi.value import Record, Value
 
 _HEAD = len(MAGIC) + 8
 """Magic plus the u64 block length."""
@@ -201,8 +201,7 @@ class _Cursor:
             raise _Corrupt(str(exc)) from exc
 
 
-@dataclass(frozen=True)
-class BlockLayout:
+class BlockLayout(Value):
     """Where one block of a log file sits and what its framing said: enough to rebuild the block
     over the same bytes without reading its framing again (``block_type`` None: corrupt bytes)."""
 
@@ -214,14 +213,18 @@ class BlockLayout:
     content_offset: int
     content_length: int
 
+    def __init__(self, offset: int, size: int, block_type: int | None, header: dict, footer: dict,
+                 content_offset: int, content_length: int) -> None:
+        self._set(offset=offset, size=size, block_type=block_type, header=header, footer=footer,
+                  content_offset=content_offset, content_length=content_length)
+
     @property
     def nbytes(self) -> int:
         """About how much memory the layout holds (headers carry the block's schema)."""
         return 96 + sum(len(v) for v in self.header.values()) + sum(len(v) for v in self.footer.values())
 
 
-@dataclass
-class LogReader:
+class LogReader(Record):
     """Iterate the blocks of one log file, lazily and in file order.
 
     ``LogReader(storage, relpath)``, ``LogReader(file=native_file)`` or ``LogReader(data=bytes)``.
@@ -250,11 +253,14 @@ class LogReader:
     memory_map: bool = True
     """Map a local file (blocks served as zero-copy slices); False reads the byte ranges asked
     for, which costs less when only a few columns of its blocks are read."""
-    corrupt_blocks: list[CorruptBlock] = field(default_factory=list, init=False)
 
-    def __post_init__(self) -> None:
-        self.source = FileSource(self.storage, self.relpath, file=self.file, data=self.data, size=self.size,
-                                 memory_map=self.memory_map)
+    def __init__(self, storage: Storage | None = None, relpath: str | None = None, file: pa.NativeFile | None = None,
+                 data: bytes | pa.Buffer | None = None, include_corrupt: bool = False,
+                 layout: list[BlockLayout] | None = None, size: int | None = None, memory_map: bool = True) -> None:
+        self._set(storage=storage, relpath=relpath, file=file, data=data, include_corrupt=include_corrupt,
+                  layout=layout, size=size, memory_map=memory_map)
+        self.corrupt_blocks: list[CorruptBlock] = []
+        self.source = FileSource(storage, relpath, file=file, data=data, size=size, memory_map=memory_map)
 
     def __enter__(self) -> LogReader:
         return self

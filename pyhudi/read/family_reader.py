@@ -25,7 +25,6 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -52,6 +51,7 @@ from pyhudi.read.sources import (
 from pyhudi.read.window import merge_window
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.parquet import parquet_file
+from pyhudi.value import Value
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
@@ -63,8 +63,7 @@ locally — measured as fast as whole-chunk reads; large ones on object stores, 
 STRATEGIES = ("auto", "hash")
 
 
-@dataclass(frozen=True)
-class FamilyScan:
+class FamilyScan(Value):
     """One family's part of a scan: the columns it supplies and how its versions merge."""
 
     family: str | None
@@ -72,6 +71,11 @@ class FamilyScan:
     event_time: bool
     ordering_field: str | None
     ordering_type: pa.DataType | None = None
+
+    def __init__(self, family: str | None, fields: tuple[pa.Field, ...], event_time: bool,
+                 ordering_field: str | None, ordering_type: pa.DataType | None = None) -> None:
+        self._set(family=family, fields=fields, event_time=event_time, ordering_field=ordering_field,
+                  ordering_type=ordering_type)
 
 
 class OpenedBase:

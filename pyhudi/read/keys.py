@@ -23,7 +23,6 @@ each string is the canonical spelling of its integer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +30,7 @@ import pyarrow as pa
 from pyhudi.lazy import pc
 from pyhudi.schema import META_FIELDS
 from pyhudi.keygen import record_keys
+from pyhudi.value import Value
 
 RECORD_KEY = META_FIELDS[2]
 
@@ -46,14 +46,16 @@ _SCALE = np.array([10 ** max(0, 17 - d) for d in range(19)], dtype=np.int64)  # 
 _SHIFTED_SCALE = _SCALE << 5
 
 
-@dataclass(frozen=True)
-class KeySpec:
+class KeySpec(Value):
     """How record keys are obtained: ``_hoodie_record_key``, built from the key columns, or
     (``integer`` set) the single integer key column itself."""
 
     fields: tuple[str, ...]
     populate_meta: bool
     integer: str | None = None
+
+    def __init__(self, fields: tuple[str, ...], populate_meta: bool, integer: str | None = None) -> None:
+        self._set(fields=fields, populate_meta=populate_meta, integer=integer)
 
     def columns(self, available: Sequence[str]) -> list[str]:
         if self.integer is not None:

@@ -34,13 +34,13 @@ gives the same rows from sorted inputs window by window.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from pyhudi.lazy import pc
 from pyhudi.read.keys import text_keys
+from pyhudi.value import Record
 from pyhudi.record_merge import (
     cast_ordering,
     commit_time_deletes,
@@ -52,8 +52,7 @@ from pyhudi.record_merge import (
 )
 
 
-@dataclass
-class Versions:
+class Versions(Record):
     """One batch of versions that share a block: same sequence base, same kind, same columns."""
 
     keys: pa.Array  # record keys: strings, or the integers they spell (pyhudi.read.keys)
@@ -63,6 +62,12 @@ class Versions:
     default_delete: pa.Array | None = None  # bool per delete: default ordering value
     owned: bool = False  # data buffers decoded for this read alone: a merge may patch them in place
     last: bool = False  # the input's final batch: no version follows (a merge window need not stop before its end)
+
+    def __init__(self, keys: pa.Array, data: pa.Table | None, is_delete: bool | np.ndarray,
+                 ordering: pa.Array | None = None, default_delete: pa.Array | None = None, owned: bool = False,
+                 last: bool = False) -> None:
+        self._set(keys=keys, data=data, is_delete=is_delete, ordering=ordering, default_delete=default_delete,
+                  owned=owned, last=last)
 
 
 def merge_versions(

@@ -24,7 +24,6 @@ import os
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -46,6 +45,7 @@ from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSetti
 from pyhudi.schema import META_FIELDS
 from pyhudi.timeline.instant import format_instant_time
 from pyhudi.timeline.timeline import COMMIT_ACTIONS
+from pyhudi.value import Record
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -55,8 +55,7 @@ COMMIT_TIME = META_FIELDS[0]
 _TIME_PUNCTUATION = re.compile(r"[-: .T]")
 
 
-@dataclass
-class ScanPlan:
+class ScanPlan(Record):
     """The read tasks of one scan, the exact schema of their batches, and the pinned snapshot."""
 
     schema: pa.Schema
@@ -65,9 +64,14 @@ class ScanPlan:
     query_type: str = "snapshot"
     snapshot: str | None = None
     """The pinned snapshot as a completion time (``instant`` may be a write's requested time)."""
-    metrics: dict[str, int] = field(default_factory=dict)
+    metrics: dict[str, int]
     """What planning decided: file groups and data files considered and skipped by statistics
     (:mod:`pyhudi.read.skipping`), footers read, ranges taken from commit metadata."""
+
+    def __init__(self, schema: pa.Schema, instant: str | None, tasks: list[ReadTask], query_type: str = "snapshot",
+                 snapshot: str | None = None, metrics: dict[str, int] | None = None) -> None:
+        self._set(schema=schema, instant=instant, tasks=tasks, query_type=query_type, snapshot=snapshot,
+                  metrics={} if metrics is None else metrics)
 
     def explain(self) -> str:
         """One line per planning step: what was considered and what was skipped."""
@@ -107,8 +111,8 @@ class ScanPlan:
         for t in self.tasks:
             settings = collected.get(id(t.settings))
             if settings is None:
-                settings = collected[id(t.settings)] = replace(t.settings, memory_map=True, decode_threads=workers <= 1)
-            task = copy.copy(t)  # (not dataclasses.replace: its __post_init__ already ran on t)
+                settings = collected[id(t.settings)] = t.settings.replace(memory_map=True, decode_threads=workers <= 1)
+            task = copy.copy(t)  # (not ReadTask.replace: its __init__ already shared the bases of t)
             task.settings, task.metrics = settings, {}
             tasks.append(task)
         parts = run_tasks(tasks, workers)
@@ -422,7 +426,7 @@ def _fresh_copy(plan: ScanPlan) -> ScanPlan:
         task = copy.copy(task)
         task.metrics = {}
         tasks.append(task)
-    return replace(plan, tasks=tasks, metrics=dict(plan.metrics))
+    return plan.replace(tasks=tasks, metrics=dict(plan.metrics))
 
 
 def _plan_scan(table: Any, timeline: Any, columns: Sequence[str] | None, filters: Sequence[tuple] | None,
@@ -553,7 +557,7 @@ def _split(task: ReadTask, max_rows: int) -> list[ReadTask]:
         ranges = key_splits(task.storage, base.relpath, settings.keys, settings.table_schema, max_rows)
     if len(ranges) == 1:
         return [task]
-    return [replace(task, key_range=bounds, metrics={}) for bounds in ranges]
+    return [task.replace(key_range=bounds, metrics={}) for bounds in ranges]
 
 
 def _pruned_groups(table: Any, view: FileSystemView, filters: list[Filter], schema: pa.Schema, timeline: Any,

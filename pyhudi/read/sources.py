@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,6 +36,7 @@ from pyhudi.read.keys import (
 from pyhudi.read.merge import Versions
 from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.pruning import KeyRange, excluded_mask, key_range_of, range_covered, row_group_may_match
+from pyhudi.value import Record
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
@@ -46,8 +46,7 @@ ORDERED = "ordered"
 """Metadata cache kind: a file declaring its rows sorted by key was read whole and found so."""
 
 
-@dataclass
-class Prefilter:
+class Prefilter(Record):
     """Drops versions that cannot belong to a matching row (see :mod:`pyhudi.read.pruning`).
 
     ``key_filters`` are filters on record key columns (equal in every version of a row);
@@ -56,9 +55,15 @@ class Prefilter:
     """
 
     schema: pa.Schema
-    key_filters: list[Filter] = field(default_factory=list)
-    excluded: list[KeyRange] = field(default_factory=list)
+    key_filters: list[Filter]
+    excluded: list[KeyRange]
     key_range: tuple[str | None, str | None] | None = None
+
+    def __init__(self, schema: pa.Schema, key_filters: list[Filter] | None = None,
+                 excluded: list[KeyRange] | None = None,
+                 key_range: tuple[str | None, str | None] | None = None) -> None:
+        self._set(schema=schema, key_filters=[] if key_filters is None else key_filters,
+                  excluded=[] if excluded is None else excluded, key_range=key_range)
 
     @property
     def columns(self) -> list[str]:
@@ -156,8 +161,7 @@ def take_versions(v: Versions, indices: pa.Array) -> Versions:
     )
 
 
-@dataclass
-class ReadSpec:
+class ReadSpec(Record):
     """What every input of one family reads: the output fields and how versions are built."""
 
     fields: list[pa.Field]
@@ -165,6 +169,11 @@ class ReadSpec:
     keys: KeySpec
     prefilter: Prefilter
     decode_threads: bool = True  # off when tasks already run in parallel (threads would only contend)
+
+    def __init__(self, fields: list[pa.Field], ordering_field: str | None, keys: KeySpec, prefilter: Prefilter,
+                 decode_threads: bool = True) -> None:
+        self._set(fields=fields, ordering_field=ordering_field, keys=keys, prefilter=prefilter,
+                  decode_threads=decode_threads)
 
     def file_columns(self, available: Sequence[str]) -> list[str]:
         present = set(available)
@@ -238,7 +247,7 @@ class ParquetInput:
         if keys == self.spec.keys:
             return self
         clone = copy.copy(self)
-        clone.spec = replace(self.spec, keys=keys)
+        clone.spec = self.spec.replace(keys=keys)
         clone.columns = clone.spec.file_columns(self.arrow_schema.names)
         clone.key_columns = keys.columns(self.arrow_schema.names)
         return clone
@@ -472,7 +481,7 @@ class MemoryInput:
 
     def chunks(self, batch_size: int, verify: bool = True) -> Iterator[Versions]:
         if len(self.versions.keys):
-            yield replace(self.versions, last=True)
+            yield self.versions.replace(last=True)
 
 
 def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schema, label: str,
@@ -491,7 +500,7 @@ def block_input(block: DataBlock | DeleteBlock, spec: ReadSpec, schema: pa.Schem
     if isinstance(block, ParquetDataBlock):
         return ParquetInput(block.parquet_file(), label, spec, schema, arrow_schema=arrow_schema)
     if isinstance(block, AvroDataBlock):  # (string keys: converted to codes after a canonical check)
-        spec = replace(spec, keys=replace(spec.keys, integer=None))
+        spec = spec.replace(keys=spec.keys.replace(integer=None))
         available = block.arrow_schema().names
         table = block.read().select(spec.file_columns(available))
         return MemoryInput(spec.versions(table), label)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -43,6 +42,7 @@ from pyhudi.read.lockstep import LockstepInput
 from pyhudi.read.sources import KeySpec, MemoryInput, ParquetInput, Prefilter, ReadSpec
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.fs import Storage
+from pyhudi.value import Record, Value
 
 DEFAULT_BATCH_SIZE = 16384
 """Rows per batch of a streaming scan: a scan holds about one batch per input and family, so
@@ -55,8 +55,7 @@ _RECIPES_KEPT = 4
 """Recipes a task keeps (one per settings it ran with: a read on one thread or several, ...)."""
 
 
-@dataclass(frozen=True)
-class TaskSettings:
+class TaskSettings(Value):
     """What every task of one scan shares."""
 
     table_schema: pa.Schema
@@ -73,14 +72,26 @@ class TaskSettings:
     memory_map: bool = False  # map local base files (collected reads only: see family_reader._memory_map)
     skip_corrupt_blocks: bool = False  # warn about corrupt committed log blocks instead of failing (read.damage)
 
+    def __init__(self, table_schema: pa.Schema, output: pa.Schema, keys: KeySpec, visibility: Visibility,
+                 filters: tuple[Filter, ...] = (), key_filters: tuple[Filter, ...] = (), read_optimized: bool = False,
+                 incremental: tuple[str, ...] | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
+                 strategy: str = "auto", decode_threads: bool = True, memory_map: bool = False,
+                 skip_corrupt_blocks: bool = False) -> None:
+        self._set(table_schema=table_schema, output=output, keys=keys, visibility=visibility, filters=filters,
+                  key_filters=key_filters, read_optimized=read_optimized, incremental=incremental,
+                  batch_size=batch_size, strategy=strategy, decode_threads=decode_threads, memory_map=memory_map,
+                  skip_corrupt_blocks=skip_corrupt_blocks)
 
-@dataclass
-class FamilyPart:
+
+class FamilyPart(Record):
     """One family of the file group: what to read of it and its latest file slice."""
 
     scan: FamilyScan
     file_slice: FileSlice
     own_columns: tuple[str, ...] = ()
+
+    def __init__(self, scan: FamilyScan, file_slice: FileSlice, own_columns: tuple[str, ...] = ()) -> None:
+        self._set(scan=scan, file_slice=file_slice, own_columns=own_columns)
 
     @property
     def base_is_final(self) -> bool:
@@ -88,28 +99,35 @@ class FamilyPart:
         return not self.file_slice.log_files
 
 
-@dataclass
-class ReadTask:
+class ReadTask(Record):
     """Read one file group: ``batches()`` streams its merged, filtered rows; ``run()`` collects them."""
+
+    _value_uncompared = ("metrics", "replays")
 
     storage: Storage
     partition_path: str
     file_id: str
     families: list[FamilyPart]
     settings: TaskSettings
-    metrics: dict = field(default_factory=dict, compare=False)
+    metrics: dict
     """Counters of the last run (strategies, row groups read / skipped, skipped by statistics)."""
     key_range: tuple[str | None, str | None] | None = None
     """The split of the file group this task reads: record keys in ``[low, high)`` (None: all)."""
     partition_values: dict[str, pa.Scalar] | None = None
     """Values of partition columns the data files do not store (rebuilt from the partition path)."""
-    replays: list = field(default_factory=list, compare=False, repr=False)
+    replays: list
     """The reads of collected positional merges (:mod:`pyhudi.read.replay`), shared by the copies
     of this task a kept scan plan hands out: (what the copy ran with, recipe), the last few."""
 
-    def __post_init__(self) -> None:
-        if self.settings.strategy == "auto":
-            self.families = _shared_bases(self.families)
+    def __init__(self, storage: Storage, partition_path: str, file_id: str, families: list[FamilyPart],
+                 settings: TaskSettings, metrics: dict | None = None,
+                 key_range: tuple[str | None, str | None] | None = None,
+                 partition_values: dict[str, pa.Scalar] | None = None, replays: list | None = None) -> None:
+        if settings.strategy == "auto":
+            families = _shared_bases(families)
+        self._set(storage=storage, partition_path=partition_path, file_id=file_id, families=families,
+                  settings=settings, metrics={} if metrics is None else metrics, key_range=key_range,
+                  partition_values=partition_values, replays=[] if replays is None else replays)
 
     def __repr__(self) -> str:
         split = f", keys={list(self.key_range)}" if self.key_range is not None else ""
@@ -195,7 +213,7 @@ class ReadTask:
         sorted_cache: dict = {}
         # Parquet inputs are built to read key codes when the table's key allows it, and switched
         # back to string keys unless every input can supply codes (see _integer_keys)
-        keys = settings.keys if settings.strategy == "auto" else replace(settings.keys, integer=None)
+        keys = settings.keys if settings.strategy == "auto" else settings.keys.replace(integer=None)
 
         def spec_of(part: FamilyPart) -> ReadSpec:
             return ReadSpec(list(part.scan.fields), part.scan.ordering_field, keys, prefilter,
@@ -327,7 +345,7 @@ class ReadTask:
             mine = [source if isinstance(source, ParquetInput) and source.supplies_codes() else source.with_keys(keys)
                     for source in inputs]
             if any(source is None for source in mine):
-                strings = replace(keys, integer=None)
+                strings = keys.replace(integer=None)
                 return [[source.with_keys(strings) for source in inputs] for inputs in family_inputs]
             converted.append(mine)
         self._count("integer_keys", 1)
@@ -546,7 +564,7 @@ def _shared_bases(parts: list[FamilyPart]) -> list[FamilyPart]:
         names: dict[str, pa.Field] = {}
         for f in fields:
             names.setdefault(f.name, f)
-        scan = replace(lead.scan, family="+".join(parts[i].scan.family or "" for i in members),
+        scan = lead.scan.replace(family="+".join(parts[i].scan.family or "" for i in members),
                        fields=tuple(names.values()))
         own = tuple(dict.fromkeys(c for i in members for c in parts[i].own_columns))
         out[members[0]] = FamilyPart(scan, lead.file_slice, own)

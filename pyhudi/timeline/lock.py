@@ -35,12 +35,12 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 
 from pyhudi.errors import AlreadyExistsError, LockError, StorageError
 from pyhudi.storage.fs import Storage, open_local
+from pyhudi.value import Value
 from pyhudi.config.lock import LOCK_WAIT_TIME_MS, LOCK_NUM_RETRIES, LOCK_RETRY_WAIT_MS, LOCK_MAX_RETRY_WAIT_MS, LOCK_EXPIRE_MINUTES  # noqa: F401 (declared there)
 
 DEFAULT_LOCK_PATH = ".hoodie/.lock"
@@ -54,14 +54,16 @@ writes its record right after the exclusive create (:meth:`FileLock._create`), s
 that died in between leaves it empty."""
 
 
-@dataclass(frozen=True)
-class LockHolder:
+class LockHolder(Value):
     """What a lock file says about its holder."""
 
     owner: str
     pid: int | None
     host: str | None
     acquired_at_ms: int | None
+
+    def __init__(self, owner: str, pid: int | None, host: str | None, acquired_at_ms: int | None) -> None:
+        self._set(owner=owner, pid=pid, host=host, acquired_at_ms=acquired_at_ms)
 
     def describe(self) -> str:
         when = ""
