@@ -52,3 +52,37 @@ def test_a_table_made_and_listed_through_processes(tmp_path):
     assert [(r["requested_time"], r["action"], r["state"], r["operation"]) for r in listed] == [
         (instant, "deltacommit", "COMPLETED", "UPSERT")]
     assert json.loads(pyhudi_cmd("show", path, "--json").stdout) == [{"id": "a", "v": 1}]
+
+
+_ENTRY = """
+import atexit, sys
+atexit.register(lambda: print("interpreter teardown", file=sys.stderr))
+sys.argv = ["pyhudi", *sys.argv[1:]]
+from pyhudi.cli import entry
+entry()
+"""
+
+
+def _entry(*argv):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-c", _ENTRY, *argv], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=120)
+
+
+def test_a_read_only_command_skips_the_teardown_with_its_output_complete(tmp_path):
+    """``read`` and the other read-only commands end with ``os._exit`` after flushing (no
+    atexit handler runs), a reported error too; a write exits normally."""
+    path = str(tmp_path / "t")
+    assert pyhudi_cmd("create", path, "--schema", "id:string,v:long", "--buckets", "1").returncode == 0
+    rows = [{"id": f"k{i:04d}", "v": i} for i in range(1500)]
+    (tmp_path / "in.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    wrote = _entry("write", path, str(tmp_path / "in.json"), "--json")
+    assert wrote.returncode == 0 and wrote.stderr.endswith("interpreter teardown\n")
+    read = _entry("read", path, "--json", "--sort", "id", "--limit", "2000")
+    assert (read.returncode, read.stderr) == (0, "")
+    assert json.loads(read.stdout) == rows  # (all 1,500 rows: stdout was flushed before the exit)
+    listed = _entry("timeline", path, "--json")
+    assert listed.returncode == 0 and listed.stderr == "" and len(json.loads(listed.stdout)) == 1
+    failed = _entry("read", str(tmp_path / "none"))
+    assert (failed.returncode, failed.stderr) == (2, f"error: no Hudi table at {tmp_path / 'none'}: "
+                                                      ".hoodie/hoodie.properties not found\n")

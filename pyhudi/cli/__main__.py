@@ -1,7 +1,5 @@
 """``python -m pyhudi.cli ...``: the ``pyhudi`` command."""
 
-import sys
+from pyhudi.cli import entry
 
-from pyhudi.cli import main
-
-sys.exit(main())
+entry()

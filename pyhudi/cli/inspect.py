@@ -203,19 +203,19 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     timeline.add_argument("path")
     timeline.add_argument("--archived", action="store_true", help="include the archived (LSM history) instants")
     timeline.add_argument("--json", action="store_true")
-    timeline.set_defaults(func=cmd_timeline)
+    timeline.set_defaults(func=cmd_timeline, read_only=True)
     show = sub.add_parser("show-instant", parents=[common],
                           help="one instant's plan and metadata, decoded (active or archived)")
     show.add_argument("path")
     show.add_argument("instant", help="its requested time (yyyyMMddHHmmssSSS)")
     show.add_argument("--json", action="store_true")
-    show.set_defaults(func=cmd_show_instant)
+    show.set_defaults(func=cmd_show_instant, read_only=True)
     files = sub.add_parser("files", aliases=["fsview"], parents=[common],
                            help="file groups, families, slices, sizes and log-file counts")
     files.add_argument("path")
     files.add_argument("--as-of", help="the view as of an instant or timestamp (time travel)")
     files.add_argument("--json", action="store_true")
-    files.set_defaults(func=cmd_files)
+    files.set_defaults(func=cmd_files, read_only=True)
 
 
 __all__ = ["file_group_rows", "file_view", "instant_details", "print_timeline", "register",

@@ -151,4 +151,4 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     stats.add_argument("kind", nargs="?", default="all", choices=("all", *KINDS),
                        help="which statistics (default: all)")
     stats.add_argument("--json", action="store_true")
-    stats.set_defaults(func=cmd_stats)
+    stats.set_defaults(func=cmd_stats, read_only=True)
