@@ -83,11 +83,16 @@ def strategies(table: pyhudi.Table, columns: list[str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(plan.tasks[0].metrics.items()))
 
 
-def build_scenario_w(path: str, rows: int) -> pa.Table:
-    """Families table after bulk insert + one-family update; returns the expected rows."""
+def build_scenario_w(path: str, rows: int, default_layout: bool = False) -> pa.Table:
+    """Families table after bulk insert (one base file per family, the layout measured so far)
+    or, with ``default_layout``, an insert with default options (full-row log files), then a
+    one-family update; returns the expected rows."""
     data = make_data(rows)
     table = pyhudi.create_table(path, data.schema, "id", num_buckets=BUCKETS, column_families=families())
-    table.bulk_insert(data, options={"hoodie.pyhudi.insert.full.row": "false"})  # (the layout measured so far)
+    if default_layout:
+        table.insert(data)
+    else:
+        table.bulk_insert(data, options={"hoodie.pyhudi.insert.full.row": "false"})
     rng = np.random.default_rng(11)
     updated = np.sort(rng.choice(rows, rows // 10, replace=False))
     update = data.select(["id", *[f"c{c}" for c in range(PER)]]).take(pa.array(updated))

@@ -17,6 +17,9 @@ def run(ctx: Context) -> list[Comparison]:
     expected = build_scenario_w(path, ctx.rows)
     compacted = ctx.path("compacted.parquet")
     pq.write_table(expected, compacted, use_dictionary=False)
+    default_path = ctx.path("w-default")
+    build_scenario_w(default_path, ctx.rows, default_layout=True)
     splits: list[dict] = []
-    measured = coldstart.measure(path, ctx.repeat if ctx.tiny else max(ctx.repeat, 10), splits, compacted)
+    measured = coldstart.measure(path, ctx.repeat if ctx.tiny else max(ctx.repeat, 10), splits, compacted,
+                                 default_path)
     return [measured, coldstart.against_pyarrow(measured), coldstart.added_cost(splits)]
