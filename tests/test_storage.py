@@ -91,3 +91,62 @@ def test_safe_names():
     for bad in ("", ".", "..", "a/b", "a\\b"):
         with pytest.raises(PathEscapeError, match="not a valid single path component"):
             check_name(bad, "family name")
+
+
+def _record_fsyncs(monkeypatch) -> list[str]:
+    """What each ``os.fsync`` synced, as the path behind its descriptor."""
+    import os
+
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
+@pytest.mark.parametrize("data", [b"completed", b""])
+def test_a_durable_create_syncs_the_file_then_its_directory(tmp_path, monkeypatch, data):
+    """After a power loss a durable file (a completed instant) must be there by name, not only
+    by its bytes: its directory is synced after the link."""
+    s = Storage(str(tmp_path))
+    s.create_if_absent(".hoodie/timeline/1.deltacommit", data)  # (creates the directory first)
+    synced = _record_fsyncs(monkeypatch)
+    s.create_if_absent(".hoodie/timeline/2.deltacommit", data)
+    directory = str(tmp_path / ".hoodie" / "timeline")
+    assert synced[-1] == directory and len(synced) == 2
+    assert synced[0] == f"{directory}/2.deltacommit" or synced[0].startswith(f"{directory}/.2.deltacommit.")
+    assert s.read(".hoodie/timeline/2.deltacommit") == data
+
+
+def test_a_create_that_need_not_survive_a_crash_syncs_nothing(tmp_path, monkeypatch):
+    s = Storage(str(tmp_path))
+    s.write(".hoodie/x", b"")
+    synced = _record_fsyncs(monkeypatch)
+    s.create_if_absent(".hoodie/lock", b"holder", durable=False)
+    s.create_if_absent(".hoodie/3.deltacommit.requested", b"", durable=False)
+    assert synced == []
+
+
+@pytest.mark.parametrize("error", ["EINVAL", "EIO"])
+def test_a_directory_that_cannot_be_synced_leaves_the_create_done(tmp_path, monkeypatch, error):
+    """The directory sync runs after the file is in place and visible: a file system that
+    cannot sync directories, or fails to, does not turn the completed create into an error."""
+    import errno
+    import os
+
+    s = Storage(str(tmp_path))
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.isdir(os.readlink(f"/proc/self/fd/{fd}")):
+            raise OSError(getattr(errno, error), error)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    s.create_if_absent("a/1.commit", b"x")
+    s.create_if_absent("a/2.commit", b"")
+    assert (s.read("a/1.commit"), s.read("a/2.commit")) == (b"x", b"")

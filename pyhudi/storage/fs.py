@@ -110,6 +110,25 @@ def _file_type() -> type[pafs.FileType]:
     return pafs.FileType
 
 
+
+def _sync_directory(path: str) -> None:
+    """fsync a directory: its entries (a file just created or linked in it) reach the disk.
+
+    Best effort: it runs after the file is in place, fsynced and visible, so a failure here must
+    not turn a completed create into an error (a completed instant reported as failed would be
+    rolled back by its writer). A file system that cannot sync a directory (``EINVAL``: some
+    network and FUSE ones) keeps whatever guarantee it gives."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
 class Storage:
     """File operations relative to one base path (local path, ``file://`` or ``s3://`` URI).
 
@@ -322,7 +341,9 @@ class Storage:
 
         Local file systems: atomic and all-or-nothing (temp file + ``link``), fsynced unless
         ``durable=False`` (files nothing depends on after a crash: lock files, empty pending
-        instants). S3 stores with conditional put: atomic (``If-None-Match: *``; an object is
+        instants) — the file and then its directory, so that after a power loss the new name
+        is there too, not only its bytes (a completed instant whose name was lost would read as
+        pending and be rolled back). S3 stores with conditional put: atomic (``If-None-Match: *``; an object is
         never visible half-written). Other stores: a check-then-write, safe only under a lock
         that does not rely on atomic create (see :attr:`atomic_create`).
         """
@@ -352,6 +373,8 @@ class Storage:
                     os.fsync(fd)
             finally:
                 os.close(fd)
+            if durable:
+                _sync_directory(os.path.dirname(path))
             return
         tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{uuid.uuid4().hex}.tmp"
         try:
@@ -371,6 +394,8 @@ class Storage:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+        if durable:
+            _sync_directory(os.path.dirname(path))
 
     def rename(self, src: str, dst: str) -> None:
         dst_path = self.full_path(dst)
