@@ -9,7 +9,7 @@ at any point never leaves a table without properties.
 
 from __future__ import annotations
 
-import zlib
+import binascii
 from typing import Iterable, Mapping
 
 from pyhudi.config import properties
@@ -104,7 +104,7 @@ BUCKET_HASH_FIELD = ConfigKey("hoodie.bucket.index.hash.field", tuple, (), "Hash
 
 def table_checksum(table_name: str, database: str | None = None) -> int:
     """``CRC32(UTF-8 "<database>.<table>")`` as unsigned, exactly like Java Hudi."""
-    return zlib.crc32(f"{database or ''}.{table_name}".encode("utf-8")) & 0xFFFFFFFF
+    return binascii.crc32(f"{database or ''}.{table_name}".encode("utf-8")) & 0xFFFFFFFF  # (zlib's CRC-32)
 
 
 _PARSED_FAMILIES: dict[tuple, dict[str, ColumnFamily]] = {}

@@ -19,12 +19,11 @@ Wire formats:
 
 from __future__ import annotations
 
-import dataclasses
+import binascii
 import inspect
 import io
 import json
 import re
-import zlib
 from typing import Any, Callable, ClassVar, TypeVar
 
 from pyhudi.errors import MetadataError
@@ -112,7 +111,7 @@ def json_copy_entry(schema: bytes, record_json: bytes, datum: bytes | memoryview
 
 
 def _copy_crc(schema: bytes, record_json: bytes, datum: bytes | memoryview) -> int:
-    return zlib.crc32(datum, zlib.crc32(record_json, zlib.crc32(schema)))
+    return binascii.crc32(datum, binascii.crc32(record_json, binascii.crc32(schema)))  # (zlib's CRC-32)
 
 
 def _json_copy(value: bytes, schema: bytes, datum: bytes | memoryview) -> dict[str, Any] | None:
@@ -324,6 +323,8 @@ def _zero(t: Any) -> Any:
 
 
 def _dataclass_default(value: Any) -> Any:
+    import dataclasses  # (models are built where pyhudi.timeline.metadata is imported; not on a cold read)
+
     if isinstance(value, list):
         return dataclasses.field(default_factory=list)
     if isinstance(value, dict):
@@ -482,6 +483,8 @@ def avro_model(record_schema: dict[str, Any]) -> Callable[[type[_M]], type[_M]]:
     """
 
     def bind(cls: type[_M]) -> type[_M]:
+        import dataclasses
+
         spec = []
         for f in record_schema["fields"]:
             spec.append((snake_case(f["name"]), f["name"], f["type"], _schema_default(f)))
