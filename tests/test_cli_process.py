@@ -86,3 +86,22 @@ def test_a_read_only_command_skips_the_teardown_with_its_output_complete(tmp_pat
     failed = _entry("read", str(tmp_path / "none"))
     assert (failed.returncode, failed.stderr) == (2, f"error: no Hudi table at {tmp_path / 'none'}: "
                                                       ".hoodie/hoodie.properties not found\n")
+
+
+def test_a_read_only_command_under_a_profiler_or_tracer_exits_normally(tmp_path):
+    """``python -m cProfile -m pyhudi ...`` prints its profile and a tracer (coverage) saves its
+    data after the command: both run after ``main`` returns, so ``os._exit`` is not taken when
+    a profile or trace function is installed."""
+    path = str(tmp_path / "t")
+    assert pyhudi_cmd("create", path, "--schema", "id:string,v:long", "--buckets", "1").returncode == 0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    profiled = subprocess.run([sys.executable, "-m", "cProfile", "-m", "pyhudi", "describe", path, "--json"],
+                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    described, _ = json.JSONDecoder().raw_decode(profiled.stdout)  # (the profile follows the document)
+    assert profiled.returncode == 0 and described["table"]["name"] == "t"
+    assert " function calls " in profiled.stdout  # (cProfile's report, printed after the command)
+    traced = subprocess.run([sys.executable, "-c", "import sys\nsys.settrace(lambda *a: None)\n" + _ENTRY,
+                             "describe", path, "--json"], capture_output=True, text=True, env=env, cwd=ROOT,
+                            timeout=120)
+    assert (traced.returncode, traced.stderr) == (0, "interpreter teardown\n")
+    assert json.loads(traced.stdout)["table"]["name"] == "t"

@@ -108,10 +108,12 @@ def entry() -> NoReturn:
     ``describe``, ``timeline``, ``show-instant``, ``files``, ``stats``) and left no other thread
     running, the process ends with ``os._exit`` once stdout and stderr are flushed: it holds no
     lock, heartbeat or file being written, and the interpreter's teardown of NumPy's, pyarrow's
-    and rich's modules would take ~10 ms, a tenth of a cold ``pyhudi read`` (issue 15).
+    and rich's modules would take ~10 ms, a tenth of a cold ``pyhudi read`` (issue 15). Not
+    under a profiler or tracer (``python -m cProfile -m pyhudi``, coverage): they report after
+    the command returns.
     """
     status, read_only = _run(None)
-    if read_only and threading.active_count() == 1:
+    if read_only and threading.active_count() == 1 and not _observed():
         try:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -119,6 +121,15 @@ def entry() -> NoReturn:
             sys.exit(status)
         os._exit(status)
     sys.exit(status)
+
+
+def _observed() -> bool:
+    """Whether a profile or trace function watches the process (its report or data is written
+    after the command: ``os._exit`` would lose it)."""
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        return True
+    monitoring = getattr(sys, "monitoring", None)  # (Python ≥ 3.12: cProfile and coverage may use it)
+    return monitoring is not None and any(monitoring.get_tool(tool) is not None for tool in range(6))
 
 
 def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
