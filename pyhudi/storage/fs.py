@@ -110,7 +110,6 @@ def _file_type() -> type[pafs.FileType]:
     return pafs.FileType
 
 
-
 def _sync_directory(path: str) -> None:
     """fsync a directory: its entries (a file just created or linked in it) reach the disk.
 
@@ -128,6 +127,7 @@ def _sync_directory(path: str) -> None:
         pass
     finally:
         os.close(fd)
+
 
 class Storage:
     """File operations relative to one base path (local path, ``file://`` or ``s3://`` URI).
