@@ -14,7 +14,8 @@ every tracked object into the collector's permanent generation that collections 
 reference counting as usual if their references drop; what they give up is only cycle
 detection, which module-level objects never need. An object the caller created before
 ``import pyhudi`` that later becomes unreachable in a reference cycle would not be reclaimed:
-the freeze happens once, at pyhudi's first import, ``gc.unfreeze()`` undoes it at any time, and
+the freeze happens once, at pyhudi's first import (and once more when the ``pyhudi`` command
+starts, for rich's modules), ``gc.unfreeze()`` undoes it at any time, and
 ``PYHUDI_GC_FREEZE=0`` in the environment leaves the collector alone.
 """
 
@@ -35,9 +36,11 @@ def enabled() -> bool:
 
 
 @contextmanager
-def frozen_after() -> Iterator[None]:
+def frozen_after(freeze: bool = True) -> Iterator[None]:
     """Run the body (pyhudi's imports) with collections paused; freeze every tracked object
-    when it succeeds. The collector's previous on/off state is restored either way."""
+    when it succeeds (unless ``freeze`` is False: the ``pyhudi`` command's module, which a
+    library user may import at any time, freezes only when it runs as the command). The
+    collector's previous on/off state is restored either way."""
     if not enabled():
         yield
         return
@@ -45,7 +48,8 @@ def frozen_after() -> Iterator[None]:
     gc.disable()
     try:
         yield
-        gc.freeze()
+        if freeze:
+            gc.freeze()
     finally:
         if was_enabled:
             gc.enable()

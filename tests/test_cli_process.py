@@ -105,3 +105,36 @@ def test_a_read_only_command_under_a_profiler_or_tracer_exits_normally(tmp_path)
                             timeout=120)
     assert (traced.returncode, traced.stderr) == (0, "interpreter teardown\n")
     assert json.loads(traced.stdout)["table"]["name"] == "t"
+
+
+_LIBRARY_IMPORT = """
+import gc, json, sys, weakref
+import pyhudi
+class Node: pass
+a, b = Node(), Node()
+a.other, b.other = b, a  # a cycle made by the caller after import pyhudi
+watch = weakref.ref(a)
+frozen = gc.get_freeze_count()
+import pyhudi.cli
+del a, b
+gc.collect()
+print(json.dumps({"cli_froze": gc.get_freeze_count() > frozen, "cycle_reclaimed": watch() is None}))
+"""
+
+
+def test_importing_the_cli_module_freezes_nothing_only_the_command_does(tmp_path):
+    """``import pyhudi.cli`` in a library process (``pyhudi.demo``, a notebook calling
+    ``main``) must not freeze the caller's objects made since ``import pyhudi``: a cycle
+    dropped later is still reclaimed. The ``pyhudi`` command freezes rich's modules itself."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", _LIBRARY_IMPORT], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"cli_froze": False, "cycle_reclaimed": True}
+    probe = ("import atexit, gc, sys\nsys.argv = ['pyhudi', '--version']\nimport pyhudi.cli\n"
+             "before = gc.get_freeze_count()\n"
+             "atexit.register(lambda: print(gc.get_freeze_count() > before, file=sys.stderr))\n"
+             "pyhudi.cli.entry()\n")
+    command = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT,
+                             timeout=120)
+    assert (command.returncode, command.stdout, command.stderr) == (0, f"pyhudi {pyhudi.__version__}\n", "True\n")

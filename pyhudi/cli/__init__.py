@@ -16,6 +16,7 @@ status 2 (1 for an unexpected failure), ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import threading
@@ -24,7 +25,7 @@ from typing import Any, NoReturn, Sequence
 
 from pyhudi import gc_freeze
 
-with gc_freeze.frozen_after():  # (rich's modules, as pyhudi's: see pyhudi.gc_freeze)
+with gc_freeze.frozen_after(freeze=False):  # (rich's modules: frozen by entry(), see pyhudi.gc_freeze)
     from pyhudi.cli.output import print_rows, stderr_console, stdout_console
 
 EXIT_ERROR = 2
@@ -112,6 +113,8 @@ def entry() -> NoReturn:
     under a profiler or tracer (``python -m cProfile -m pyhudi``, coverage): they report after
     the command returns.
     """
+    if gc_freeze.enabled():  # (rich's modules, as import pyhudi does for pyhudi's)
+        gc.freeze()
     status, read_only = _run(None)
     if read_only and threading.active_count() == 1 and not _observed():
         try:
