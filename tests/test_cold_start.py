@@ -267,3 +267,25 @@ def test_gc_freeze_opt_out_leaves_the_collector_alone(family_table):
     path, _ = family_table
     state = _gc_state(path, env={"PYHUDI_GC_FREEZE": "0"})
     assert state == {"frozen": 0, "enabled": True, "rows": 1_000}
+
+
+def test_a_late_import_from_a_function_freezes_nothing(family_table):
+    """A server or notebook importing pyhudi inside a function may hold state whose cycles must
+    stay collectable: only a program's own imports (module bodies all the way down) freeze."""
+    path, _ = family_table
+    state = _gc_state(path, before="def load():\n    import pyhudi\nload()")
+    assert state == {"frozen": 0, "enabled": True, "rows": 1_000}
+
+
+def test_a_script_run_with_python_m_freezes_at_its_imports(family_table, tmp_path):
+    path, _ = family_table
+    package = tmp_path / "jobs"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "read.py").write_text("import gc, sys\nimport pyhudi\n"
+                                     "print(gc.get_freeze_count() > 10_000, "
+                                     "pyhudi.open_table(sys.argv[1]).read(columns=['c0']).num_rows)\n")
+    done = subprocess.run([sys.executable, "-m", "jobs.read", str(path)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)])))
+    assert (done.returncode, done.stdout) == (0, "True 1000\n"), done.stderr
