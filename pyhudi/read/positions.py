@@ -23,6 +23,13 @@ an update of one family): the blocks' positions in the lead family's base file a
 every member's rows, so a full read of such a table reads every base file without keys and
 patches the updated family's columns, as a compacted table's read would, plus the blocks.
 
+A file group written by an insert (the default: one full-row log file per new file group,
+docs/format.md) has no base file until it is compacted: its first Parquet block plays the base
+file's part (:func:`lead_key`; positions learnt from the keys, kept under that block's identity).
+The other families' slices hold that same block, and no other, until one of them is updated:
+read for their keys only, they add no row and are not read (``ReadTask._read_by_another_family``),
+so a read of the updated family's columns merges by position too.
+
 The positional path is taken only where it gives the merge's exact result: one family (or one
 lockstep group), its base file holding distinct keys, blocks whose keys are all base keys (no
 new rows), nothing that deletes (no delete blocks, no soft deletes), the newer write winning
@@ -94,10 +101,16 @@ def _applies(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> bool:
         return False
     if any(type(b) is MemoryInput and not (b.updates_only and b.written_positions) for b in blocks):
         return False  # (a decoded Avro block merges by position only by its written positions)
-    lead = members[0]
-    if not lead.is_base or lead.file_key is None or any(b.block_key is None for b in blocks):
+    if lead_key(members[0]) is None or any(b.block_key is None for b in blocks):
         return False
     return any(f.name in m.arrow_schema.names for m in members for f in scan.fields)
+
+
+def lead_key(lead: ParquetInput) -> object:
+    """What the blocks' positions are kept under: the base file's identity — or, for a file group
+    without a base file whose rows were first written as one Parquet block (an insert into a new
+    file group: a full-row log file, docs/format.md), that block's. None: unknown."""
+    return lead.file_key if lead.is_base else lead.block_key
 
 
 def _lead(base: ParquetInput | LockstepInput) -> ParquetInput:
@@ -120,7 +133,8 @@ def _rows(source: ParquetInput | MemoryInput) -> int:
 def _positions(base: ParquetInput, blocks: list[ParquetInput], metrics: dict) -> list[np.ndarray] | None:
     """Each block's record positions in ``base`` (increasing): from the cache, from the block's
     ``RECORD_POSITIONS`` header, or learnt now from the key columns."""
-    known = [METADATA_CACHE.positions(block.block_key, base.file_key) for block in blocks]
+    identity = lead_key(base)
+    known = [METADATA_CACHE.positions(block.block_key, identity) for block in blocks]
     if any(isinstance(p, str) for p in known):
         return None
     if all(p is not None for p in known):
@@ -133,7 +147,7 @@ def _positions(base: ParquetInput, blocks: list[ParquetInput], metrics: dict) ->
     rows = base.parquet.metadata.num_rows
     for block, cached in zip(blocks, known):
         if cached is None and block.parquet.metadata.num_rows > rows:  # (more keys than the base)
-            METADATA_CACHE.put_positions(block.block_key, base.file_key, _NOT_WITHIN)
+            METADATA_CACHE.put_positions(block.block_key, identity, _NOT_WITHIN)
             return None
     if any(_key_bytes(source) > LEARN_MAX_KEY_BYTES for source in (base, *blocks)):
         return None
@@ -141,7 +155,7 @@ def _positions(base: ParquetInput, blocks: list[ParquetInput], metrics: dict) ->
     base_keys = _keys_of(base)
     if not strictly_increasing(base_keys):  # (a key stored twice: each copy merges on its own)
         for block in blocks:
-            METADATA_CACHE.put_positions(block.block_key, base.file_key, _NOT_WITHIN)
+            METADATA_CACHE.put_positions(block.block_key, identity, _NOT_WITHIN)
         return None
     base.note_keys_increase()
     out = []
@@ -149,9 +163,9 @@ def _positions(base: ParquetInput, blocks: list[ParquetInput], metrics: dict) ->
         found = cached if cached is not None else _learn(base_keys, block)
         if found is not None:  # (increasing positions in increasing base keys: block keys increase)
             block.note_keys_increase()
-        METADATA_CACHE.put_positions(block.block_key, base.file_key, _NOT_WITHIN if found is None else found)
-        if found is not None:  # (every key of the block is a base key: it adds no row)
-            METADATA_CACHE.put_block_within(block.block_key, base.file_key)
+        METADATA_CACHE.put_positions(block.block_key, identity, _NOT_WITHIN if found is None else found)
+        if found is not None and base.is_base:  # (every key of the block is a base key: it adds no row)
+            METADATA_CACHE.put_block_within(block.block_key, identity)
         out.append(found)
     return None if any(p is None for p in out) else out
 

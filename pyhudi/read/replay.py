@@ -35,7 +35,7 @@ from pyhudi.read import kept_readers
 from pyhudi.read.kept_readers import KeptReaders
 from pyhudi.read.lockstep import LockstepInput
 from pyhudi.read.metadata_cache import METADATA_CACHE, BlockKey, FileKey
-from pyhudi.read.positions import _overwrite
+from pyhudi.read.positions import _overwrite, lead_key
 from pyhudi.read.sources import ParquetInput, _conformed
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.parquet import parquet_file, reader_class
@@ -82,18 +82,21 @@ class BlockRead(Value):
 
 
 class Recipe(Value):
-    """What a positional read of one file group reads, and the metrics its full read counted."""
+    """What a positional read of one file group reads, and the metrics its full read counted.
+    ``bases`` are base files' reads — or one log block's, for a file group whose rows were first
+    written as a block (no base file: :func:`~pyhudi.read.positions.lead_key`, ``base_key``)."""
 
     _value_uncompared = ("readers",)
-    bases: tuple[BaseRead, ...]
-    base_key: FileKey
+    bases: tuple[BaseRead | BlockRead, ...]
+    base_key: FileKey | BlockKey
     blocks: tuple[BlockRead, ...]
     fields: tuple[pa.Field, ...]
     threads: bool
     metrics: tuple[tuple[str, int], ...]
     readers: KeptReaders
 
-    def __init__(self, bases: tuple[BaseRead, ...], base_key: FileKey, blocks: tuple[BlockRead, ...],
+    def __init__(self, bases: tuple[BaseRead | BlockRead, ...], base_key: FileKey | BlockKey,
+                 blocks: tuple[BlockRead, ...],
                  fields: tuple[pa.Field, ...], threads: bool, metrics: tuple[tuple[str, int], ...],
                  readers: KeptReaders | None = None) -> None:
         self._set(bases=bases, base_key=base_key, blocks=blocks, fields=fields, threads=threads,
@@ -116,6 +119,12 @@ def recipe_of(base: ParquetInput | LockstepInput, blocks: list, fields: list[pa.
         own = member.spec.fields if lockstep else fields  # (a file may store stale copies of others' columns)
         names = [f.name for f in own if f.name in stored and f.name not in taken]
         taken.update(names)
+        if not member.is_base:  # (a file group's first block as its rows: read.positions)
+            read = _block_read(member, [f for f in own if f.name in names])
+            if read is None:
+                return None
+            reads.append(read)
+            continue
         where = getattr(member, "opened_as", None)
         if where is None or member.file_key is None or not member.row_groups:
             return None
@@ -126,16 +135,23 @@ def recipe_of(base: ParquetInput | LockstepInput, blocks: list, fields: list[pa.
         return None
     block_reads = []
     for block in blocks:
-        where = getattr(block, "content_range", None)
-        if type(block) is not ParquetInput or where is None or block.block_key is None:
+        stored = set(block.arrow_schema.names) if type(block) is ParquetInput else set()
+        read = _block_read(block, [f for f in fields if f.name in stored])
+        if read is None:
             return None
-        stored = set(block.arrow_schema.names)
-        carried = tuple(f for f in fields if f.name in stored)
-        if carried:  # (a block carrying none of the columns read changes nothing here)
-            block_reads.append(BlockRead(block.block_key, *where, carried,
-                                         _leaves(block.parquet, [f.name for f in carried])))
+        if read.fields:  # (a block carrying none of the columns read changes nothing here)
+            block_reads.append(read)
     lead = members[0]
-    return Recipe(tuple(reads), lead.file_key, tuple(block_reads), tuple(fields), lead.spec.decode_threads, ())
+    return Recipe(tuple(reads), lead_key(lead), tuple(block_reads), tuple(fields), lead.spec.decode_threads, ())
+
+
+def _block_read(block: object, fields: list[pa.Field]) -> BlockRead | None:
+    """The read of ``fields`` of a Parquet log block, every row group (None: not replayable —
+    a decoded Avro block, or no known byte range)."""
+    where = getattr(block, "content_range", None)
+    if type(block) is not ParquetInput or where is None or block.block_key is None:
+        return None
+    return BlockRead(block.block_key, *where, tuple(fields), _leaves(block.parquet, [f.name for f in fields]))
 
 
 def replay(recipe: Recipe, storage: Storage, files: ExitStack) -> pa.Table | None:
@@ -144,12 +160,18 @@ def replay(recipe: Recipe, storage: Storage, files: ExitStack) -> pa.Table | Non
     updates = []
     for block in recipe.blocks:  # (first: nothing is read if a fact is missing)
         positions = METADATA_CACHE.positions(block.block_key, recipe.base_key)
-        footer = METADATA_CACHE.get(f"block@{block.block_key[1]}", block.block_key[0])
+        footer = _block_footer(block)
         if type(positions) is not np.ndarray or footer is None:
             return None
         updates.append((positions, footer))
+    lead_footers = {read.block_key: _block_footer(read) for read in recipe.bases if type(read) is BlockRead}
+    if any(footer is None for footer in lead_footers.values()):
+        return None
     tables = []
     for read in recipe.bases:
+        if type(read) is BlockRead:
+            tables.append(_read_block(recipe, storage, files, read, lead_footers[read.block_key]))
+            continue
         if read.leaves is not None and not read.memory_map and storage.is_local and kept_readers.ENABLED:
             tables.append(_kept_read(recipe, ("base", read.file_key), lambda r=read: _open_base(storage, r),
                                      list(read.row_groups), read.leaves))
@@ -158,21 +180,31 @@ def replay(recipe: Recipe, storage: Storage, files: ExitStack) -> pa.Table | Non
         tables.append(parquet.read_row_groups(list(read.row_groups), columns=list(read.names),
                                               use_threads=recipe.threads))
     table = _conformed(tables, list(recipe.fields), pa.schema(list(recipe.fields)))
-    patches = []
-    for block, (positions, footer) in zip(recipe.blocks, updates):
-        fields = list(block.fields)
-        row_groups = list(range(footer.num_row_groups))
-        if block.leaves is not None and not block.memory_map and storage.is_local and kept_readers.ENABLED:
-            rows = _kept_read(recipe, ("block", block.block_key), lambda b=block, f=footer: _open_block(storage, b, f),
-                              row_groups, block.leaves)
-        else:
-            source = FileSource(storage, block.relpath, size=block.log_size, memory_map=block.memory_map)
-            files.callback(source.close)
-            parquet = parquet_file(source.open_range(block.content_offset, block.content_length), metadata=footer,
-                                     pre_buffer=False)
-            rows = parquet.read_row_groups(row_groups, columns=[f.name for f in fields], use_threads=recipe.threads)
-        patches.append((positions, _conformed([rows], fields, pa.schema(fields))))
+    patches = [(positions, _read_block(recipe, storage, files, block, footer))
+               for block, (positions, footer) in zip(recipe.blocks, updates)]
     return _overwrite(table, patches) if patches else table
+
+
+def _block_footer(block: BlockRead) -> pq.FileMetaData | None:
+    """The block's Parquet footer, as the full read left it in the metadata cache."""
+    return METADATA_CACHE.get(f"block@{block.block_key[1]}", block.block_key[0])
+
+
+def _read_block(recipe: Recipe, storage: Storage, files: ExitStack, block: BlockRead,
+                footer: pq.FileMetaData) -> pa.Table:
+    """Every row of a log block's Parquet content, of the block read's fields."""
+    fields = list(block.fields)
+    row_groups = list(range(footer.num_row_groups))
+    if block.leaves is not None and not block.memory_map and storage.is_local and kept_readers.ENABLED:
+        rows = _kept_read(recipe, ("block", block.block_key), lambda b=block, f=footer: _open_block(storage, b, f),
+                          row_groups, block.leaves)
+    else:
+        source = FileSource(storage, block.relpath, size=block.log_size, memory_map=block.memory_map)
+        files.callback(source.close)
+        parquet = parquet_file(source.open_range(block.content_offset, block.content_length), metadata=footer,
+                               pre_buffer=False)
+        rows = parquet.read_row_groups(row_groups, columns=[f.name for f in fields], use_threads=recipe.threads)
+    return _conformed([rows], fields, pa.schema(fields))
 
 
 def _kept_read(recipe: Recipe, key: tuple, open_: Callable[[], tuple], row_groups: list[int],
@@ -202,7 +234,12 @@ def _open_base(storage: Storage, read: BaseRead) -> tuple[pq.ParquetFile, pa.Nat
 
 
 def _open_block(storage: Storage, block: BlockRead, footer: pq.FileMetaData) -> tuple[pq.ParquetFile, FileSource]:
-    source = FileSource(storage, block.relpath, size=block.log_size, memory_map=False)
+    """A kept reader of a local block's content: over a mapping of its log file, so Parquet reads
+    it as zero-copy slices, without going through Python for each column chunk (an unmapped
+    range is a Python file object to Arrow: a call and two copies per chunk read). The reader
+    is kept between reads, so the file is mapped once, and only the pages of the columns read
+    are ever touched."""
+    source = FileSource(storage, block.relpath, size=block.log_size, memory_map=True)
     try:
         reader = _LeafReader(source.open_range(block.content_offset, block.content_length), metadata=footer,
                              pre_buffer=False)

@@ -234,6 +234,7 @@ class ReadTask(Record):
         family_inputs = [inputs_of(part, not later) if not later or part.file_slice.log_files else []
                          for part, later in zip(self.families, deferred)]
         redundant, anchor_of = self._redundant_families(family_inputs, opened, deferred)
+        redundant.update(self._read_by_another_family(family_inputs, deferred))
         self._count("families_skipped", sum(1 for trim in redundant.values() if trim == "all"))
         self._count("bases_skipped", sum(1 for trim in redundant.values() if trim == "base"))
         kept_parts, kept_inputs = [], []
@@ -463,6 +464,24 @@ class ReadTask(Record):
             else:
                 redundant[i], anchor_of[i] = "base", anchor
         return redundant, anchor_of
+
+    def _read_by_another_family(self, family_inputs: list[list], deferred: list[bool]) -> dict[int, str]:
+        """Key-only families without a base file whose every log block another family of the
+        task reads too (a file group first written by an insert: one full-row log file that
+        every family's slice holds, docs/format.md). When neither family's inputs remove a row,
+        each key of those blocks is alive in the other family's rows already: the key-only
+        family adds none and is not read (``"all"``) — the same rule as for equal base files
+        (:meth:`_redundant_families`). Only then can a read of one updated family's columns
+        merge by position (:mod:`pyhudi.read.positions`)."""
+        if len(self.families) < 2 or self.settings.strategy != "auto":
+            return {}
+        read_by: set = set()
+        for part, inputs in zip(self.families, family_inputs):
+            if not self._key_only(part) and not any(_removes_rows(source) for source in inputs):
+                read_by.update(source.block_key for source in inputs if source.block_key is not None)
+        return {i: "all" for i, (part, inputs, later) in enumerate(zip(self.families, family_inputs, deferred))
+                if not later and part.file_slice.base_file is None and inputs and self._key_only(part)
+                and all(source.block_key in read_by and not _removes_rows(source) for source in inputs)}
 
     def _excluded_ranges(self, opened: dict[str, OpenedBase]) -> list[KeyRange] | None:
         """Key ranges no matching row can have (None: the whole file group), from families

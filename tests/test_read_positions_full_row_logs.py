@@ -1,0 +1,143 @@
+"""Positional merging where a file group has no base file yet: the default insert writes one
+full-row log file per new file group (docs/format.md), so after an update of one family the
+read of that family's columns has the insert's block first and the update's block after it.
+
+With default options such a read merges by position, as over a base file: the other families
+(read only for their keys) hold no block the updated family does not read too, so they are not
+read; the update block's positions in the insert's block are learnt once and kept, and later
+reads replay the column reads. Every case checks exact rows against the merge by key
+(``strategy="hash"``) and which path the read took.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import pyhudi
+from pyhudi.read.metadata_cache import METADATA_CACHE
+
+SCHEMA = pa.schema([("id", pa.int64()), ("a1", pa.float64()), ("a2", pa.string()), ("b", pa.float64()),
+                    ("ts", pa.int64())])
+FAMILIES = {"fa": "a1,a2", "fb": "b,ts"}
+N = 60
+
+
+@pytest.fixture(autouse=True)
+def cache():
+    METADATA_CACHE.clear()
+    yield METADATA_CACHE
+    METADATA_CACHE.clear()
+
+
+def _rows(ids) -> pa.Table:
+    ids = list(ids)
+    return pa.table({"id": pa.array(ids, pa.int64()), "a1": [float(i) for i in ids], "a2": [f"s{i}" for i in ids],
+                     "b": [i * 2.0 for i in ids], "ts": pa.array([0] * len(ids), pa.int64())}, schema=SCHEMA)
+
+
+def _inserted(tmp_path, buckets: int = 2) -> pyhudi.Table:
+    """A table written with default options: an insert, so each file group is one full-row log file."""
+    table = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=buckets, column_families=FAMILIES)
+    table.insert(_rows(range(N)))
+    assert not [f for f in (tmp_path / "t").rglob("*.parquet")]  # (no base file anywhere)
+    return table
+
+
+def _update_fa(table: pyhudi.Table, ids: list[int], a1: float) -> None:
+    table.upsert(pa.table({"id": pa.array(ids, pa.int64()), "a1": pa.array([a1] * len(ids)),
+                           "a2": pa.array([f"u{i}" for i in ids])}))
+
+
+def _read(table: pyhudi.Table, columns: list[str], **options) -> tuple[list[dict], dict]:
+    plan = table.plan_scan(columns, **options)
+    parts = [task.run() for task in plan.tasks]
+    metrics: dict = {}
+    for task in plan.tasks:
+        for name, value in task.metrics.items():
+            metrics[name] = metrics.get(name, 0) + value
+    return pa.concat_tables(parts).sort_by("id").to_pylist(), metrics
+
+
+def _expected(changed: dict[int, tuple[float, str]], columns: list[str]) -> list[dict]:
+    rows = []
+    for i in range(N):
+        a1, a2 = changed.get(i, (float(i), f"s{i}"))
+        full = {"id": i, "a1": a1, "a2": a2, "b": i * 2.0, "ts": 0}
+        rows.append({c: full[c] for c in columns})
+    return rows
+
+
+def test_a_read_of_the_updated_family_merges_by_position_and_replays(tmp_path):
+    table = _inserted(tmp_path)
+    updated = [3, 4, 10, 41, 58]
+    _update_fa(table, updated, 0.5)
+    columns = ["id", "a1", "a2"]
+    expected = _expected({i: (0.5, f"u{i}") for i in updated}, columns)
+    rows, metrics = _read(table, columns)
+    assert rows == expected
+    assert metrics["strategy.positions"] == 2 and metrics["positions_learnt"] == 2  # (both file groups)
+    assert metrics["families_skipped"] == 2 and "strategy.sort_merge" not in metrics
+    assert table.read(columns=columns).sort_by("id").to_pylist() == expected  # (Table.read: collected, kept plan)
+    again = table.plan_scan(columns)
+    assert pa.concat_tables([t.run() for t in again.tasks]).sort_by("id").to_pylist() == expected
+    assert sum(t.metrics.get("replayed", 0) for t in again.tasks) == 2  # (the column reads alone)
+    assert _read(table, columns, strategy="hash")[0] == expected
+
+
+def test_the_other_families_columns_and_whole_rows_read_the_same(tmp_path):
+    table = _inserted(tmp_path)
+    _update_fa(table, [0, 59], 9.0)
+    changed = {0: (9.0, "u0"), 59: (9.0, "u59")}
+    for columns in (["id", "b"], ["id", "a1", "b"], ["id", "a1", "a2", "b", "ts"]):
+        assert _read(table, columns)[0] == _expected(changed, columns) == _read(table, columns, strategy="hash")[0]
+
+
+def test_later_updates_win_by_position(tmp_path):
+    table = _inserted(tmp_path, buckets=1)
+    _update_fa(table, [1, 2, 3], 1.5)
+    _update_fa(table, [2, 7], 2.5)
+    rows, metrics = _read(table, ["id", "a1", "a2"])
+    assert rows == _expected({1: (1.5, "u1"), 2: (2.5, "u2"), 3: (1.5, "u3"), 7: (2.5, "u7")}, ["id", "a1", "a2"])
+    assert metrics["strategy.positions"] == 1
+
+
+def test_an_update_adding_keys_merges_by_key(tmp_path):
+    table = _inserted(tmp_path, buckets=1)
+    table.upsert(pa.table({"id": pa.array([5, N + 1], pa.int64()), "a1": [0.25, 0.75], "a2": ["u5", "new"]}))
+    rows, metrics = _read(table, ["id", "a1", "a2"])
+    expected = _expected({5: (0.25, "u5")}, ["id", "a1", "a2"]) + [{"id": N + 1, "a1": 0.75, "a2": "new"}]
+    assert rows == expected == _read(table, ["id", "a1", "a2"], strategy="hash")[0]
+    assert "strategy.positions" not in metrics
+
+
+def test_a_delete_keeps_the_other_families_and_merges_by_key(tmp_path):
+    """A delete block removes rows: the key-only families are read, nothing merges by position."""
+    table = _inserted(tmp_path, buckets=1)
+    _update_fa(table, [8], 4.0)
+    table.delete(pa.table({"id": pa.array([9, 11], pa.int64())}))
+    rows, metrics = _read(table, ["id", "a1", "a2"])
+    expected = [r for r in _expected({8: (4.0, "u8")}, ["id", "a1", "a2"]) if r["id"] not in (9, 11)]
+    assert rows == expected == _read(table, ["id", "a1", "a2"], strategy="hash")[0]
+    assert "strategy.positions" not in metrics
+
+
+def test_a_key_only_family_with_its_own_update_is_still_read(tmp_path):
+    """fb updated too: its slice holds a block fa does not read, so fb is read for its keys."""
+    table = _inserted(tmp_path, buckets=1)
+    _update_fa(table, [6], 3.0)
+    table.upsert(pa.table({"id": pa.array([6, 12], pa.int64()), "b": [-1.0, -2.0], "ts": pa.array([1, 1])}))
+    rows, metrics = _read(table, ["id", "a1", "a2"])
+    assert rows == _expected({6: (3.0, "u6")}, ["id", "a1", "a2"]) == _read(table, ["id", "a1", "a2"], strategy="hash")[0]
+    assert metrics.get("families_skipped", 0) == 0 and "strategy.positions" not in metrics
+
+
+def test_a_replay_after_the_cache_was_cleared_reads_in_full(tmp_path):
+    table = _inserted(tmp_path, buckets=1)
+    _update_fa(table, [20], 7.0)
+    expected = _expected({20: (7.0, "u20")}, ["id", "a1"])
+    assert table.read(columns=["id", "a1"]).sort_by("id").to_pylist() == expected
+    METADATA_CACHE.clear()
+    assert table.read(columns=["id", "a1"]).sort_by("id").to_pylist() == expected
+    rows, metrics = _read(table, ["id", "a1"])
+    assert rows == expected and metrics["strategy.positions"] == 1
