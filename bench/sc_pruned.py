@@ -5,6 +5,9 @@ Scenario W (``rows`` x id + 100 float64, 5 families of 20, 4 buckets), read as `
 
 - **with logs**: after a one-family update of 10% of the rows (one log block per file group,
   whose header carries the record positions: the read patches base rows by position);
+- **with logs, default layout**: the same rows written with default options — an insert (one
+  full-row log file per file group, no base file) — then the same update: the read patches the
+  insert's block by position (positions learnt from the keys on the first read);
 - **no logs**: right after the bulk insert (base files only);
 - warm: the same table handle, reads after the first (footers, positions and key verdicts in
   the process's metadata cache; each task replays the column reads its first run worked out,
@@ -62,15 +65,17 @@ def _child(kind: str, path: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _tables(ctx: Context) -> tuple[str, str, str]:
-    """(table with logs, table without logs, compacted Parquet copy of the table with logs)."""
-    logs, plain = ctx.path("logs"), ctx.path("nologs")
+def _tables(ctx: Context) -> tuple[str, str, str, str]:
+    """(table with logs, table without logs, compacted Parquet copy of the table with logs, the
+    table with logs written with default options)."""
+    logs, plain, default = ctx.path("logs"), ctx.path("nologs"), ctx.path("logs-default")
     expected = build_scenario_w(logs, ctx.rows)
+    build_scenario_w(default, ctx.rows, default_layout=True)
     compacted = ctx.path("compacted.parquet")
     pq.write_table(expected, compacted, use_dictionary=False)
     data = make_data(ctx.rows)
     pyhudi.create_table(plain, data.schema, "id", num_buckets=BUCKETS, column_families=families()).bulk_insert(data)
-    return logs, plain, compacted
+    return logs, plain, compacted, default
 
 
 def _strategy(table: pyhudi.Table) -> dict:
@@ -85,15 +90,19 @@ def _strategy(table: pyhudi.Table) -> dict:
     return metrics
 
 
-def warm(ctx: Context, logs: str, plain: str, compacted: str) -> list[Comparison]:
-    with_logs, no_logs = pyhudi.open_table(logs), pyhudi.open_table(plain)
+def warm(ctx: Context, logs: str, plain: str, compacted: str, default: str) -> list[Comparison]:
+    with_logs, no_logs, with_default = pyhudi.open_table(logs), pyhudi.open_table(plain), pyhudi.open_table(default)
     METADATA_CACHE.clear()
-    first = _strategy(pyhudi.open_table(logs))
-    _strategy(with_logs)
-    again = _strategy(with_logs)  # (a warm read: its tasks replay their column reads)
-    with_logs.read(columns=TWO), no_logs.read(columns=TWO)
+    first = {label: _strategy(pyhudi.open_table(path)) for label, path in (("with logs", logs),
+                                                                           ("with logs, default layout", default))}
+    again = {}
+    for label, table in (("with logs", with_logs), ("with logs, default layout", with_default)):
+        _strategy(table)
+        again[label] = _strategy(table)  # (a warm read: its tasks replay their column reads)
+    with_logs.read(columns=TWO), no_logs.read(columns=TWO), with_default.read(columns=TWO)
     out = []
-    for label, table, path in (("with logs", with_logs, logs), ("no logs", no_logs, plain)):
+    for label, table, path in (("with logs", with_logs, logs), ("with logs, default layout", with_default, default),
+                               ("no logs", no_logs, plain)):
         out.append(compare(f"pruned read, warm: 2 columns, {label}", [
             Variant("pyhudi read(2 columns)", lambda _, t=table: t.read(columns=TWO)),
             Variant("pyhudi first read (cache cleared, new handle)",
@@ -102,7 +111,7 @@ def warm(ctx: Context, logs: str, plain: str, compacted: str) -> list[Comparison
                     lambda _: pq.ParquetFile(compacted).read(columns=TWO)),
             Variant("pq.read_table(compacted, 2 columns)", lambda _: pq.read_table(compacted, columns=TWO)),
         ], ctx.read_repeat * 5, target="<= 1.0",
-            note=f"first read took {first}, a warm one {again}" if label == "with logs" else "base files only"))
+            note=f"first read took {first[label]}, a warm one {again[label]}" if label in first else "base files only"))
     return [_with_ranges(c) for c in out]
 
 
@@ -114,9 +123,11 @@ def _with_ranges(comparison: Comparison) -> Comparison:
     return comparison
 
 
-def cold(ctx: Context, logs: str, plain: str, compacted: str) -> Comparison:
+def cold(ctx: Context, logs: str, plain: str, compacted: str, default: str) -> Comparison:
     """The read step in fresh processes, in turns; each child times its own read step."""
-    kinds = [("pyhudi read step, with logs", "pyhudi", logs), ("pyhudi read step, no logs", "pyhudi", plain),
+    kinds = [("pyhudi read step, with logs", "pyhudi", logs),
+             ("pyhudi read step, with logs, default layout", "pyhudi", default),
+             ("pyhudi read step, no logs", "pyhudi", plain),
              ("pq.ParquetFile(compacted).read step", "parquet_file", compacted),
              ("pq.read_table(compacted) step (imports pyarrow.dataset)", "read_table", compacted)]
     for _, kind, path in kinds:  # (warm-up: bytecode caches written)
@@ -136,5 +147,5 @@ def cold(ctx: Context, logs: str, plain: str, compacted: str) -> Comparison:
 
 
 def run(ctx: Context) -> list[Comparison]:
-    logs, plain, compacted = _tables(ctx)
-    return [*warm(ctx, logs, plain, compacted), cold(ctx, logs, plain, compacted)]
+    logs, plain, compacted, default = _tables(ctx)
+    return [*warm(ctx, logs, plain, compacted, default), cold(ctx, logs, plain, compacted, default)]
