@@ -122,14 +122,15 @@ def test_a_delete_keeps_the_other_families_and_merges_by_key(tmp_path):
     assert "strategy.positions" not in metrics
 
 
-def test_a_key_only_family_with_its_own_update_is_still_read(tmp_path):
-    """fb updated too: its slice holds a block fa does not read, so fb is read for its keys."""
+def test_a_key_only_family_with_its_own_update_adds_no_row_when_its_keys_are_known(tmp_path):
+    """fb updated too (existing keys only): its update block's positions in the insert's block
+    are learnt, so fb is still not read for a read of fa's columns; fa merges by position."""
     table = _inserted(tmp_path, buckets=1)
     _update_fa(table, [6], 3.0)
     table.upsert(pa.table({"id": pa.array([6, 12], pa.int64()), "b": [-1.0, -2.0], "ts": pa.array([1, 1])}))
     rows, metrics = _read(table, ["id", "a1", "a2"])
     assert rows == _expected({6: (3.0, "u6")}, ["id", "a1", "a2"]) == _read(table, ["id", "a1", "a2"], strategy="hash")[0]
-    assert metrics.get("families_skipped", 0) == 0 and "strategy.positions" not in metrics
+    assert metrics["families_skipped"] == 1 and metrics["strategy.positions"] == 1
 
 
 def test_a_replay_after_the_cache_was_cleared_reads_in_full(tmp_path):
@@ -141,3 +142,28 @@ def test_a_replay_after_the_cache_was_cleared_reads_in_full(tmp_path):
     assert table.read(columns=["id", "a1"]).sort_by("id").to_pylist() == expected
     rows, metrics = _read(table, ["id", "a1"])
     assert rows == expected and metrics["strategy.positions"] == 1
+
+
+def test_a_read_of_a_family_not_updated_reads_the_insert_block_alone(tmp_path):
+    """fa updated, fb read: fa (read for its keys) adds no row once its update block's positions
+    in the insert's block are known — learnt by this first read, kept for the next."""
+    table = _inserted(tmp_path)
+    _update_fa(table, [2, 30, 31], 5.0)
+    columns = ["id", "b", "ts"]
+    expected = _expected({}, columns)
+    rows, metrics = _read(table, columns)
+    assert rows == expected == _read(table, columns, strategy="hash")[0]
+    assert metrics["families_skipped"] == 2 and metrics["strategy.keyless"] == 2
+    assert metrics["positions_learnt"] == 2 and "strategy.sort_merge" not in metrics
+    rows, metrics = _read(table, columns)
+    assert rows == expected and "positions_learnt" not in metrics and metrics["families_skipped"] == 2
+
+
+def test_an_update_adding_keys_keeps_the_updated_family_for_a_read_of_another(tmp_path):
+    """A new key in fa's update is a row with fb's columns null: fa must be read for its keys."""
+    table = _inserted(tmp_path, buckets=1)
+    table.upsert(pa.table({"id": pa.array([4, N + 3], pa.int64()), "a1": [0.5, 0.5], "a2": ["u4", "new"]}))
+    rows, metrics = _read(table, ["id", "b"])
+    assert rows == _expected({}, ["id", "b"]) + [{"id": N + 3, "b": None}]
+    assert rows == _read(table, ["id", "b"], strategy="hash")[0]
+    assert metrics.get("families_skipped", 0) == 0

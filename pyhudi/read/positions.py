@@ -125,6 +125,26 @@ def _whole_parquet(source) -> bool:
         len(source.row_groups) == source.parquet.metadata.num_row_groups
 
 
+def blocks_within(lead: object, blocks: list, prefilter: Prefilter, metrics: dict) -> bool:
+    """Whether every record of ``blocks`` (later Parquet blocks of a file group without a base
+    file) is a record of ``lead`` (its first block): their positions in it are known — from the
+    metadata cache, or learnt now from the key columns and kept, as a positional merge learns
+    them. Then a family read only for its keys, whose slice is ``lead`` and ``blocks``, adds no
+    row to a family that reads ``lead`` (``ReadTask._read_by_another_family``)."""
+    sources = [lead, *blocks]
+    if not prefilter.unrestricted or not all(type(s) is ParquetInput and _whole_parquet(s) for s in sources):
+        return False
+    if lead.is_base or lead.block_key is None or any(b.block_key is None for b in blocks):
+        return False
+    keys = lead.spec.keys
+    if keys.integer is not None and not all(s.supplies_codes() for s in sources):
+        strings = keys.replace(integer=None)  # (the blocks' keys must read alike to be compared)
+        sources = [s.with_keys(strings) for s in sources]
+        if any(s is None for s in sources):
+            return False
+    return _positions(sources[0], sources[1:], metrics) is not None
+
+
 def _rows(source: ParquetInput | MemoryInput) -> int:
     return len(source.versions.keys) if type(source) is MemoryInput else source.parquet.metadata.num_rows
 

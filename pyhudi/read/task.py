@@ -34,7 +34,7 @@ from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
 from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
-from pyhudi.read.positions import positional_stream
+from pyhudi.read.positions import blocks_within, positional_stream
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.replay import Recipe, recipe_of, replay
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
@@ -234,7 +234,7 @@ class ReadTask(Record):
         family_inputs = [inputs_of(part, not later) if not later or part.file_slice.log_files else []
                          for part, later in zip(self.families, deferred)]
         redundant, anchor_of = self._redundant_families(family_inputs, opened, deferred)
-        redundant.update(self._read_by_another_family(family_inputs, deferred))
+        redundant.update(self._read_by_another_family(family_inputs, deferred, prefilter))
         self._count("families_skipped", sum(1 for trim in redundant.values() if trim == "all"))
         self._count("bases_skipped", sum(1 for trim in redundant.values() if trim == "base"))
         kept_parts, kept_inputs = [], []
@@ -465,23 +465,33 @@ class ReadTask(Record):
                 redundant[i], anchor_of[i] = "base", anchor
         return redundant, anchor_of
 
-    def _read_by_another_family(self, family_inputs: list[list], deferred: list[bool]) -> dict[int, str]:
-        """Key-only families without a base file whose every log block another family of the
+    def _read_by_another_family(self, family_inputs: list[list], deferred: list[bool],
+                                prefilter: Prefilter) -> dict[int, str]:
+        """Key-only families without a base file whose first log block another family of the
         task reads too (a file group first written by an insert: one full-row log file that
-        every family's slice holds, docs/format.md). When neither family's inputs remove a row,
-        each key of those blocks is alive in the other family's rows already: the key-only
-        family adds none and is not read (``"all"``) — the same rule as for equal base files
-        (:meth:`_redundant_families`). Only then can a read of one updated family's columns
-        merge by position (:mod:`pyhudi.read.positions`)."""
+        every family's slice holds, docs/format.md). When no input of either family removes a
+        row, each key of that block is alive in the other family's rows already; so is each key
+        of the family's later blocks (its own updates) when their positions in that first block
+        are known or learnt now (:func:`~pyhudi.read.positions.blocks_within`, kept in the
+        metadata cache). Such a family adds no row and is not read (``"all"``) — the rule for
+        equal base files (:meth:`_redundant_families`). A read of one family's columns after an
+        update of another then reads one block as it is, or merges by position."""
         if len(self.families) < 2 or self.settings.strategy != "auto":
             return {}
         read_by: set = set()
         for part, inputs in zip(self.families, family_inputs):
             if not self._key_only(part) and not any(_removes_rows(source) for source in inputs):
                 read_by.update(source.block_key for source in inputs if source.block_key is not None)
-        return {i: "all" for i, (part, inputs, later) in enumerate(zip(self.families, family_inputs, deferred))
-                if not later and part.file_slice.base_file is None and inputs and self._key_only(part)
-                and all(source.block_key in read_by and not _removes_rows(source) for source in inputs)}
+        skipped = {}
+        for i, (part, inputs, later) in enumerate(zip(self.families, family_inputs, deferred)):
+            if later or part.file_slice.base_file is not None or not inputs or not self._key_only(part):
+                continue
+            if inputs[0].block_key not in read_by or any(_removes_rows(source) for source in inputs):
+                continue
+            rest = [source for source in inputs[1:] if source.block_key not in read_by]
+            if not rest or blocks_within(inputs[0], rest, prefilter, self.metrics):
+                skipped[i] = "all"
+        return skipped
 
     def _excluded_ranges(self, opened: dict[str, OpenedBase]) -> list[KeyRange] | None:
         """Key ranges no matching row can have (None: the whole file group), from families
