@@ -59,7 +59,7 @@ def full_row_payload(payloads: Sequence[Any], cache: dict) -> Any | None:
     names = [RECORD_KEY, *(n for n in fields if n in columns)]
     data = pa.table({n: columns[n] for n in names})
     return dataclasses.replace(payloads[0], family="", data=data, file_schema=pa.schema(list(fields.values())),
-                               parquet_options=merged_options([p.parquet_options for p in payloads]))
+                               parquet_options=_merged(payloads))
 
 
 def _streamed_payload(payloads: Sequence[Any]) -> Any | None:
@@ -80,7 +80,20 @@ def _streamed_payload(payloads: Sequence[Any]) -> Any | None:
     names = (RECORD_KEY, *(n for n in fields if n in present))
     return dataclasses.replace(payloads[0], family="", columns=names, plain_fields=True,
                                file_schema=pa.schema(list(fields.values())),
-                               parquet_options=merged_options([p.parquet_options for p in payloads]))
+                               parquet_options=_merged(payloads))
+
+
+def _merged(payloads: Sequence[Any]) -> Any:
+    """:func:`merged_options` of the payloads' options — deferred when theirs are (one
+    :class:`~pyhudi.write.shared_gather.Deferred` sample of the write's input: merged once it is
+    computed, by the task that asks)."""
+    from pyhudi.write.shared_gather import Deferred, resolved
+
+    options = [p.parquet_options for p in payloads]
+    roots = [o for o in options if isinstance(o, Deferred)]
+    if not roots:
+        return merged_options(options)
+    return roots[0].then(lambda _: merged_options([resolved(o) for o in options]))
 
 
 def merged_options(options: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -53,7 +53,7 @@ from pyhudi.write.handle import (
     FamilyPayload,
     FileGroupWriteTask,
 )
-from pyhudi.write.shared_gather import SharedGather
+from pyhudi.write.shared_gather import Deferred, SharedGather
 from pyhudi.write.small_files import (
     MERGE_ALLOW_DUPLICATE_ON_INSERTS,
     SMALL_FILE_LIMIT,
@@ -266,7 +266,8 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     group_rows = [pa.array(positions[start:start + length]) for _, start, length in runs]
     single = key_fields[0] if len(key_fields) == 1 else None
     integer_key = single if single is not None and pa.types.is_integer(txn.schema.field(single).type) else None
-    all_options = data_file_options(rows, key_fields)  # one sample for all families
+    # one sample for all families, taken by the first task that starts (off the serial part)
+    all_options = Deferred(lambda: data_file_options(rows, key_fields))
     written_families = []
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
@@ -289,7 +290,8 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
                                         integer_key, RECORD_KEY, sets, row_group_rows=streamed_rows)
     for family, cols, file_columns, ordering, partial in written_families:
         file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
-        options = options_for_columns(all_options, [*META_PARQUET_OPTIONS, RECORD_KEY, *cols])
+        options = all_options.then(lambda found, names=(*META_PARQUET_OPTIONS, RECORD_KEY, *cols):
+                                   options_for_columns(found, list(names)))
         for index, (group, _, _) in enumerate(runs):  # sort, de-duplication, gather: in the tasks
             payload = FamilyPayload(family.name, None, partial, file_schema, plan=f"plan:{ordering!r}",
                                     parquet_options=options, integer_key=integer_key, shared=shared[ordering],
