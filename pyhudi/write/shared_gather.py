@@ -74,6 +74,7 @@ class SharedGather:
                     self._block_of[c] = len(blocks)
                 blocks.append(new[start:start + BLOCK_COLUMNS])
         self._blocks = blocks
+        self._sets = [frozenset(c for c in columns if c != record_key) for columns in column_sets]
         # per block (and per group's key order): None (not claimed), an Event (being computed by
         # a task), or the result / the error it raised
         self._state: list[object] = [None] * len(blocks)
@@ -197,6 +198,11 @@ class SharedGather:
         return StreamedRows(schema, end - start, {c: held.column(c) for c in held_names}, fetch)
 
     # ------------------------------------------------------------------ blocks
+    def serves(self, columns: Sequence[str]) -> bool:
+        """Whether ``columns`` are one of the column sets the gather was planned for (a task
+        asking for another set would leave its blocks' use counts, hence their memory, behind)."""
+        return frozenset(c for c in columns if c != self.record_key) in self._sets
+
     def busy(self, columns: Sequence[str]) -> bool:
         """Whether another thread is gathering a block of ``columns`` now (asking for them
         would wait for it)."""
@@ -207,24 +213,28 @@ class SharedGather:
         order = self._ensure_order()
         return _gather(self.source.select(self._blocks[block]), order, self._in_bounds)
 
-    def _take(self, block: int, group: int) -> pa.Table:
+    def _take(self, block: int, group: int, counted: bool = True) -> pa.Table:
         gathered = self._result(self._state, block)
         assert isinstance(gathered, pa.Table)
         start, end = self._offsets[group], self._offsets[group + 1]
-        with self._lock:
-            self._uses[block] -= 1
-            if self._uses[block] <= 0:  # every task served: the slices keep what they need alive
-                self._state[block] = _DONE
+        if counted:
+            with self._lock:
+                self._uses[block] -= 1
+                if self._uses[block] <= 0:  # every task served: the slices keep what they need alive
+                    self._state[block] = _DONE
         return gathered.slice(start, end - start)
 
     def rows(self, group: int, columns: Sequence[str]) -> pa.Table:
         """Group ``group``'s rows (key order, latest per key) of ``columns`` (a zero-copy slice
         of the shared gather); gathers the blocks no other task has claimed, then waits for the
-        rest."""
+        rest. Columns other than a planned set (:meth:`serves`; a family's of a gather planned
+        for full rows, asked by a pickled payload) are served without counting their blocks'
+        uses: those blocks live until the gather is dropped, never dropped while still wanted."""
         self._ensure_order()
         wanted = list(dict.fromkeys(self._block_of[c] for c in columns))
         self._work_through(self._state, wanted, self._gather_block)
-        pieces = {b: self._take(b, group) for b in wanted}
+        counted = self.serves(columns)
+        pieces = {b: self._take(b, group, counted) for b in wanted}
         return pa.table({c: pieces[self._block_of[c]].column(c) for c in columns},
                         schema=pa.schema([self.source.schema.field(c) for c in columns]))
 
