@@ -25,6 +25,12 @@ while its log block is written (:meth:`SharedGather.streamed`, :mod:`~pyhudi.wri
 The whole gathered copy (1.6 GB there) is faulted in afresh by every write, in huge pages the
 kernel may have to compact memory for; a row group per thread at a time (~120 MB with the
 default ``hoodie.parquet.block.size``) is mostly memory the previous row group freed.
+
+A write of only new file groups of a family table, each written as one full-row file, plans
+the gather for the full row (one column set: every family's columns, cut into blocks together),
+and each group asks for all of it at once (:func:`~pyhudi.write.full_row.full_row_payload`).
+:class:`Deferred` holds what the tasks need but the planner need not wait for — the Parquet
+options sampled from the input, computed by the first task while the others gather.
 """
 
 from __future__ import annotations
