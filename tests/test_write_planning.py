@@ -146,7 +146,7 @@ def test_every_payload_carries_the_options_of_one_sample_of_the_written_columns(
     assert len(tasks) == 4
     for task in tasks:
         (payload,) = task.payloads
-        assert payload.parquet_options == plain
+        assert payload.options() == plain
     assert plain["use_dictionary"][-2:] == ["few", "name"] and RECORD_KEY in plain["compression"]
     assert {c: plain["compression"][c] for c in ["x0", "few", "name"]} == {"x0": "none", "few": "snappy",
                                                                            "name": "snappy"}
@@ -204,3 +204,31 @@ def test_unpartitioned_rows_are_grouped_and_listed_without_codes_as_partitioned_
         order, runs = group_plan(rows)
         expected_order, expected_runs = _plain_group_plan([""] * 7, buckets)
         assert order.tolist() == expected_order and runs == expected_runs
+
+
+def test_the_options_are_sampled_once_by_the_first_task_that_starts_not_by_the_planner(tmp_path, monkeypatch):
+    """The planner defers the sample (``Deferred``): no task has started, nothing is sampled; the
+    first task's start samples it, once for every task and family; the options are the plain
+    ones. A pickled payload (shipped to another process) carries them computed."""
+    import pickle
+
+    from pyhudi.write import plan
+    from pyhudi.write.client import WriteClient
+
+    table, data = _wide_table(tmp_path, 3000, False)
+    txn = WriteClient(table).unbegun("insert")
+    prepared = txn.prepare(data)
+    plain = plan.data_file_options(prepared, ["id"])
+    calls = []
+    real = plan.data_file_options
+    monkeypatch.setattr(plan, "data_file_options", lambda *a: calls.append(1) or real(*a))
+    tasks = txn.plan_tasks(prepared)
+    assert calls == []
+    tasks[2].payloads[0].start_options()
+    assert calls == [1]
+    for task in tasks:
+        task.payloads[0].start_options()
+        assert task.payloads[0].options() == plain
+    assert calls == [1]
+    shipped = pickle.loads(pickle.dumps(txn.plan_tasks(prepared)[0].payloads[0]))
+    assert shipped.parquet_options == plain and len(calls) == 2

@@ -363,3 +363,144 @@ def test_the_order_is_checked_once_and_every_block_is_gathered_without_recheckin
     assert shared.rows(0, [KEY, "x", "y"]).to_pylist() == _reference(source, _groups(source.num_rows, 2)[0], None,
                                                                      [KEY, "x", "y"])
     assert checked == [(True,)] * 3  # the key block and one block per column
+
+
+def test_a_deferred_value_is_computed_once_by_the_first_thread_and_start_never_waits():
+    """``Deferred``: ``start`` computes a root no thread has claimed and returns at once when
+    another thread is at it; ``get`` waits for that thread; derived values start their root."""
+    from pyhudi.write.shared_gather import Deferred, resolved
+
+    release, computing = threading.Event(), threading.Event()
+    calls = []
+
+    def compute():
+        calls.append(threading.current_thread().name)
+        computing.set()
+        assert release.wait(5)
+        return {"a": 1}
+
+    root = Deferred(compute)
+    derived = root.then(lambda found: {**found, "b": 2})
+    worker = threading.Thread(target=derived.start, name="first")
+    worker.start()
+    assert computing.wait(5)
+    root.start()  # (claimed by the worker: returns without waiting)
+    got = []
+    asker = threading.Thread(target=lambda: got.append(root.get()))
+    asker.start()
+    assert not got
+    release.set()
+    worker.join(5)
+    asker.join(5)
+    assert got == [{"a": 1}] and calls == ["first"]
+    assert derived.get() == {"a": 1, "b": 2} and resolved(derived) == {"a": 1, "b": 2} and resolved(3) == 3
+
+
+def test_a_deferred_value_that_failed_raises_in_every_thread_asking():
+    from pyhudi.write.shared_gather import Deferred
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        raise ValueError("no sample")
+
+    root = Deferred(compute)
+    root.start()
+    for value in (root, root.then(lambda found: found)):
+        with pytest.raises(ValueError, match="no sample"):
+            value.get()
+    assert calls == [1]
+
+
+@pytest.mark.parametrize("families", [None, "five"])
+def test_options_sampled_in_the_tasks_write_the_files_of_options_sampled_by_the_planner(tmp_path, monkeypatch,
+                                                                                        families):
+    """The same bytes whether the first task or the planner samples the options (default options,
+    a family table's full-row logs included)."""
+    from pyhudi.timeline.timeline import Timeline
+    from pyhudi.write import plan
+
+    rng = np.random.default_rng(4)
+    n = 3000
+    data = pa.table({"id": pa.array(rng.permutation(n)), **{f"c{i}": rng.random(n) for i in range(10)},
+                     "few": pa.array(rng.integers(0, 3, n)), "name": pa.array([f"n{i % 7}" for i in range(n)])})
+    declared = {"f0": "c0,c1,c2,c3,c4", "f1": "c5,c6,c7,c8,c9,few,name"} if families else None
+
+    def files(path: Path, eager: bool) -> dict:
+        monkeypatch.setattr(Timeline, "new_instant_time", lambda self, *a, **k: "20261124101500123")
+        if eager:  # (the value computed where it is planned)
+            real = plan.Deferred
+            monkeypatch.setattr(plan, "Deferred", lambda compute: real(lambda value=compute(): value))
+        table = pyhudi.create_table(str(path), data.schema, "id", num_buckets=4, column_families=declared, name="w")
+        table.insert(data)
+        monkeypatch.undo()
+        out = {str(f.relative_to(path)): f.read_bytes() for f in path.rglob("*.log.*")}
+        assert len(out) == 4
+        return out
+
+    deferred, eager = files(tmp_path / "deferred", False), files(tmp_path / "eager", True)
+    assert deferred == eager
+    back = pyhudi.open_table(str(tmp_path / "deferred")).read().sort_by("id")
+    assert back.select(data.column_names).equals(data.sort_by("id"))
+
+
+def _scenario_w_like(n: int = 3000) -> tuple[pa.Table, dict]:
+    rng = np.random.default_rng(8)
+    data = pa.table({"id": pa.array(rng.permutation(n)), **{f"c{i}": rng.random(n) for i in range(12)},
+                     "name": pa.array([f"n{i % 7}" for i in range(n)])})
+    return data, {"f0": "c0,c1,c2,c3,c4", "f1": "c5,c6,c7,c8,c9,c10", "f2": "c11,name"}
+
+
+@pytest.mark.parametrize("operation", ["insert", "upsert", "bulk_insert"])
+def test_full_rows_gathered_at_once_write_the_files_of_the_families_put_together(tmp_path, monkeypatch, operation):
+    """A write of new groups of a family table plans its gather for full rows (all columns at
+    once): the same files, byte for byte, as each family gathered and the full row assembled."""
+    from pyhudi.timeline.timeline import Timeline
+    from pyhudi.write import full_row, plan
+
+    data, declared = _scenario_w_like()
+    asked = []
+
+    def files(path: Path, at_once: bool) -> dict:
+        monkeypatch.setattr(Timeline, "new_instant_time", lambda self, *a, **k: "20261124101500123")
+        if not at_once:
+            monkeypatch.setattr(plan, "_full_rows_only", lambda *a: False)
+        real = full_row._gathered_payload
+        monkeypatch.setattr(full_row, "_gathered_payload", lambda p: asked.append(at_once) or real(p))
+        table = pyhudi.create_table(str(path), data.schema, "id", num_buckets=4, column_families=declared, name="w")
+        getattr(table, operation)(data)
+        monkeypatch.undo()
+        out = {str(f.relative_to(path)): f.read_bytes() for f in path.rglob("*") if f.is_file() and
+               (".log." in f.name or f.name.endswith(".parquet")) and ".hoodie" not in f.parts}
+        assert len(out) == 4
+        return out
+
+    at_once = files(tmp_path / "at_once", True)
+    assert asked == [True] * 4
+    assert at_once == files(tmp_path / "families", False)
+    back = pyhudi.open_table(str(tmp_path / "at_once")).read().sort_by("id")
+    assert back.select(data.column_names).equals(data.sort_by("id"))
+
+
+def test_a_full_row_plan_serves_pickled_family_payloads_their_own_rows(tmp_path):
+    """Payloads of a gather planned for full rows, pickled one family at a time (a shipped task),
+    each carry exactly their family's rows: blocks shared by two families are not dropped after
+    the first asks."""
+    from pyhudi.write.client import WriteClient
+
+    data, declared = _scenario_w_like(400)
+    table = pyhudi.create_table(str(tmp_path / "t"), data.schema, "id", num_buckets=2, column_families=declared)
+    txn = WriteClient(table).unbegun("insert")
+    prepared = txn.prepare(data)
+    tasks = txn.plan_tasks(prepared)
+    assert all(task.full_row for task in tasks) and tasks[0].payloads[0].shared.serves(
+        ["id", *[f"c{i}" for i in range(12)], "name"])
+    by_key = {r["id"]: r for r in data.to_pylist()}
+    for task in tasks:
+        for payload in task.payloads:
+            shipped = pickle.loads(pickle.dumps(payload))
+            rows = shipped.data.to_pylist()
+            assert [r[KEY] for r in rows] == sorted(r[KEY] for r in rows)
+            assert rows and all(r[c] == by_key[r["id"]][c] for r in rows for c in shipped.data.column_names if c != KEY)
+            assert set(shipped.data.column_names) == {KEY, "id", *declared[payload.family].split(",")}

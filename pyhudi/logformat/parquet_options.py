@@ -356,9 +356,13 @@ def write_parquet(table: pa.Table, where: Any, options: Mapping[str, Any]) -> No
     own_schema = stored is not schema and options.get("store_schema") is not False
     with pq.ParquetWriter(where, schema, **{**options, "store_schema": False} if own_schema else options) as writer:
         if streamed and table.num_rows:
-            # one call per row group: the slices ``write_table`` would cut the whole table into
-            for chunk in table.chunks(row_group_rows(row_group_size, table.num_rows)):
+            # one call per row group: the slices ``write_table`` would cut the whole table into;
+            # each dropped before the next is gathered (a ``for`` loop's variable would keep the
+            # last one alive through the next gather: two row groups per thread, 240 MB at 2M rows)
+            chunks = table.chunks(row_group_rows(row_group_size, table.num_rows))
+            while (chunk := next(chunks, None)) is not None:
                 writer.write_table(chunk, row_group_size=row_group_size)
+                del chunk
         else:
             writer.write_table(table.materialize() if streamed else table, row_group_size=row_group_size)
         if own_schema:

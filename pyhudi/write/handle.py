@@ -92,7 +92,7 @@ from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
 from pyhudi.write.meta_values import sequence_numbers
 from pyhudi.write.positions import positions_header
-from pyhudi.write.shared_gather import SharedGather
+from pyhudi.write.shared_gather import Deferred, SharedGather
 from pyhudi.write.streamed_rows import StreamedRows
 from pyhudi.config.write import FSYNC_DATA_FILES  # noqa: F401 (declared there)
 
@@ -182,7 +182,7 @@ class FamilyPayload:
     is_partial: bool = False
     file_schema: pa.Schema | None = None
     plan: str | None = None
-    parquet_options: dict[str, Any] = field(default_factory=dict)
+    parquet_options: dict[str, Any] | Deferred = field(default_factory=dict)  # (see options())
     integer_key: str | None = None  # the one key field, if integer: sorted by key codes (latest_sorted)
     shared: SharedGather | None = None
     group: int = 0
@@ -211,6 +211,19 @@ class FamilyPayload:
             return self.shared.streamed(self.group, self.columns, self.plain_fields)
         return None
 
+    def options(self) -> dict[str, Any]:
+        """The Parquet options of the family's files. A bucketed write samples them from its
+        input on the first task thread that starts (:class:`~pyhudi.write.shared_gather.Deferred`,
+        :meth:`start_options`), not in the planner: the same options, off the serial part."""
+        if isinstance(self.parquet_options, Deferred):
+            self.parquet_options = self.parquet_options.get()
+        return self.parquet_options
+
+    def start_options(self) -> None:
+        """Start computing :meth:`options` unless a task is at it already (never waits)."""
+        if isinstance(self.parquet_options, Deferred):
+            self.parquet_options.start()
+
     def busy(self) -> bool:
         """Whether another task is gathering some of these rows' columns right now."""
         return self.data is None and self.shared is not None and self.shared.busy(self.columns)
@@ -219,7 +232,7 @@ class FamilyPayload:
         rows = self.rows()
         if self.sliced and len(rows):  # a slice pickles its whole buffers: ship a compact copy
             rows = rows.take(pa.array(np.arange(len(rows), dtype=np.int64)))
-        return {**self.__dict__, "data": rows, "sliced": False}
+        return {**self.__dict__, "data": rows, "sliced": False, "parquet_options": self.options()}
 
 
 def _rotated(count: int, start: int) -> list[int]:
@@ -303,6 +316,8 @@ class FileGroupWriteTask:
             return [self._merge_base(storage)]
         meta_cache: dict = {}
         payloads = self.payloads
+        for payload in payloads:  # the first task samples the write's options; the others gather meanwhile
+            payload.start_options()
         if self.full_row and self.kind in (KIND_CREATE, KIND_APPEND):
             merged = full_row_payload(payloads, meta_cache)
             payloads = [merged] if merged is not None else payloads
@@ -361,7 +376,7 @@ class FileGroupWriteTask:
         # here), so the sort order is declared without re-checking it; readers merge by key ranges.
         sorted_by_key = {"sorting_columns": [pq.SortingColumn(META_FIELDS.index(RECORD_KEY))],
                          "write_batch_size": WRITE_BATCH_ROWS}
-        return {**sorted_by_key, **(payload.parquet_options if payload is not None else {}), **self.parquet_options}
+        return {**sorted_by_key, **(payload.options() if payload is not None else {}), **self.parquet_options}
 
     def _write_base(self, storage: Storage, relpath: str, table: pa.Table, options: dict[str, Any]) -> int:
         if not parquet_options_cover(options, table.schema):

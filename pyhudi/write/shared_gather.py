@@ -25,6 +25,12 @@ while its log block is written (:meth:`SharedGather.streamed`, :mod:`~pyhudi.wri
 The whole gathered copy (1.6 GB there) is faulted in afresh by every write, in huge pages the
 kernel may have to compact memory for; a row group per thread at a time (~120 MB with the
 default ``hoodie.parquet.block.size``) is mostly memory the previous row group freed.
+
+A write of only new file groups of a family table, each written as one full-row file, plans
+the gather for the full row (one column set: every family's columns, cut into blocks together),
+and each group asks for all of it at once (:func:`~pyhudi.write.full_row.full_row_payload`).
+:class:`Deferred` holds what the tasks need but the planner need not wait for — the Parquet
+options sampled from the input, computed by the first task while the others gather.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ class SharedGather:
                     self._block_of[c] = len(blocks)
                 blocks.append(new[start:start + BLOCK_COLUMNS])
         self._blocks = blocks
+        self._sets = [frozenset(c for c in columns if c != record_key) for columns in column_sets]
         # per block (and per group's key order): None (not claimed), an Event (being computed by
         # a task), or the result / the error it raised
         self._state: list[object] = [None] * len(blocks)
@@ -197,6 +204,11 @@ class SharedGather:
         return StreamedRows(schema, end - start, {c: held.column(c) for c in held_names}, fetch)
 
     # ------------------------------------------------------------------ blocks
+    def serves(self, columns: Sequence[str]) -> bool:
+        """Whether ``columns`` are one of the column sets the gather was planned for (a task
+        asking for another set would leave its blocks' use counts, hence their memory, behind)."""
+        return frozenset(c for c in columns if c != self.record_key) in self._sets
+
     def busy(self, columns: Sequence[str]) -> bool:
         """Whether another thread is gathering a block of ``columns`` now (asking for them
         would wait for it)."""
@@ -207,26 +219,99 @@ class SharedGather:
         order = self._ensure_order()
         return _gather(self.source.select(self._blocks[block]), order, self._in_bounds)
 
-    def _take(self, block: int, group: int) -> pa.Table:
+    def _take(self, block: int, group: int, counted: bool = True) -> pa.Table:
         gathered = self._result(self._state, block)
         assert isinstance(gathered, pa.Table)
         start, end = self._offsets[group], self._offsets[group + 1]
-        with self._lock:
-            self._uses[block] -= 1
-            if self._uses[block] <= 0:  # every task served: the slices keep what they need alive
-                self._state[block] = _DONE
+        if counted:
+            with self._lock:
+                self._uses[block] -= 1
+                if self._uses[block] <= 0:  # every task served: the slices keep what they need alive
+                    self._state[block] = _DONE
         return gathered.slice(start, end - start)
 
     def rows(self, group: int, columns: Sequence[str]) -> pa.Table:
         """Group ``group``'s rows (key order, latest per key) of ``columns`` (a zero-copy slice
         of the shared gather); gathers the blocks no other task has claimed, then waits for the
-        rest."""
+        rest. Columns other than a planned set (:meth:`serves`; a family's of a gather planned
+        for full rows, asked by a pickled payload) are served without counting their blocks'
+        uses: those blocks live until the gather is dropped, never dropped while still wanted."""
         self._ensure_order()
         wanted = list(dict.fromkeys(self._block_of[c] for c in columns))
         self._work_through(self._state, wanted, self._gather_block)
-        pieces = {b: self._take(b, group) for b in wanted}
+        counted = self.serves(columns)
+        pieces = {b: self._take(b, group, counted) for b in wanted}
         return pa.table({c: pieces[self._block_of[c]].column(c) for c in columns},
                         schema=pa.schema([self.source.schema.field(c) for c in columns]))
+
+
+class Deferred:
+    """A value every task of a write needs, but only once it writes a file — the Parquet
+    options sampled from the input (:func:`~pyhudi.write.plan.data_file_options`, ~2 ms at
+    200k rows): computed once, by the first task thread that calls :meth:`start` as it begins,
+    while the other threads gather rows, instead of by the planner while both cores wait
+    (the serial part of a write is its wall time; a task's is half of it on two cores).
+
+    ``Deferred(compute)`` is a root; ``root.then(fn)`` derives a value from it (``fn`` runs in
+    the thread that asks, cheap). :meth:`start` never waits: it computes a root no thread has
+    claimed, and for a derived value starts its root. :meth:`get` returns the value (computing
+    it, or waiting for the thread that is), re-raising what the computation raised."""
+
+    def __init__(self, compute: Callable[[], object], parent: "Deferred | None" = None) -> None:
+        self._compute: Callable[[], object] | None = compute
+        self._parent = parent
+        self._lock = threading.Lock()
+        self._state: object = None  # None (unclaimed), an Event (being computed), (ok, value)
+
+    def then(self, fn: Callable[[object], object]) -> "Deferred":
+        return Deferred(lambda: fn(self.get()), parent=self)
+
+    def start(self) -> None:
+        """Compute the root value now unless a thread has claimed it (never waits)."""
+        if self._parent is not None:
+            self._parent.start()
+            return
+        with self._lock:
+            if self._state is not None:
+                return
+            event = threading.Event()
+            self._state = event
+        self._run(event)
+
+    def _run(self, event: threading.Event) -> None:
+        compute, self._compute = self._compute, None  # (drops the closure's rows once computed)
+        try:
+            state: tuple[bool, object] = (True, compute())  # type: ignore[misc]
+        except BaseException as exc:  # handed to every thread asking for the value
+            state = (False, exc)
+        with self._lock:
+            self._state = state
+        event.set()
+
+    def get(self) -> object:
+        with self._lock:
+            state = self._state
+            if state is None:
+                state = self._state = threading.Event()
+                claimed = True
+            else:
+                claimed = False
+        if claimed:
+            assert isinstance(state, threading.Event)
+            self._run(state)
+            state = self._state
+        elif isinstance(state, threading.Event):
+            state.wait()
+            state = self._state
+        ok, value = state  # type: ignore[misc]
+        if not ok:
+            raise value  # type: ignore[misc]
+        return value
+
+
+def resolved(value: object) -> object:
+    """``value``, or the value of a :class:`Deferred`."""
+    return value.get() if isinstance(value, Deferred) else value
 
 
 def _gather(source: pa.Table, indices: pa.Array, in_bounds: bool) -> pa.Table:
