@@ -195,7 +195,7 @@ def _read_block(recipe: Recipe, storage: Storage, files: ExitStack, block: Block
     """Every row of a log block's Parquet content, of the block read's fields."""
     fields = list(block.fields)
     row_groups = list(range(footer.num_row_groups))
-    if block.leaves is not None and not block.memory_map and storage.is_local and kept_readers.ENABLED:
+    if block.leaves is not None and storage.is_local and kept_readers.ENABLED:  # (mapped or not: _open_block maps)
         rows = _kept_read(recipe, ("block", block.block_key), lambda b=block, f=footer: _open_block(storage, b, f),
                           row_groups, block.leaves)
     else:

@@ -225,8 +225,11 @@ class ReadTask(Record):
                                 sorted_cache=sorted_cache, with_base=with_base,
                                 skip_corrupt=settings.skip_corrupt_blocks,
                                 # (a streaming read maps no log file: the mapped pages it touched would stay
-                                # resident, the whole block by the end; see data_block._parquet_over)
-                                map_logs=settings.memory_map and _reads_most(part))
+                                # resident, the whole block by the end; see data_block._parquet_over. A
+                                # collected read maps them whatever share of the columns it reads: an
+                                # unmapped block is a Python file object to Arrow, a call and two copies
+                                # per column chunk — unlike a base file, read natively)
+                                map_logs=settings.memory_map)
 
         # key-only families with a base file are opened (footer, key fingerprint) but their base
         # input is built only if that base may add rows (see _redundant_families)
