@@ -1,17 +1,41 @@
 """Helpers shared by the read tests: running a scan plan's tasks one by one; a time just before a
-completion."""
+completion; a process metadata cache emptied around a test; the two-family rows the positional
+merge tests read."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
 import pyarrow as pa
+import pytest
+
+from pyhudi.read.metadata_cache import METADATA_CACHE
+
+POSITIONS_SCHEMA = pa.schema([("id", pa.int64()), ("a1", pa.float64()), ("a2", pa.string()), ("b", pa.float64()),
+                              ("ts", pa.int64())])
+POSITIONS_FAMILIES = {"fa": "a1,a2", "fb": "b,ts"}
 
 
-def run_plan_tasks(table, columns: Sequence[str]) -> tuple[pa.Table, dict[str, int]]:
-    """The rows of one run of ``table.plan_scan(columns)``'s tasks, in order, and their metrics
-    summed over the tasks."""
-    plan = table.plan_scan(list(columns))
+def positions_rows(ids) -> pa.Table:
+    """Rows of :data:`POSITIONS_SCHEMA`: ``a1 = id``, ``a2 = "s<id>"``, ``b = 2 * id``, ``ts = 0``."""
+    ids = list(ids)
+    return pa.table({"id": pa.array(ids, pa.int64()), "a1": [float(i) for i in ids], "a2": [f"s{i}" for i in ids],
+                     "b": [i * 2.0 for i in ids], "ts": pa.array([0] * len(ids), pa.int64())}, schema=POSITIONS_SCHEMA)
+
+
+@pytest.fixture
+def fresh_metadata_cache():
+    """The process's metadata cache, empty before and after the test (import it into a test
+    module and name it in ``pytestmark = pytest.mark.usefixtures(...)`` or an argument)."""
+    METADATA_CACHE.clear()
+    yield METADATA_CACHE
+    METADATA_CACHE.clear()
+
+
+def run_plan_tasks(table, columns: Sequence[str] | None, **options) -> tuple[pa.Table, dict[str, int]]:
+    """The rows of one run of ``table.plan_scan(columns, **options)``'s tasks, in order, and their
+    metrics summed over the tasks."""
+    plan = table.plan_scan(list(columns) if columns is not None else None, **options)
     parts = [task.run() for task in plan.tasks]
     metrics: dict[str, int] = {}
     for task in plan.tasks:

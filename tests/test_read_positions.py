@@ -15,24 +15,13 @@ from pyhudi.errors import ReadError
 from pyhudi.read import positions as positions_module
 from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.schema import META_FIELDS
+from read_helpers import POSITIONS_FAMILIES as FAMILIES
+from read_helpers import POSITIONS_SCHEMA as SCHEMA
+from read_helpers import fresh_metadata_cache
+from read_helpers import positions_rows as _rows
 
-SCHEMA = pa.schema([("id", pa.int64()), ("a1", pa.float64()), ("a2", pa.string()), ("b", pa.float64()),
-                    ("ts", pa.int64())])
-FAMILIES = {"fa": "a1,a2", "fb": "b,ts"}
 N = 40
-
-
-@pytest.fixture(autouse=True)
-def cache():
-    METADATA_CACHE.clear()
-    yield METADATA_CACHE
-    METADATA_CACHE.clear()
-
-
-def _rows(ids) -> pa.Table:
-    ids = list(ids)
-    return pa.table({"id": pa.array(ids, pa.int64()), "a1": [float(i) for i in ids], "a2": [f"s{i}" for i in ids],
-                     "b": [i * 2.0 for i in ids], "ts": pa.array([0] * len(ids), pa.int64())}, schema=SCHEMA)
+pytestmark = pytest.mark.usefixtures(fresh_metadata_cache.__name__)
 
 
 PER_FAMILY_FILES = {"hoodie.pyhudi.insert.full.row": "false"}

@@ -15,25 +15,13 @@ import pyarrow as pa
 import pytest
 
 import pyhudi
-from pyhudi.read.metadata_cache import METADATA_CACHE
+from read_helpers import POSITIONS_FAMILIES as FAMILIES
+from read_helpers import POSITIONS_SCHEMA as SCHEMA
+from read_helpers import fresh_metadata_cache, run_plan_tasks
+from read_helpers import positions_rows as _rows
 
-SCHEMA = pa.schema([("id", pa.int64()), ("a1", pa.float64()), ("a2", pa.string()), ("b", pa.float64()),
-                    ("ts", pa.int64())])
-FAMILIES = {"fa": "a1,a2", "fb": "b,ts"}
 N = 60
-
-
-@pytest.fixture(autouse=True)
-def cache():
-    METADATA_CACHE.clear()
-    yield METADATA_CACHE
-    METADATA_CACHE.clear()
-
-
-def _rows(ids) -> pa.Table:
-    ids = list(ids)
-    return pa.table({"id": pa.array(ids, pa.int64()), "a1": [float(i) for i in ids], "a2": [f"s{i}" for i in ids],
-                     "b": [i * 2.0 for i in ids], "ts": pa.array([0] * len(ids), pa.int64())}, schema=SCHEMA)
+pytestmark = pytest.mark.usefixtures(fresh_metadata_cache.__name__)
 
 
 def _inserted(tmp_path, buckets: int = 2) -> pyhudi.Table:
@@ -50,13 +38,8 @@ def _update_fa(table: pyhudi.Table, ids: list[int], a1: float) -> None:
 
 
 def _read(table: pyhudi.Table, columns: list[str], **options) -> tuple[list[dict], dict]:
-    plan = table.plan_scan(columns, **options)
-    parts = [task.run() for task in plan.tasks]
-    metrics: dict = {}
-    for task in plan.tasks:
-        for name, value in task.metrics.items():
-            metrics[name] = metrics.get(name, 0) + value
-    return pa.concat_tables(parts).sort_by("id").to_pylist(), metrics
+    rows, metrics = run_plan_tasks(table, columns, **options)
+    return rows.sort_by("id").to_pylist(), metrics
 
 
 def _expected(changed: dict[int, tuple[float, str]], columns: list[str]) -> list[dict]:
@@ -133,12 +116,12 @@ def test_a_key_only_family_with_its_own_update_adds_no_row_when_its_keys_are_kno
     assert metrics["families_skipped"] == 1 and metrics["strategy.positions"] == 1
 
 
-def test_a_replay_after_the_cache_was_cleared_reads_in_full(tmp_path):
+def test_a_replay_after_the_cache_was_cleared_reads_in_full(tmp_path, fresh_metadata_cache):
     table = _inserted(tmp_path, buckets=1)
     _update_fa(table, [20], 7.0)
     expected = _expected({20: (7.0, "u20")}, ["id", "a1"])
     assert table.read(columns=["id", "a1"]).sort_by("id").to_pylist() == expected
-    METADATA_CACHE.clear()
+    fresh_metadata_cache.clear()
     assert table.read(columns=["id", "a1"]).sort_by("id").to_pylist() == expected
     rows, metrics = _read(table, ["id", "a1"])
     assert rows == expected and metrics["strategy.positions"] == 1
