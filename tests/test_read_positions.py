@@ -13,7 +13,6 @@ import pytest
 import pyhudi
 from pyhudi.errors import ReadError
 from pyhudi.read import positions as positions_module
-from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.schema import META_FIELDS
 from read_helpers import POSITIONS_FAMILIES as FAMILIES
 from read_helpers import POSITIONS_SCHEMA as SCHEMA
