@@ -150,3 +150,52 @@ def test_an_update_adding_keys_keeps_the_updated_family_for_a_read_of_another(tm
     assert rows == _expected({}, ["id", "b"]) + [{"id": N + 3, "b": None}]
     assert rows == _read(table, ["id", "b"], strategy="hash")[0]
     assert metrics.get("families_skipped", 0) == 0
+
+
+ALL = ["id", "a1", "a2", "b", "ts"]
+
+
+def test_a_full_read_reads_the_insert_block_once_for_every_family_and_patches_by_position(tmp_path):
+    """The families' slices start with the same block: read side by side as one wide input
+    (lockstep), the update's columns written over it by position."""
+    table = _inserted(tmp_path)
+    _update_fa(table, [0, 13, 57], 6.0)
+    expected = _expected({i: (6.0, f"u{i}") for i in (0, 13, 57)}, ALL)
+    rows, metrics = _read(table, ALL)
+    assert rows == expected == _read(table, ALL, strategy="hash")[0]
+    # (ids 0, 13 and 57 fall in one of the two file groups; the other reads its block alone)
+    assert (metrics["families_lockstep"], metrics["strategy.positions"], metrics["strategy.keyless"]) == (2, 1, 1)
+    assert table.read().sort_by("id").to_pylist() == expected
+
+
+def test_a_full_read_with_new_keys_in_the_update_merges_the_wide_rows_by_key(tmp_path):
+    """Positions do not apply (a new key): the lockstep input merges by key, the update touching
+    only its family's columns and adding a row whose other family is null."""
+    table = _inserted(tmp_path, buckets=1)
+    table.upsert(pa.table({"id": pa.array([7, N + 5], pa.int64()), "a1": [0.5, 1.5], "a2": ["u7", "new"]}))
+    rows, metrics = _read(table, ALL)
+    expected = _expected({7: (0.5, "u7")}, ALL) + [{"id": N + 5, "a1": 1.5, "a2": "new", "b": None, "ts": None}]
+    assert rows == expected == _read(table, ALL, strategy="hash")[0]
+    assert metrics["families_lockstep"] == 2 and "strategy.positions" not in metrics
+
+
+@pytest.mark.parametrize("second", ["update fb", "delete", "meta"])
+def test_full_reads_of_other_shapes_equal_the_merge_by_key(tmp_path, second):
+    table = _inserted(tmp_path, buckets=1)
+    _update_fa(table, [3, 30], 2.0)
+    columns, options = ALL, {}
+    if second == "update fb":  # (two families with their own blocks: one leads, the other is joined)
+        table.upsert(pa.table({"id": pa.array([30, 31], pa.int64()), "b": [-1.0, -2.0], "ts": pa.array([5, 5])}))
+    elif second == "delete":
+        table.delete(pa.table({"id": pa.array([4, 30], pa.int64())}))
+    else:
+        options = {"with_meta": True}
+    rows = table.read(**options).sort_by("id").to_pylist()
+    assert rows == table.read(strategy="hash", **options).sort_by("id").to_pylist()
+    by_id = {r["id"]: r for r in rows}
+    if second == "delete":
+        assert 4 not in by_id and 30 not in by_id and by_id[3]["a1"] == 2.0 and len(rows) == N - 2
+    else:
+        assert by_id[30]["a1"] == 2.0 and by_id[3]["a2"] == "u3" and len(rows) == N
+    if second == "update fb":
+        assert (by_id[30]["b"], by_id[31]["b"], by_id[31]["a1"]) == (-1.0, -2.0, 31.0)

@@ -380,21 +380,21 @@ class ReadTask(Record):
         that family's ordering; it leads, so its ordering column is read with the keys. When the
         blocks' record positions are known, the group merges them by position, reading no key
         (:mod:`pyhudi.read.positions`).
+
+        So do families of a file group without a base file whose slices start with the same
+        Parquet block (the default insert's full-row log file, read for each family's columns):
+        the same block holds the same keys in the same order.
         """
         if self.settings.strategy != "auto" or len(kept) < 2:
             return kept
         groups: dict = {}
         out: list = []
         for scan, inputs in kept:
-            base = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) else None
-            plain = base is not None and base.fingerprint is not None and \
-                not any(_removes_rows(source) for source in inputs) and \
-                not any(f.name.startswith("_hoodie_") for f in scan.fields)
-            fingerprint = base.fingerprint() if plain else None
-            if fingerprint is None:
+            key = _lockstep_key(scan, inputs)
+            if key is None:
                 out.append((scan, inputs))
                 continue
-            groups.setdefault((fingerprint, tuple(base.row_groups)), []).append((scan, inputs))
+            groups.setdefault(key, []).append((scan, inputs))
         for members in groups.values():
             with_logs = [m for m in members if len(m[1]) > 1]
             out.extend(with_logs[1:])  # one family with logs per group; the others are joined
@@ -634,6 +634,21 @@ def _adds_no_keys(source: ParquetInput | MemoryInput, base_key: FileKey | None) 
     if isinstance(source, MemoryInput) and source.versions.data is None and np.all(source.versions.is_delete):
         return True
     return METADATA_CACHE.block_within(source.block_key, base_key)
+
+
+def _lockstep_key(scan: FamilyScan, inputs: list) -> tuple | None:
+    """What families read side by side share (``ReadTask._lockstep``): their first input's key
+    fingerprint — or, for a slice without a base file, the identity of its first Parquet block —
+    and its row groups read. None: the family is joined by key (its first input is not such a
+    Parquet input, an input removes rows, or meta columns are asked for)."""
+    lead = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) else None
+    if lead is None or any(_removes_rows(source) for source in inputs) or \
+            any(f.name.startswith("_hoodie_") for f in scan.fields):
+        return None
+    if lead.is_base:
+        fingerprint = lead.fingerprint() if lead.fingerprint is not None else None
+        return None if fingerprint is None else (fingerprint, tuple(lead.row_groups))
+    return None if lead.block_key is None else ("block", lead.block_key, tuple(lead.row_groups))
 
 
 def _removes_rows(source: ParquetInput | MemoryInput) -> bool:
