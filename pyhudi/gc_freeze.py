@@ -60,6 +60,13 @@ def at_program_import(frame: FrameType | None) -> bool:
     return True
 
 
+def freeze() -> None:
+    """Freeze every tracked object now, unless ``PYHUDI_GC_FREEZE=0`` (a process that is
+    pyhudi's own: the ``pyhudi`` command, once rich's modules are loaded)."""
+    if enabled():
+        gc.freeze()
+
+
 @contextmanager
 def frozen_after(freeze: bool = True) -> Iterator[None]:
     """Run the body (pyhudi's imports) with collections paused; then, with ``freeze`` and when

@@ -16,7 +16,6 @@ status 2 (1 for an unexpected failure), ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 import threading
@@ -113,8 +112,7 @@ def entry() -> NoReturn:
     under a profiler or tracer (``python -m cProfile -m pyhudi``, coverage): they report after
     the command returns.
     """
-    if gc_freeze.enabled():  # (rich's modules, as import pyhudi does for pyhudi's)
-        gc.freeze()
+    gc_freeze.freeze()  # (rich's modules, as import pyhudi does for pyhudi's)
     status, read_only = _run(None)
     if read_only and threading.active_count() == 1 and not _observed():
         try:
