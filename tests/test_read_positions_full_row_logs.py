@@ -4,8 +4,8 @@ read of that family's columns has the insert's block first and the update's bloc
 
 With default options such a read merges by position, as over a base file: the other families
 (read only for their keys) hold no block the updated family does not read too, so they are not
-read; the update block's positions in the insert's block are learnt once and kept, and later
-reads replay the column reads. Every case checks exact rows against the merge by key
+read; the update block's positions in the insert's block are those its writer recorded (or,
+written without them, learnt once and kept), and later reads replay the column reads. Every case checks exact rows against the merge by key
 (``strategy="hash"``) and which path the read took.
 """
 
@@ -32,9 +32,15 @@ def _inserted(tmp_path, buckets: int = 2) -> pyhudi.Table:
     return table
 
 
-def _update_fa(table: pyhudi.Table, ids: list[int], a1: float) -> None:
+def _update_fa(table: pyhudi.Table, ids: list[int], a1: float, written: bool = True) -> None:
+    """Update family fa of ``ids``; ``written=False``: without record positions in the header."""
+    options = None if written else {"hoodie.write.record.positions": "false"}
     table.upsert(pa.table({"id": pa.array(ids, pa.int64()), "a1": pa.array([a1] * len(ids)),
-                           "a2": pa.array([f"u{i}" for i in ids])}))
+                           "a2": pa.array([f"u{i}" for i in ids])}), options=options)
+
+
+POSITIONS_FROM = pytest.mark.parametrize("written", [True, False], ids=["written", "learnt"])
+"""Positions recorded by the update's writer (the default), or learnt from the keys."""
 
 
 def _read(table: pyhudi.Table, columns: list[str], **options) -> tuple[list[dict], dict]:
@@ -51,15 +57,17 @@ def _expected(changed: dict[int, tuple[float, str]], columns: list[str]) -> list
     return rows
 
 
-def test_a_read_of_the_updated_family_merges_by_position_and_replays(tmp_path):
+@POSITIONS_FROM
+def test_a_read_of_the_updated_family_merges_by_position_and_replays(tmp_path, written):
     table = _inserted(tmp_path)
     updated = [3, 4, 10, 41, 58]
-    _update_fa(table, updated, 0.5)
+    _update_fa(table, updated, 0.5, written)
     columns = ["id", "a1", "a2"]
     expected = _expected({i: (0.5, f"u{i}") for i in updated}, columns)
     rows, metrics = _read(table, columns)
     assert rows == expected
-    assert metrics["strategy.positions"] == 2 and metrics["positions_learnt"] == 2  # (both file groups)
+    found, other = ("positions_written", "positions_learnt") if written else ("positions_learnt", "positions_written")
+    assert metrics["strategy.positions"] == 2 and metrics[found] == 2 and other not in metrics  # (both groups)
     assert metrics["families_skipped"] == 2 and "strategy.sort_merge" not in metrics
     assert table.read(columns=columns).sort_by("id").to_pylist() == expected  # (Table.read: collected, kept plan)
     again = table.plan_scan(columns)
@@ -127,19 +135,23 @@ def test_a_replay_after_the_cache_was_cleared_reads_in_full(tmp_path, fresh_meta
     assert rows == expected and metrics["strategy.positions"] == 1
 
 
-def test_a_read_of_a_family_not_updated_reads_the_insert_block_alone(tmp_path):
+@POSITIONS_FROM
+def test_a_read_of_a_family_not_updated_reads_the_insert_block_alone(tmp_path, written):
     """fa updated, fb read: fa (read for its keys) adds no row once its update block's positions
-    in the insert's block are known — learnt by this first read, kept for the next."""
+    in the insert's block are known — recorded by its writer, or learnt by this first read;
+    kept for the next."""
     table = _inserted(tmp_path)
-    _update_fa(table, [2, 30, 31], 5.0)
+    _update_fa(table, [2, 30, 31], 5.0, written)
     columns = ["id", "b", "ts"]
     expected = _expected({}, columns)
     rows, metrics = _read(table, columns)
     assert rows == expected == _read(table, columns, strategy="hash")[0]
     assert metrics["families_skipped"] == 2 and metrics["strategy.keyless"] == 2
-    assert metrics["positions_learnt"] == 2 and "strategy.sort_merge" not in metrics
+    assert metrics["positions_written" if written else "positions_learnt"] == 2
+    assert "strategy.sort_merge" not in metrics
     rows, metrics = _read(table, columns)
-    assert rows == expected and "positions_learnt" not in metrics and metrics["families_skipped"] == 2
+    assert rows == expected and metrics["families_skipped"] == 2
+    assert "positions_learnt" not in metrics and "positions_written" not in metrics  # (kept)
 
 
 def test_an_update_adding_keys_keeps_the_updated_family_for_a_read_of_another(tmp_path):

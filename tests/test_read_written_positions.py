@@ -261,7 +261,7 @@ def test_a_writing_process_reads_a_base_file_keys_once(tmp_path, monkeypatch):
     _update(table, [1, 2], [10.0, 20.0], ["x1", "x2"])
     _update(table, [2, 30], [200.0, 300.0], ["y2", "x30"])
     headers = _blocks(table)
-    assert len(calls) == 1 and calls[0].endswith("_fa.parquet")
+    assert len(calls) == 1 and calls[0].relpath.endswith("_fa.parquet") and not calls[0].lead_block
     keys = _base_keys(table)
     assert [decode_positions(h[POSITIONS]).tolist() for h in headers] == \
         [sorted([keys.index("1"), keys.index("2")]), sorted([keys.index("2"), keys.index("30")])]

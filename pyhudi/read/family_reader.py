@@ -238,7 +238,7 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
             _parquet_block_footer(key, block)
             arrow_schema = _arrow_schema(f"block@{block.offset}", key, block.parquet_file())
         source = block_input(block, spec, schema, f"{log.relpath}@{block.offset}", arrow_schema)
-        source.block_key = (key, block.offset)
+        source.block_key, source.block_instant = (key, block.offset), instant
         if isinstance(block, ParquetDataBlock) and block.content_range is not None:  # (read.replay)
             source.content_range = (log.relpath, log.size, map_logs, *block.content_range)
         source.written_positions = written_positions(block)

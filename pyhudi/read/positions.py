@@ -192,12 +192,14 @@ def _positions(base: ParquetInput, blocks: list[ParquetInput], metrics: dict) ->
 
 def _written(base: ParquetInput, block: ParquetInput, metrics: dict) -> np.ndarray | None:
     """The positions a block's writer recorded in its header, if they are usable: they refer to
-    this base file (its instant time), there is one per record of the block, each is a row of the
-    base file, and no two are equal. The i-th record of the block then lands on the i-th smallest
-    position (writers list a block's records in position order). Kept in the metadata cache like
-    learnt positions; None: learn them from the keys instead."""
+    this base file (its instant time) — or, in a slice without one, to its first block (that
+    block's instant, :mod:`pyhudi.write.positions`) —, there is one per record of the block, each
+    is a row of the base, and no two are equal. The i-th record of the block then lands on the
+    i-th smallest position (writers list a block's records in position order). Kept in the
+    metadata cache like learnt positions; None: learn them from the keys instead."""
     written = block.written_positions
-    if written is None or base.instant is None or written[1] != base.instant:
+    instant = base.instant if base.is_base else base.block_instant
+    if written is None or instant is None or written[1] != instant:
         return None
     try:
         positions = decode_positions(written[0])
@@ -208,8 +210,9 @@ def _written(base: ParquetInput, block: ParquetInput, metrics: dict) -> np.ndarr
         return None
     found = positions.astype(np.int32 if rows < 2**31 else np.int64)
     metrics["positions_written"] = metrics.get("positions_written", 0) + 1
-    METADATA_CACHE.put_positions(block.block_key, base.file_key, found)
-    METADATA_CACHE.put_block_within(block.block_key, base.file_key)
+    METADATA_CACHE.put_positions(block.block_key, lead_key(base), found)
+    if base.is_base:  # (every record of the block is a base row: it adds no row; see _positions)
+        METADATA_CACHE.put_block_within(block.block_key, base.file_key)
     return found
 
 

@@ -216,6 +216,7 @@ class ParquetInput:
     is_base = False  # a file slice's base file (its rows may hold a key twice: see merge_versions)
     key_bounds = None  # lowest and highest integer key by the statistics (set once they prove codes fit)
     instant = None  # a base file's instant time
+    block_instant = None  # a log block's writing instant (read.positions: a slice's first block as its base)
     written_positions = None  # a block's RECORD_POSITIONS header and base instant (read.positions)
 
     def __init__(self, parquet: pq.ParquetFile, label: str, spec: ReadSpec, schema: pa.Schema,

@@ -53,6 +53,7 @@ from pyhudi.write.handle import (
     FamilyPayload,
     FileGroupWriteTask,
 )
+from pyhudi.write.positions import PositionsBase
 from pyhudi.write.shared_gather import Deferred, SharedGather
 from pyhudi.write.small_files import (
     MERGE_ALLOW_DUPLICATE_ON_INSERTS,
@@ -329,17 +330,19 @@ def _full_rows_only(txn: "WriteTxn", written_families: list, file_ids: list[str]
 
 
 def _family_bases(txn: "WriteTxn", group: FileGroup | None, payloads: list[FamilyPayload]) -> dict:
-    """Family → (relpath, instant, metadata-cache identity) of the base file its appended block's positions refer to
-    (:mod:`pyhudi.write.positions`), for the families of ``payloads`` that have one."""
+    """Family → the :class:`~pyhudi.write.positions.PositionsBase` its appended block's positions
+    refer to (:mod:`pyhudi.write.positions`): the slice's base file or, in a slice without one
+    (a file group written by an insert: full-row log files), its first log file's first block."""
     if group is None or not WRITE_RECORD_POSITIONS.get(txn.options):
         return {}
     bases = {}
     for payload in payloads:
         family = payload.family or None
-        base = group.latest_slice(family, len(txn.families) > 1 or family is not None,
-                                  txn.config.layout_version).base_file
-        if base is not None:
-            bases[payload.family] = (base.relpath, base.instant, file_key(txn.storage, base))
+        latest = group.latest_slice(family, len(txn.families) > 1 or family is not None, txn.config.layout_version)
+        data_file = latest.base_file or (latest.log_files[0] if latest.log_files else None)
+        if data_file is not None:
+            bases[payload.family] = PositionsBase(data_file.relpath, data_file.instant, file_key(txn.storage, data_file),
+                                                  lead_block=latest.base_file is None)
     return bases
 
 

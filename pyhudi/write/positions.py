@@ -10,6 +10,14 @@ or whose order differs from the base's, carry no positions (readers merge them b
 Apache Hudi's writers do. The lookup reads one column of the base file; it is skipped when that
 column would take more memory than :data:`MAX_LOOKUP_BYTES` (by the footer), and the column is
 kept in the process's metadata cache for the next update of the same base file.
+
+A file group written by an insert has no base file until it is compacted: its rows are the first
+Parquet block of its first log file (a full-row log file, docs/format.md), which readers merge
+later blocks onto as they would onto a base file (:func:`pyhudi.read.positions.lead_key`). An
+update of such a slice records its positions in that block, and names the block's instant as the
+"base file" instant: the insert's instant, which is also the slice's base instant in the log
+file names. pyhudi's readers take them when the slice's first block has that instant; Apache
+Hudi's readers merge a slice without a base file by key, whatever the header says.
 """
 
 from __future__ import annotations
@@ -20,32 +28,48 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.logformat.block import HeaderKey
+from pyhudi.logformat.data_block import ParquetDataBlock
 from pyhudi.logformat.positions import encode_positions
+from pyhudi.logformat.reader import LogReader
 from pyhudi.read.keys import MAX_INTEGER_KEY, encode_keys
 from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.window import subset_positions
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.fs import Storage
+from pyhudi.value import Value
 
 RECORD_KEY = META_FIELDS[2]
 MAX_LOOKUP_BYTES = 64 << 20
 
 
-def positions_header(storage: Storage, base: tuple | None, keys: pa.Table,
+class PositionsBase(Value):
+    """What an appended block's positions refer to: a base file, or (``lead_block``) the first
+    block of a log file — the insert that started a file group without a base file."""
+
+    relpath: str
+    instant: str
+    identity: object  # the file's identity in the metadata cache (read.family_reader.file_key)
+    lead_block: bool
+
+    def __init__(self, relpath: str, instant: str, identity: object, lead_block: bool = False) -> None:
+        self._set(relpath=relpath, instant=instant, identity=identity, lead_block=lead_block)
+
+
+def positions_header(storage: Storage, base: PositionsBase | None, keys: pa.Table,
                      integer_key: str | None) -> dict[HeaderKey, str]:
     """The position headers of a block whose records (in block order) have ``keys`` (a table of
-    ``_hoodie_record_key`` and, for an integer key field, that field), in base file
-    ``base = (relpath, instant, file key)``; empty when the positions are not all known and
-    increasing. The base file's keys are kept in the metadata cache (by file identity), so a
-    process writing one update after another reads each base file's key column once."""
+    ``_hoodie_record_key`` and, for an integer key field, that field), in ``base``; empty when
+    the positions are not all known and increasing. The base's keys are kept in the metadata
+    cache (by file identity), so a process writing one update after another reads each base
+    file's key column once."""
     if base is None or not keys.num_rows:
         return {}
-    relpath, instant, identity = base
+    instant, identity = base.instant, base.identity
     column = integer_key if integer_key is not None and integer_key in keys.column_names else RECORD_KEY
-    kind = f"write:keys:{column}"
+    kind = f"write:keys:{column}" + ("@lead" if base.lead_block else "")
     spine = METADATA_CACHE.get(kind, identity)
     if spine is None:
-        spine = _base_keys(storage, relpath, column)
+        spine = _base_keys(storage, base, column)
         if spine is None:
             return {}
         METADATA_CACHE.put(kind, identity, spine, spine.nbytes if spine is not False else 16)
@@ -61,17 +85,21 @@ def positions_header(storage: Storage, base: tuple | None, keys: pa.Table,
             HeaderKey.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS: instant}
 
 
-def _base_keys(storage: Storage, relpath: str, column: str) -> pa.Array | bool | None:
-    """The base file's keys to search: key codes in increasing order for an integer key column,
-    else the record key strings; False when the file cannot be searched (kept as a verdict);
+def _base_keys(storage: Storage, base: PositionsBase, column: str) -> pa.Array | bool | None:
+    """The base's keys to search: key codes in increasing order for an integer key column,
+    else the record key strings; False when the base cannot be searched (kept as a verdict);
     None when its key column is too large to hold."""
-    with storage.open_input(relpath) as source:
-        parquet = pq.ParquetFile(source)
-        if column not in parquet.schema_arrow.names:
-            return False
-        if _column_bytes(parquet, column) > MAX_LOOKUP_BYTES:
-            return None
-        spine = parquet.read(columns=[column], use_threads=False).column(0).combine_chunks()
+    if base.lead_block:
+        with LogReader(storage, base.relpath, memory_map=False) as reader:
+            first = next(iter(reader), None)
+            if not isinstance(first, ParquetDataBlock) or first.instant_time != base.instant:
+                return False  # (readers take the first block as the rows' base only if it is Parquet)
+            spine = _key_column(first.parquet_file(), column)
+    else:
+        with storage.open_input(base.relpath) as source:
+            spine = _key_column(pq.ParquetFile(source), column)
+    if spine is None or spine is False:
+        return spine
     if column == RECORD_KEY:
         return spine
     codes = _codes(spine)  # (binary search: the base must be in increasing key order)
@@ -79,6 +107,15 @@ def _base_keys(storage: Storage, relpath: str, column: str) -> pa.Array | bool |
         return False
     values = np.asarray(codes)
     return codes if len(values) < 2 or (values[1:] > values[:-1]).all() else False
+
+
+def _key_column(parquet: pq.ParquetFile, column: str) -> pa.Array | bool | None:
+    """``column`` of a Parquet file (False: it has none; None: too large to hold)."""
+    if column not in parquet.schema_arrow.names:
+        return False
+    if _column_bytes(parquet, column) > MAX_LOOKUP_BYTES:
+        return None
+    return parquet.read(columns=[column], use_threads=False).column(0).combine_chunks()
 
 
 def _column_bytes(parquet: pq.ParquetFile, column: str) -> int:
