@@ -71,7 +71,8 @@ WRITE_RECORD_POSITIONS = ConfigKey(
     "hoodie.write.record.positions", bool, True,
     "Write the base-file positions of an update block's records in its header (RECORD_POSITIONS and "
     "BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS), so that readers merge it by position instead of by "
-    "key. An append looks its keys up in the family's base file (one column read) to find them.",
+    "key. An append looks its keys up in the family's base file (one column read) to find them; in a "
+    "file group without a base file (written by an insert), in its first log block, whose instant it names.",
 )
 
 
