@@ -14,7 +14,9 @@ import importlib
 import sys
 from typing import Any, Iterator
 
-from pyhudi.config.keys import REGISTRY, ConfigKey, format_value
+from pyhudi.config.keys import REGISTRY, ConfigKey, format_value, load_areas
+
+load_areas()  # (every area's keys: the reference lists them all)
 
 AREAS: tuple[tuple[str, str], ...] = (
     ("pyhudi.config.table", "Table properties (hoodie.properties)"),

@@ -109,6 +109,29 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+AREA_MODULES: tuple[str, ...] = (
+    "table", "keygen", "families", "write", "read", "concurrency", "lock", "compaction", "clustering", "clean",
+    "archive", "storage", "datasource",
+)
+"""The modules (``pyhudi.config.<area>``) that declare keys. A module that reads a key imports its
+area; :func:`load_areas` imports them all, for whoever needs every key (:func:`lookup`, the
+docs): a read never loads the declarations of the writers and the table services (issue 15:
+cold start)."""
+_areas_loaded = False
+
+
+def load_areas() -> None:
+    """Import every area module, so that :data:`REGISTRY` holds every declared key."""
+    global _areas_loaded
+    if not _areas_loaded:
+        import importlib
+
+        for area in AREA_MODULES:
+            importlib.import_module(f"pyhudi.config.{area}")
+        _areas_loaded = True
+
+
 def lookup(name: str) -> ConfigKey[Any] | None:
-    """The declared key for a key string or alias, if any."""
+    """The declared key for a key string or alias, if any (every area's keys)."""
+    load_areas()
     return REGISTRY.get(name)

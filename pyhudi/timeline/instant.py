@@ -399,3 +399,21 @@ __all__ = [
     "instant_time_to_ms",
     "next_instant_time",
 ]
+
+
+def comparable_time(value: str | None) -> str | None:
+    """A 17-digit comparable form of an instant time (legacy 14 digits padded, longer trimmed);
+    None for a value that is not one."""
+    if not value or not value.isdigit():
+        return None
+    if len(value) == 14:
+        return value + "000"
+    if len(value) < 17:
+        return value.ljust(17, "0")
+    return value[:17]
+
+
+def latest_time_of(*values: str | None) -> str | None:
+    """The latest of instant times given in any of their lengths (comparable form), None if none."""
+    present = [v for v in (comparable_time(x) for x in values) if v is not None]
+    return max(present) if present else None

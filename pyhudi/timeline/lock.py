@@ -35,7 +35,7 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 
 from pyhudi.errors import AlreadyExistsError, LockError, StorageError
@@ -469,3 +469,35 @@ __all__ = [
     "LOCK_MAX_RETRY_WAIT_MS",
     "LOCK_EXPIRE_MINUTES",
 ]
+
+
+class TimelineLock(Protocol):
+    """What the generator and the timeline need from a lock provider."""
+
+    def acquire(self, timeout_s: float | None = None) -> None: ...
+
+    def release(self) -> None: ...
+
+    def held_by_current_thread(self) -> bool: ...
+
+
+class Locked:
+    """Hold ``lock`` for a block unless the current thread already holds it (callers may nest)."""
+
+    def __init__(self, lock: TimelineLock, holder_file: str | None = None) -> None:
+        self.lock = lock
+        self.holder_file = holder_file  # (the local file lock's: see FileLock.acquire)
+        self.taken = False
+
+    def __enter__(self) -> Locked:
+        if not self.lock.held_by_current_thread():
+            if self.holder_file is not None and isinstance(self.lock, FileLock):
+                self.lock.acquire(holder_file=self.holder_file)
+            else:
+                self.lock.acquire()
+            self.taken = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.taken:
+            self.lock.release()

@@ -38,13 +38,13 @@ except ImportError:  # (no flock: the timeline lock serializes every time)
     fcntl = None  # type: ignore[assignment]
 from datetime import datetime
 from datetime import timezone as dt_timezone
-from typing import Any, Callable, Protocol
+from typing import Callable
 
 from pyhudi.config.lock import LOCK_WAIT_TIME_MS
 from pyhudi.errors import LockError, StorageError
 from pyhudi.storage.fs import Storage, open_local
-from pyhudi.timeline.instant import format_instant_time, next_instant_time, resolve_timezone
-from pyhudi.timeline.lock import FileLock
+from pyhudi.timeline.instant import comparable_time, format_instant_time, latest_time_of, next_instant_time, resolve_timezone
+from pyhudi.timeline.lock import FileLock, Locked, TimelineLock  # noqa: F401 (re-exported)
 
 DEFAULT_STATE_PATH = ".hoodie/.aux/.instant_time"
 _STATE_WAIT_S = LOCK_WAIT_TIME_MS.default / 1000.0  # type: ignore[operator]  (a lock that names no wait time)
@@ -57,58 +57,10 @@ os.register_at_fork(before=_PROCESS_GUARD.acquire, after_in_parent=_PROCESS_GUAR
                     after_in_child=_PROCESS_GUARD.release)
 
 
-class TimelineLock(Protocol):
-    """What the generator and the timeline need from a lock provider."""
-
-    def acquire(self, timeout_s: float | None = None) -> None: ...
-
-    def release(self) -> None: ...
-
-    def held_by_current_thread(self) -> bool: ...
-
-
-class Locked:
-    """Hold ``lock`` for a block unless the current thread already holds it (callers may nest)."""
-
-    def __init__(self, lock: TimelineLock, holder_file: str | None = None) -> None:
-        self.lock = lock
-        self.holder_file = holder_file  # (the local file lock's: see FileLock.acquire)
-        self.taken = False
-
-    def __enter__(self) -> Locked:
-        if not self.lock.held_by_current_thread():
-            if self.holder_file is not None and isinstance(self.lock, FileLock):
-                self.lock.acquire(holder_file=self.holder_file)
-            else:
-                self.lock.acquire()
-            self.taken = True
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.taken:
-            self.lock.release()
-
-
 def _tz_key(timezone: str) -> str:
     """The process-level "last time" is kept per timezone: times in different zones don't compare."""
     name = str(timezone).strip()
     return name.upper() if name.upper() in ("UTC", "LOCAL") else name
-
-
-def _normalize(value: str | None) -> str | None:
-    """A 17-digit comparable form of an instant time (legacy 14 digits padded, longer trimmed)."""
-    if not value or not value.isdigit():
-        return None
-    if len(value) == 14:
-        return value + "000"
-    if len(value) < 17:
-        return value.ljust(17, "0")
-    return value[:17]
-
-
-def _max_time(*values: str | None) -> str | None:
-    present = [v for v in (_normalize(x) for x in values) if v is not None]
-    return max(present) if present else None
 
 
 class InstantTimeGenerator:
@@ -164,7 +116,7 @@ class InstantTimeGenerator:
 
     def observe(self, value: str) -> None:
         """Record an externally chosen time so later generated times exceed it (this process)."""
-        norm = _normalize(value)
+        norm = comparable_time(value)
         if norm is None:
             return
         with _PROCESS_GUARD:
@@ -177,7 +129,7 @@ class InstantTimeGenerator:
             raw = self.storage.read(self.state_path)
         except StorageError:
             return None
-        return _normalize(raw.decode("ascii", errors="replace").strip())
+        return comparable_time(raw.decode("ascii", errors="replace").strip())
 
     # ------------------------------------------------------------------ internals
     def _now(self) -> str:
@@ -196,7 +148,7 @@ class InstantTimeGenerator:
             return t
 
     def _step(self, persisted: str | None, floor: str | None) -> str:
-        last = _max_time(_PROCESS_LAST.get(self._key), persisted, floor)
+        last = latest_time_of(_PROCESS_LAST.get(self._key), persisted, floor)
         now = self._now()
         return now if last is None or now > last else next_instant_time(last)
 
@@ -211,7 +163,7 @@ class InstantTimeGenerator:
         try:
             self._flock(fd, path, state_lock_only)
             raw = os.pread(fd, 64, 0)
-            t = self._step(_normalize(raw.decode("ascii", errors="replace").strip()), floor)
+            t = self._step(comparable_time(raw.decode("ascii", errors="replace").strip()), floor)
             os.pwrite(fd, t.encode("ascii"), 0)
             if len(raw) > len(t):  # (an older, longer content)
                 os.ftruncate(fd, len(t))

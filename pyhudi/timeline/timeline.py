@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from pyhudi.errors import AlreadyExistsError, ConfigError, StaleTimelineError, StorageError, TimelineError
 from pyhudi.storage.fs import Storage
@@ -24,13 +24,17 @@ from pyhudi.timeline.instant import (
     Instant,
     State,
     is_valid_instant_time,
+    latest_time_of,
+    resolve_timezone,
     to_action,
 )
 from pyhudi.timeline.empty_instant import link_empty
 from pyhudi.timeline.listing import GroupKey, folded, list_instant_files, listed_with, refolded
-from pyhudi.timeline.lock import FileLock
+from pyhudi.timeline.lock import FileLock, Locked, TimelineLock  # noqa: F401 (Locked: re-exported)
 from pyhudi.timeline.metadata_base import commit_summary, decode_record
-from pyhudi.timeline.timegen import InstantTimeGenerator, Locked, TimelineLock, _max_time  # noqa: F401 (Locked: re-exported)
+
+if TYPE_CHECKING:
+    from pyhudi.timeline.timegen import InstantTimeGenerator
 
 DEFAULT_TIMELINE_DIR = ".hoodie/timeline"
 LAYOUT1_TIMELINE_DIR = ".hoodie"
@@ -68,7 +72,8 @@ class Timeline:
         self.layout_version = layout_version
         self.timezone = timezone
         self.lock: TimelineLock = lock if lock is not None else FileLock(storage)
-        self.time_generator = time_generator or InstantTimeGenerator(storage, self.lock, timezone)
+        resolve_timezone(timezone)  # (a bad zone name fails here, not at the first write)
+        self._time_generator = time_generator
         self._entries: dict[str, Instant] = {}  # file name -> what it says
         self._instants: list[Instant] = []
         self._names: dict[tuple[str, Action, State], str] = {}
@@ -77,6 +82,16 @@ class Timeline:
         self._archived: Any = None
         self._archive_listed: bool | None = None
         self._views: tuple[list[Instant], dict[str, Any]] | None = None  # (the instants, views of them)
+
+    @property
+    def time_generator(self) -> InstantTimeGenerator:
+        """Issues this table's instant times; built at the first write (a reader needs none, and
+        :mod:`pyhudi.timeline.timegen` is not imported by a read: issue 15, cold start)."""
+        if self._time_generator is None:
+            from pyhudi.timeline.timegen import InstantTimeGenerator
+
+            self._time_generator = InstantTimeGenerator(self.storage, self.lock, self.timezone)
+        return self._time_generator
 
     def __repr__(self) -> str:
         return f"Timeline({self.storage.base_uri!r}, {self.timeline_dir!r}, layout={self.layout_version})"
@@ -432,7 +447,7 @@ class Timeline:
                 raise TimelineError(f"cannot complete instant {instant}: it is {current.state.value} on storage")
             if precondition is not None:
                 precondition(self)
-            floor = _max_time(self.latest_time(), instant.requested_time)
+            floor = latest_time_of(self.latest_time(), instant.requested_time)
             completion = self.time_generator.next_time(floor=floor)
             done = instant.with_state(State.COMPLETED, completion)
             self._create(done, content)
@@ -585,7 +600,7 @@ def _latest_time(instants: list[Instant]) -> str | None:
     top = max(times)
     if len(top) == 17 and top.isdigit() and all(len(t) == 17 for t in times):
         return top  # (17-digit times compare as strings: no normalising each)
-    return _max_time(*times)
+    return latest_time_of(*times)
 
 
 def _as_iterable(value: Any) -> Iterable[Any]:
