@@ -261,8 +261,8 @@ def test_a_family_added_after_the_insert_updated_twice(tmp_path):
     for row in model.values():
         row.setdefault("c", None)
     for columns in (["id", "c"], ["id", "c", "a1"], ["id", "a1", "a2", "b", "c"], ["c"]):
-        expected = [{k: ({"id": i, **model[i]})[k] for k in columns} for i in sorted(model)]
         key = (lambda r: r["id"]) if "id" in columns else (lambda r: (r["c"] is None, r["c"]))
+        expected = sorted(({k: ({"id": i, **model[i]})[k] for k in columns} for i in sorted(model)), key=key)
         METADATA_CACHE.clear()
         for _ in range(2):
             rows = run_plan_tasks(table, columns)[0].to_pylist()
@@ -371,3 +371,25 @@ def test_hudi_rs_reads_a_table_without_families_after_updates_and_a_partial_upda
     assert rows == expected and metrics["positions_written"] >= 2
     got = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(table.path).build().read())
     assert got.select(["id", "a1", "a2", "b"]).sort_by("id").to_pylist() == expected
+
+
+def test_a_family_added_after_a_full_compaction_does_not_name_the_full_row_base(tmp_path):
+    """A full compaction's full-row base file predates fc: fc's slices never hold it, so fc's
+    updates name fc's own first block, and reads are exact."""
+    table = _create(tmp_path)
+    inserted = _rows(range(0, 12), 1.0)
+    table.insert(inserted)
+    table.compact(full=True)
+    table.alter(set_properties={"hoodie.colFamily.fc": "c"}, new_columns={"c": pa.string()})
+    first = pa.table({"id": pa.array([2, 3, 8], pa.int64()), "c": ["c2", "c3", "c8"]})
+    instant_first = table.upsert(first)
+    second = pa.table({"id": pa.array([3, 8], pa.int64()), "c": ["d3", "d8"]})
+    table.upsert(second)
+    headers = _headers(table, "fc")
+    assert [h.get(BASE_INSTANT) for _, h, _ in headers] == [None, instant_first] and _positions(headers, 1) == ["3", "8"]
+    model = _model(inserted, first, second)
+    for columns in (["id", "c"], ["id", "a1", "c"], ["id", "a1", "a2", "b", "c"]):
+        expected = [{k: ({"id": i, "c": None, **model[i]})[k] for k in columns} for i in sorted(model)]
+        METADATA_CACHE.clear()
+        assert _read(table, columns)[0] == _read(table, columns)[0] == expected
+        assert _read(table, columns, strategy="hash")[0] == expected
