@@ -182,6 +182,8 @@ class WriteClient:
             self._refuse_second_writer(timeline)
         requested_time = timeline.new_instant_time()
         txn = self._txn(operation, schema, instant=requested_time, families=families)
+        if families:  # (a family table: slices cut as readers cut them, see WriteTxn.family_since)
+            txn.family_since = table.history.families_added(timeline)
         active = ActiveInstant.begin(table.storage, timeline, txn.action, requested_time,
                                      heartbeat_interval_ms=self.policy.heartbeat_interval_ms,
                                      heartbeat_misses=self.policy.heartbeat_misses, plan=requested_content(txn))

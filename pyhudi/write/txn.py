@@ -77,6 +77,10 @@ class WriteTxn:
     #: the declared families in effect (C3: ``Table.column_families``, read from the timeline,
     #: which may be one ALTER ahead of ``hoodie.properties`` after a crash); None = the config's
     declared_families: dict[str, ColumnFamily] | None = None
+    #: when an ALTER added each family (``SchemaHistory.families_added``): the planner's view
+    #: cuts a family's slices as readers do (a full-row file older than the family is not one of
+    #: its files), so an update's record positions name a block the family's reads meet
+    family_since: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         check_operation(self.operation)
@@ -179,7 +183,8 @@ class WriteTxn:
         if is_overwrite(self.operation):
             reject_planned_overwrite(self, _overwritten_partitions(self, prepared), timeline)
             return plan_overwrite(self, prepared, token_for)  # new file groups only: nothing to look up
-        view = FileSystemView(self.storage, timeline, partition_layout(self.config).depth)
+        view = FileSystemView(self.storage, timeline, partition_layout(self.config).depth,
+                              family_since=self.family_since)
         touched = touched_partitions(prepared.column(PARTITION_COLUMN))
         bucketed = self.config.num_buckets is not None  # (appends new log files: their sizes unused)
         existing = {(g.partition_path, g.file_id): g for g in view.file_groups(touched, log_sizes=not bucketed)}
