@@ -122,6 +122,21 @@ def test_a_durable_create_syncs_the_file_then_its_directory(tmp_path, monkeypatc
     assert s.read(".hoodie/timeline/2.deltacommit") == data
 
 
+def test_a_durable_create_in_new_directories_syncs_each_new_directory_entry(tmp_path, monkeypatch):
+    """The first durable file in a new directory (an archived timeline's first file, a new
+    partition) syncs the file, its directory, and the parent of every directory it created."""
+    s = Storage(str(tmp_path))
+    s.write("x", b"")  # (the table's root exists)
+    synced = _record_fsyncs(monkeypatch)
+    s.create_if_absent(".hoodie/timeline/history/1.parquet", b"data")
+    root = str(tmp_path)
+    assert synced[1:] == [f"{root}/.hoodie/timeline/history", f"{root}/.hoodie/timeline", f"{root}/.hoodie", root]
+    assert synced[0].startswith(f"{root}/.hoodie/timeline/history/.1.parquet.")
+    synced.clear()
+    s.create_if_absent(".hoodie/timeline/history/2.parquet", b"")  # (every directory there already)
+    assert synced == [f"{root}/.hoodie/timeline/history/2.parquet", f"{root}/.hoodie/timeline/history"]
+
+
 def test_a_create_that_need_not_survive_a_crash_syncs_nothing(tmp_path, monkeypatch):
     s = Storage(str(tmp_path))
     s.write(".hoodie/x", b"")

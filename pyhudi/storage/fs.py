@@ -110,6 +110,19 @@ def _file_type() -> type[pafs.FileType]:
     return pafs.FileType
 
 
+def _missing_directories(path: str) -> list[str]:
+    """``path`` and its ancestors that do not exist yet, deepest first (a durable create that
+    makes them syncs each one's parent too: :meth:`Storage.create_if_absent`)."""
+    missing = []
+    while path and not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
 def _sync_directory(path: str) -> None:
     """fsync a directory: its entries (a file just created or linked in it) reach the disk.
 
@@ -341,9 +354,9 @@ class Storage:
 
         Local file systems: atomic and all-or-nothing (temp file + ``link``), fsynced unless
         ``durable=False`` (files nothing depends on after a crash: lock files, empty pending
-        instants) — the file and then its directory, so that after a power loss the new name
-        is there too, not only its bytes (a completed instant whose name was lost would read as
-        pending and be rolled back). S3 stores with conditional put: atomic (``If-None-Match: *``; an object is
+        instants) — the file and then its directory (and the parents of the directories this
+        create made), so that after a power loss the new name is there too, not only its bytes
+        (a completed instant whose name was lost would read as pending and be rolled back). S3 stores with conditional put: atomic (``If-None-Match: *``; an object is
         never visible half-written). Other stores: a check-then-write, safe only under a lock
         that does not rely on atomic create (see :attr:`atomic_create`).
         """
@@ -352,10 +365,14 @@ class Storage:
         if conditional is not None:
             conditional.create(path.split("/", 1)[1], bytes(data))  # S3 has no directories to create
             return
-        self._ensure_parent(path)
         if self.is_local:
+            created = _missing_directories(os.path.dirname(path)) if durable else []
+            self._ensure_parent(path)
             self._local_create_if_absent(path, data, durable)
+            for directory in created:  # (a new directory's entry is in its parent: deepest first)
+                _sync_directory(os.path.dirname(directory))
             return
+        self._ensure_parent(path)
         if self.exists(relpath):
             raise AlreadyExistsError(f"file already exists: {path}")
         self.write(relpath, data)
