@@ -76,18 +76,20 @@ _PARQUET_FILE = "import sys, pyarrow.parquet as pq; pq.ParquetFile(sys.argv[1]).
 READ_TABLE = "pyarrow: pq.read_table(2 columns) of a compacted copy"
 PARQUET_FILE = "pyarrow: pq.ParquetFile(compacted copy).read(2 columns)"
 PYHUDI = "pyhudi: import + open + read 2 columns"
-PYHUDI_DEFAULT = "pyhudi, default layout (insert + update): import + open + read 2 columns"
+PYHUDI_OTHER = "pyhudi, per-family base files (bulk insert, full.row=false; + update)"
 
 
 def measure(table_path: str, repeat: int, splits: list[dict] | None = None,
-            compacted: str | None = None, default_path: str | None = None) -> Comparison:
-    """The cold-start comparison on ``table_path`` (a Scenario W table); each pyhudi child's
-    own split is appended to ``splits`` (for :func:`added_cost`). With ``compacted`` (one
-    Parquet file of the same rows), pyarrow's own cold reads of its 2 columns run in turns too:
-    ``pq.read_table`` (which loads pyarrow's datasets, compute and pandas) and the leanest
-    public path, ``pq.ParquetFile(...).read``. With ``default_path`` (the same rows written with
-    default options: an insert, whose full-row log files a read takes the family's columns from,
-    then the same update), the same cold read of that table runs in turns too."""
+            compacted: str | None = None, other_path: str | None = None) -> Comparison:
+    """The cold-start comparison on ``table_path`` (a Scenario W table: written with default
+    options by ``python -m bench cold``, an insert, whose full-row log files a read takes the
+    family's columns from, then a one-family update); each pyhudi child's own split is appended
+    to ``splits`` (for :func:`added_cost`). With ``compacted`` (one Parquet file of the same
+    rows), pyarrow's own cold reads of its 2 columns run in turns too: ``pq.read_table`` (which
+    loads pyarrow's datasets, compute and pandas) and the leanest public path,
+    ``pq.ParquetFile(...).read``. With ``other_path`` (the same rows in one base file per family,
+    the layout of the earlier passes, then the same update), the same cold read of that table
+    runs in turns too."""
     pyhudi_args = ["-c", _PYHUDI, table_path]
     cli_args = ["-m", "pyhudi.cli", "read", table_path, "--columns", "c0,c1", "--limit", "2"]
 
@@ -99,7 +101,7 @@ def measure(table_path: str, repeat: int, splits: list[dict] | None = None,
 
     baselines = {} if compacted is None else {READ_TABLE: ["-c", _READ_TABLE, compacted],
                                                PARQUET_FILE: ["-c", _PARQUET_FILE, compacted]}
-    defaults = {} if default_path is None else {PYHUDI_DEFAULT: ["-c", _PYHUDI, default_path]}
+    defaults = {} if other_path is None else {PYHUDI_OTHER: ["-c", _PYHUDI, other_path]}
     for args in (pyhudi_args, cli_args, ["-c", _FLOOR], *(["-c", code] for code in _FLOORS.values()),
                  *baselines.values(), *defaults.values()):  # warm-up
         _child(args)
@@ -128,7 +130,7 @@ def against_pyarrow(measured: Comparison) -> Comparison:
     (:func:`measure` with ``compacted``): ratio to ``pq.read_table``."""
     table = measured.variants
     values = {name: {"wall": table[name]["wall"], "cpu": table[name]["cpu"]}
-              for name in (PYHUDI, PYHUDI_DEFAULT, PARQUET_FILE, READ_TABLE) if name in table}
+              for name in (PYHUDI, PYHUDI_OTHER, PARQUET_FILE, READ_TABLE) if name in table}
     return single("cold start: pyhudi against pyarrow's own cold reads", values,
                   note="fresh processes, same run; ratio = pyhudi / pq.read_table of a compacted copy")
 

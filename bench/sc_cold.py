@@ -1,4 +1,5 @@
-"""Cold start alone (also part of ``w``): a Scenario W table, then :func:`bench.coldstart.measure`
+"""Cold start alone (also part of ``w``): a Scenario W table written with default options (an
+insert, then a one-family update), then :func:`bench.coldstart.measure`
 with more rounds than the other scenarios need, as each round is only a few processes; then what
 pyhudi adds over the floor, as timed inside its children (:func:`bench.coldstart.added_cost`)."""
 
@@ -13,13 +14,13 @@ from bench.harness import Comparison
 
 
 def run(ctx: Context) -> list[Comparison]:
-    path = ctx.path("w")
-    expected = build_scenario_w(path, ctx.rows)
+    default_path = ctx.path("w-default")
+    expected = build_scenario_w(default_path, ctx.rows, default_layout=True)
     compacted = ctx.path("compacted.parquet")
     pq.write_table(expected, compacted, use_dictionary=False)
-    default_path = ctx.path("w-default")
-    build_scenario_w(default_path, ctx.rows, default_layout=True)
+    per_family = ctx.path("w")
+    build_scenario_w(per_family, ctx.rows)
     splits: list[dict] = []
-    measured = coldstart.measure(path, ctx.repeat if ctx.tiny else max(ctx.repeat, 10), splits, compacted,
-                                 default_path)
+    measured = coldstart.measure(default_path, ctx.repeat if ctx.tiny else max(ctx.repeat, 10), splits, compacted,
+                                 per_family)
     return [measured, coldstart.against_pyarrow(measured), coldstart.added_cost(splits)]
