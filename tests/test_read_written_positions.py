@@ -200,12 +200,15 @@ def test_the_write_option_turns_positions_off(tmp_path):
     assert metrics["positions_learnt"] == 1 and "positions_written" not in metrics
 
 
-@pytest.mark.parametrize("damage", ["other base instant", "one position short", "past the base", "not a bitmap"])
-def test_an_unusable_positions_header_is_ignored_and_positions_are_learnt(tmp_path, monkeypatch, damage):
-    """The header is used only when it names this base file's instant, holds one distinct
-    position per record, each a row of the base file, and decodes: otherwise the reader learns
-    positions from the keys (or merges by key) and the rows stay exact."""
+DAMAGES = ["other base instant", "one position short", "past the base", "not a bitmap"]
+
+
+def forge_positions_headers(monkeypatch, damage: str, base_rows: int) -> None:
+    """Make every position header a writer computes unusable in the way ``damage`` names
+    (``base_rows``: the rows of the base the positions refer to)."""
     import pyhudi.write.handle as handle
+
+    real = handle.positions_header
 
     def forged(storage, base, keys, integer_key):
         header = real(storage, base, keys, integer_key)
@@ -215,13 +218,20 @@ def test_an_unusable_positions_header_is_ignored_and_positions_are_learnt(tmp_pa
         elif damage == "one position short":
             header[POSITIONS] = encode_positions(positions[:-1])
         elif damage == "past the base":
-            header[POSITIONS] = encode_positions(np.r_[positions[:-1], N])
+            header[POSITIONS] = encode_positions(np.r_[positions[:-1], base_rows])
         else:
             header[POSITIONS] = base64.b64encode(b"\x00" * 5).decode()
         return header
 
-    real = handle.positions_header
     monkeypatch.setattr(handle, "positions_header", forged)
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_an_unusable_positions_header_is_ignored_and_positions_are_learnt(tmp_path, monkeypatch, damage):
+    """The header is used only when it names this base file's instant, holds one distinct
+    position per record, each a row of the base file, and decodes: otherwise the reader learns
+    positions from the keys (or merges by key) and the rows stay exact."""
+    forge_positions_headers(monkeypatch, damage, N)
     table = _table(tmp_path)
     _update(table, [4, 6, 8], [40.0, 60.0, 80.0], ["x4", "x6", "x8"])
     got, metrics = _read(table, ["id", "a1", "a2"])

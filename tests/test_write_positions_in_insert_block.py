@@ -11,29 +11,27 @@ same table still reads the same in hudi-rs.
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pytest
 
 import pyhudi
 from pyhudi.logformat import LogReader
 from pyhudi.logformat.block import HeaderKey
-from pyhudi.logformat.positions import decode_positions, encode_positions
+from pyhudi.logformat.positions import decode_positions
 from pyhudi.read.metadata_cache import METADATA_CACHE
 from read_helpers import run_plan_tasks
-from test_read_written_positions import _no_key_decoded
+from test_read_written_positions import (  # noqa: F401 (cache: its autouse fixture, an emptied metadata cache)
+    BASE_INSTANT,
+    DAMAGES,
+    FAMILIES,
+    POSITIONS,
+    SCHEMA,
+    _no_key_decoded,
+    cache,
+    forge_positions_headers,
+)
 
-SCHEMA = pa.schema([("id", pa.int64()), ("a1", pa.float64()), ("a2", pa.string()), ("b", pa.float64())])
-FAMILIES = {"fa": "a1,a2", "fb": "b"}
 N = 50
-POSITIONS, BASE_INSTANT = HeaderKey.RECORD_POSITIONS, HeaderKey.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS
-
-
-@pytest.fixture(autouse=True)
-def cache():
-    METADATA_CACHE.clear()
-    yield
-    METADATA_CACHE.clear()
 
 
 def _ids(ids, key_type=pa.int64()) -> pa.Array:
@@ -172,28 +170,12 @@ def test_the_insert_block_keys_are_read_once_per_writing_process(tmp_path, monke
     assert [keys for _, _, keys in logs[1:]] == [["1", "2"], ["2", "9"]]
 
 
-@pytest.mark.parametrize("damage", ["a later instant", "one position short", "past the block", "not a bitmap"])
+@pytest.mark.parametrize("damage", DAMAGES)
 def test_a_header_that_does_not_fit_the_insert_block_is_ignored(tmp_path, monkeypatch, damage):
     """Used only when it names the slice's first block's instant, holds one distinct position per
     record, each a row of that block, and decodes: otherwise positions are learnt from the keys."""
-    import pyhudi.write.handle as handle
-
-    def forged(storage, base, keys, integer_key):
-        header = real(storage, base, keys, integer_key)
-        positions = decode_positions(header[POSITIONS])
-        if damage == "a later instant":
-            header[BASE_INSTANT] = "29990101000000000"
-        elif damage == "one position short":
-            header[POSITIONS] = encode_positions(positions[:-1])
-        elif damage == "past the block":
-            header[POSITIONS] = encode_positions(np.r_[positions[:-1], N])
-        else:
-            header[POSITIONS] = "AAAA"
-        return header
-
-    real = handle.positions_header
     table, _ = _inserted(tmp_path, buckets=1)
-    monkeypatch.setattr(handle, "positions_header", forged)
+    forge_positions_headers(monkeypatch, damage, N)
     _update(table, [4, 6, 8], 9.0)
     monkeypatch.undo()
     METADATA_CACHE.clear()
