@@ -260,18 +260,25 @@ def test_positions_refer_to_the_base_they_were_written_against(tmp_path):
     assert metrics["strategy.positions"] == 1 and metrics["positions_written"] == 1
 
 
-def test_a_writing_process_reads_a_base_file_keys_once(tmp_path, monkeypatch):
-    """Positions cost one read of the base file's key column per process, not per update."""
+@pytest.mark.parametrize("same_process", [True, False], ids=["written by this process", "by another"])
+def test_a_writing_process_reads_a_base_file_keys_at_most_once(tmp_path, monkeypatch, same_process):
+    """Positions cost at most one read of the base file's key column per process, not one per
+    update: none in the process that wrote the base file (it kept the keys it wrote)."""
     import pyhudi.write.positions as write_positions
 
     table = _table(tmp_path)
+    if not same_process:
+        METADATA_CACHE.clear()  # (another process)
     calls = []
     real = write_positions._base_keys
     monkeypatch.setattr(write_positions, "_base_keys", lambda *a: calls.append(a[1]) or real(*a))
     _update(table, [1, 2], [10.0, 20.0], ["x1", "x2"])
     _update(table, [2, 30], [200.0, 300.0], ["y2", "x30"])
     headers = _blocks(table)
-    assert len(calls) == 1 and calls[0].relpath.endswith("_fa.parquet") and not calls[0].lead_block
+    if same_process:
+        assert calls == []
+    else:
+        assert len(calls) == 1 and calls[0].relpath.endswith("_fa.parquet") and not calls[0].lead_block
     keys = _base_keys(table)
     assert [decode_positions(h[POSITIONS]).tolist() for h in headers] == \
         [sorted([keys.index("1"), keys.index("2")]), sorted([keys.index("2"), keys.index("30")])]

@@ -153,16 +153,24 @@ def test_positions_refer_to_the_first_insert_only(tmp_path):
     assert rows == _read(table, strategy="hash")[0]
 
 
-def test_the_insert_block_keys_are_read_once_per_writing_process(tmp_path, monkeypatch):
+@pytest.mark.parametrize("same_process", [True, False], ids=["inserted by this process", "by another"])
+def test_the_insert_block_keys_are_read_at_most_once_per_writing_process(tmp_path, monkeypatch, same_process):
+    """The process that inserted keeps the block's keys (no read); another process reads them
+    once (an emptied metadata cache stands for it), then keeps them for its next updates."""
     import pyhudi.write.positions as write_positions
 
     table, _ = _inserted(tmp_path, buckets=1)
+    if not same_process:
+        METADATA_CACHE.clear()
     calls = []
     real = write_positions._base_keys
     monkeypatch.setattr(write_positions, "_base_keys", lambda *a: calls.append(a[1]) or real(*a))
     _update(table, [1, 2], 1.0)
     _update(table, [2, 9], 2.0)
-    assert len(calls) == 1 and calls[0].lead_block and ".log.1_" in calls[0].relpath
+    if same_process:
+        assert calls == []
+    else:
+        assert len(calls) == 1 and calls[0].lead_block and ".log.1_" in calls[0].relpath
     (logs,) = _logs(table).values()
     insert_keys = logs[0][2]
     assert [decode_positions(h[POSITIONS]).tolist() for _, h, _ in logs[1:]] == \

@@ -40,14 +40,18 @@ def encode_positions(positions: np.ndarray, increasing: bool = False) -> str:
     values = values if increasing else np.unique(values)
     if values.size and values[0] < 0:
         raise LogFormatError(f"record positions must be non-negative, got {int(values[0])}")
-    highs = values >> 32
-    parts = []
-    buckets = np.unique(highs)
-    parts.append(struct.pack("<Q", len(buckets)))
-    for high in buckets:
-        low = (values[highs == high] & 0xFFFFFFFF).astype(np.uint32)
-        parts.append(struct.pack("<I", int(high)))
-        parts.append(_encode_32(low))
+    if not values.size:
+        parts = [struct.pack("<Q", 0)]
+    elif values[-1] < (1 << 32):  # (every position in the first 32-bit bucket: the usual file)
+        parts = [struct.pack("<QI", 1, 0), _encode_32(values.astype(np.uint32))]
+    else:
+        highs = values >> 32
+        buckets = np.unique(highs)
+        parts = [struct.pack("<Q", len(buckets))]
+        for high in buckets:
+            low = (values[highs == high] & 0xFFFFFFFF).astype(np.uint32)
+            parts.append(struct.pack("<I", int(high)))
+            parts.append(_encode_32(low))
     return binascii.b2a_base64(b"".join(parts), newline=False).decode("ascii")  # (base64.b64encode)
 
 

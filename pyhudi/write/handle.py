@@ -91,7 +91,7 @@ from pyhudi.write.full_row import full_row_payload
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
 from pyhudi.write.meta_values import sequence_numbers
-from pyhudi.write.positions import positions_header
+from pyhudi.write.positions import positions_header, remember_written_keys
 from pyhudi.write.shared_gather import Deferred, SharedGather
 from pyhudi.write.streamed_rows import StreamedRows
 from pyhudi.config.write import FSYNC_DATA_FILES  # noqa: F401 (declared there)
@@ -281,6 +281,9 @@ class WriteStatus:
         return self.kind in BASE_FILE_KINDS
 
 
+_POSITIONS_FOUND = "positions found"  # (the task's cache: the last block's positions, FileGroupWriteTask._positions)
+
+
 @dataclass
 class FileGroupWriteTask:
     """Write one file group's families at ``instant`` (see module docstring)."""
@@ -304,8 +307,9 @@ class FileGroupWriteTask:
     insert_count: int = 0  # append / merge into an existing group: rows that are new records (small files)
     concat_inserts: bool = False  # KIND_MERGE of an ``insert``: new rows never replace stored ones
     family_bases: dict = field(default_factory=dict)
-    """KIND_APPEND: family → (relpath, instant, file identity) of its base file, to record positions against
-    (:mod:`pyhudi.write.positions`; empty when ``hoodie.write.record.positions`` is off)."""
+    """KIND_APPEND: family → the :class:`~pyhudi.write.positions.PositionsBase` (its base file, or the
+    group's first log block) to record positions against (:mod:`pyhudi.write.positions`; empty when
+    ``hoodie.write.record.positions`` is off)."""
     full_row: bool = False  # every family of a new group: one full-row base or log file if they can share it (FULL_ROW_INSERT)
 
     def run(self) -> list[WriteStatus]:
@@ -391,6 +395,25 @@ class FileGroupWriteTask:
                 os.close(fd)
         return storage.size(relpath)
 
+    def _positions(self, storage: Storage, payload: FamilyPayload, keys: pa.Table, cache: dict) -> dict:
+        """The position headers of ``payload``'s block (:mod:`pyhudi.write.positions`): found once
+        for the families of the group that write the same keys against the same base (a full-row
+        upsert writes one block per family, each positioned in the insert's block)."""
+        base = self.family_bases.get(payload.family)
+        if base is None:
+            return {}
+        known = cache.get(_POSITIONS_FOUND)
+        if known is not None and known[0] == base and known[1].equals(keys):
+            return dict(known[2])
+        header = positions_header(storage, base, keys, payload.integer_key)
+        cache[_POSITIONS_FOUND] = (base, keys, header)
+        return dict(header)
+
+    @staticmethod
+    def _key_columns(payload: FamilyPayload, rows: pa.Table | StreamedRows) -> list[str]:
+        """The columns an update's record positions are searched by (:mod:`pyhudi.write.positions`)."""
+        return [RECORD_KEY] + ([payload.integer_key] if payload.integer_key in rows.column_names else [])
+
     def _write_family(self, storage: Storage, payload: FamilyPayload, meta_cache: dict | None = None) -> WriteStatus:
         started = time.perf_counter()
         family = payload.family or None
@@ -405,12 +428,14 @@ class FileGroupWriteTask:
             table, _ = self._with_meta(data, self._cached_meta(payload, data, name, cache))
             create_marker(storage, self.instant, self.partition_path, name, IO_CREATE)
             size = self._write_base(storage, self._relpath(name), table, self._options(payload))
+            remember_written_keys(storage, self._relpath(name), table.select(self._key_columns(payload, table)),
+                                  payload.integer_key, lead_block=False)
         else:
             name = LogFileName(self.file_id, self.instant, 1, self.write_token, family).name
             table, schema = self._with_meta(data, self._cached_meta(payload, data, self.file_id, cache))
-            key_columns = [RECORD_KEY] + ([payload.integer_key] if payload.integer_key in data.column_names else [])
+            key_columns = self._key_columns(payload, data)
             keys = data.select_held(key_columns) if isinstance(data, StreamedRows) else data.select(key_columns)
-            positions = positions_header(storage, self.family_bases.get(payload.family), keys, payload.integer_key)
+            positions = self._positions(storage, payload, keys, cache)
             header = data_block_header(self.instant, avro_schema_json(schema, self.table_name),
                                        table_name=self.table_name, is_partial=payload.is_partial, extra=positions)
             options = self._options(payload)
@@ -421,6 +446,8 @@ class FileGroupWriteTask:
             block = ParquetDataBlock(table, header, table_name=self.table_name, **options)
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
             size = write_log_file(storage, self._relpath(name), [block], fsync=self.fsync)
+            if self.is_new_file_group:  # (its first log file: what the group's next update is positioned in)
+                remember_written_keys(storage, self._relpath(name), keys, payload.integer_key, lead_block=True)
         n = table.num_rows
         inserts = n if self.is_new_file_group else min(n, self.insert_count)
         return self._status(payload.family, name, n, inserts, n - inserts, 0, size, started, data.column(RECORD_KEY))

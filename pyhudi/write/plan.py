@@ -53,7 +53,7 @@ from pyhudi.write.handle import (
     FamilyPayload,
     FileGroupWriteTask,
 )
-from pyhudi.write.positions import PositionsBase
+from pyhudi.write.positions import PositionsBase, lead_identity
 from pyhudi.write.shared_gather import Deferred, SharedGather
 from pyhudi.write.small_files import (
     MERGE_ALLOW_DUPLICATE_ON_INSERTS,
@@ -339,10 +339,13 @@ def _family_bases(txn: "WriteTxn", group: FileGroup | None, payloads: list[Famil
     for payload in payloads:
         family = payload.family or None
         latest = group.latest_slice(family, len(txn.families) > 1 or family is not None, txn.config.layout_version)
-        data_file = latest.base_file or (latest.log_files[0] if latest.log_files else None)
-        if data_file is not None:
-            bases[payload.family] = PositionsBase(data_file.relpath, data_file.instant, file_key(txn.storage, data_file),
-                                                  lead_block=latest.base_file is None)
+        if latest.base_file is not None:
+            base = latest.base_file
+            bases[payload.family] = PositionsBase(base.relpath, base.instant, file_key(txn.storage, base))
+        elif latest.log_files:
+            lead = latest.log_files[0]
+            bases[payload.family] = PositionsBase(lead.relpath, lead.instant, lead_identity(txn.storage, lead.relpath),
+                                                  lead_block=True)
     return bases
 
 

@@ -22,6 +22,8 @@ Hudi's readers merge a slice without a base file by key, whatever the header say
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -100,6 +102,12 @@ def _base_keys(storage: Storage, base: PositionsBase, column: str) -> pa.Array |
             spine = _key_column(pq.ParquetFile(source), column)
     if spine is None or spine is False:
         return spine
+    return _searchable(spine, column)
+
+
+def _searchable(spine: pa.Array, column: str) -> pa.Array | bool:
+    """A key column as :func:`positions_header` searches it: the record key strings as they are,
+    integer keys as key codes in increasing order (False: not in that order)."""
     if column == RECORD_KEY:
         return spine
     codes = _codes(spine)  # (binary search: the base must be in increasing key order)
@@ -107,6 +115,37 @@ def _base_keys(storage: Storage, base: PositionsBase, column: str) -> pa.Array |
         return False
     values = np.asarray(codes)
     return codes if len(values) < 2 or (values[1:] > values[:-1]).all() else False
+
+
+def lead_identity(storage: Storage, relpath: str) -> str:
+    """A log file's identity in the write-side key cache: its full path (a log file is written
+    once, under a name no other write uses, and never changes: no size or time is needed — a
+    bucketed table's writers list their logs without them)."""
+    where = storage.root if storage.is_local else storage.base_uri.rstrip("/")
+    return f"{where}/{relpath}"
+
+
+def remember_written_keys(storage: Storage, relpath: str, keys: pa.Table, integer_key: str | None,
+                          lead_block: bool) -> None:
+    """Keep the keys of a file this writer has just written — a base file, or (``lead_block``) a
+    log file starting a new file group — as :func:`positions_header` would read them back: the
+    process's next update of the group finds its positions without reading the file (an insert
+    then an update, a streaming writer). Local files only (a base file's identity holds its
+    modification time)."""
+    column = integer_key if integer_key is not None and integer_key in keys.column_names else RECORD_KEY
+    if not storage.is_local or column not in keys.column_names or not keys.num_rows:
+        return
+    spine = keys.column(column).combine_chunks()
+    if spine.nbytes > MAX_LOOKUP_BYTES:
+        return
+    spine = _searchable(spine, column)
+    if lead_block:
+        identity: object = lead_identity(storage, relpath)
+    else:
+        stat = os.stat(storage.full_path(relpath))  # (as a listing sees it: read.family_reader.file_key)
+        identity = (f"{storage.root}/{relpath}", stat.st_size, stat.st_mtime_ns)
+    kind = f"write:keys:{column}" + ("@lead" if lead_block else "")
+    METADATA_CACHE.put(kind, identity, spine, spine.nbytes if spine is not False else 16)
 
 
 def _key_column(parquet: pq.ParquetFile, column: str) -> pa.Array | bool | None:
