@@ -200,3 +200,29 @@ def test_positions_can_be_turned_off(tmp_path):
     METADATA_CACHE.clear()
     rows, metrics = _read(table)
     assert rows == _expected({4: (9.0, "u4")}) and metrics["positions_learnt"] == 1
+
+
+def test_keys_kept_for_a_log_file_are_not_used_once_the_file_changed(tmp_path, monkeypatch):
+    """The keys a writer keeps for the log file it wrote are found by the file's path and size:
+    bytes written again under the same name (a retried attempt that wrote other rows) are read
+    back, never positioned by the keys of the first attempt."""
+    import shutil
+
+    import pyhudi.write.positions as write_positions
+
+    table, _ = _inserted(tmp_path, buckets=1)
+    other, _ = _inserted(tmp_path / "other", buckets=1, ids=range(0, 2 * N, 3))  # (other keys, other size)
+    (lead,) = [f for f in (tmp_path / "t").iterdir() if ".log." in f.name]
+    (replacement,) = [f for f in (tmp_path / "other" / "t").iterdir() if ".log." in f.name]
+    assert lead.stat().st_size != replacement.stat().st_size
+    shutil.copyfile(replacement, lead)  # (the same name, the other table's rows)
+    calls = []
+    real = write_positions._base_keys
+    monkeypatch.setattr(write_positions, "_base_keys", lambda *a: calls.append(a[1]) or real(*a))
+    _update(table, [3, 9], 5.0)
+    assert len(calls) == 1  # (read back: the kept keys were of the first bytes)
+    (logs,) = _logs(table).values()
+    header = logs[-1][1]
+    # (the bytes read back are of another insert, not the instant the name says: no positions;
+    # the kept keys would have positioned the update in rows that are not there)
+    assert POSITIONS not in header and BASE_INSTANT not in header

@@ -428,7 +428,7 @@ class FileGroupWriteTask:
             table, _ = self._with_meta(data, self._cached_meta(payload, data, name, cache))
             create_marker(storage, self.instant, self.partition_path, name, IO_CREATE)
             size = self._write_base(storage, self._relpath(name), table, self._options(payload))
-            remember_written_keys(storage, self._relpath(name), table.select(self._key_columns(payload, table)),
+            remember_written_keys(storage, self._relpath(name), size, table.select(self._key_columns(payload, table)),
                                   payload.integer_key, lead_block=False)
         else:
             name = LogFileName(self.file_id, self.instant, 1, self.write_token, family).name
@@ -447,7 +447,7 @@ class FileGroupWriteTask:
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
             size = write_log_file(storage, self._relpath(name), [block], fsync=self.fsync)
             if self.is_new_file_group:  # (its first log file: what the group's next update is positioned in)
-                remember_written_keys(storage, self._relpath(name), keys, payload.integer_key, lead_block=True)
+                remember_written_keys(storage, self._relpath(name), size, keys, payload.integer_key, lead_block=True)
         n = table.num_rows
         inserts = n if self.is_new_file_group else min(n, self.insert_count)
         return self._status(payload.family, name, n, inserts, n - inserts, 0, size, started, data.column(RECORD_KEY))

@@ -344,8 +344,8 @@ def _family_bases(txn: "WriteTxn", group: FileGroup | None, payloads: list[Famil
             bases[payload.family] = PositionsBase(base.relpath, base.instant, file_key(txn.storage, base))
         elif latest.log_files:
             lead = latest.log_files[0]
-            bases[payload.family] = PositionsBase(lead.relpath, lead.instant, lead_identity(txn.storage, lead.relpath),
-                                                  lead_block=True)
+            bases[payload.family] = PositionsBase(lead.relpath, lead.instant,
+                                                  lead_identity(txn.storage, lead.relpath, lead.size), lead_block=True)
     return bases
 
 

@@ -117,18 +117,22 @@ def _searchable(spine: pa.Array, column: str) -> pa.Array | bool:
     return codes if len(values) < 2 or (values[1:] > values[:-1]).all() else False
 
 
-def lead_identity(storage: Storage, relpath: str) -> str:
-    """A log file's identity in the write-side key cache: its full path (a log file is written
-    once, under a name no other write uses, and never changes: no size or time is needed — a
-    bucketed table's writers list their logs without them)."""
+def lead_identity(storage: Storage, relpath: str, size: int | None = None) -> tuple[str, int | None]:
+    """A log file's identity in the write-side key cache: its full path and, for a local file,
+    its size (``size``: known, else a ``stat``; a bucketed table's writers list their logs
+    without sizes). A log file is written once, under a name that names its instant and write
+    attempt, and never changes once its commit completed; the size guards even a rewrite of the
+    same name (a retried attempt) against keys kept from the first."""
     where = storage.root if storage.is_local else storage.base_uri.rstrip("/")
-    return f"{where}/{relpath}"
+    if size is None or size < 0:
+        size = os.stat(storage.full_path(relpath)).st_size if storage.is_local else None
+    return f"{where}/{relpath}", size
 
 
-def remember_written_keys(storage: Storage, relpath: str, keys: pa.Table, integer_key: str | None,
+def remember_written_keys(storage: Storage, relpath: str, size: int, keys: pa.Table, integer_key: str | None,
                           lead_block: bool) -> None:
-    """Keep the keys of a file this writer has just written — a base file, or (``lead_block``) a
-    log file starting a new file group — as :func:`positions_header` would read them back: the
+    """Keep the keys of a file this writer has just written (``size`` bytes) — a base file, or
+    (``lead_block``) a log file starting a new file group — as :func:`positions_header` would read them back: the
     process's next update of the group finds its positions without reading the file (an insert
     then an update, a streaming writer). Local files only (a base file's identity holds its
     modification time)."""
@@ -140,7 +144,7 @@ def remember_written_keys(storage: Storage, relpath: str, keys: pa.Table, intege
         return
     spine = _searchable(spine, column)
     if lead_block:
-        identity: object = lead_identity(storage, relpath)
+        identity: object = lead_identity(storage, relpath, size)
     else:
         stat = os.stat(storage.full_path(relpath))  # (as a listing sees it: read.family_reader.file_key)
         identity = (f"{storage.root}/{relpath}", stat.st_size, stat.st_mtime_ns)
