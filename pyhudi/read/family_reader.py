@@ -208,10 +208,13 @@ def _read(source: pa.NativeFile, offset: int, size: int) -> pa.Buffer:
 def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema: pa.Schema,
                  visibility: Visibility, files: ExitStack, base_only: bool = False,
                  opened: dict[str, OpenedBase] | None = None, sorted_cache: dict | None = None,
-                 with_base: bool = True, skip_corrupt: bool = False, map_logs: bool = True) -> list:
+                 with_base: bool = True, skip_corrupt: bool = False, map_logs: bool = True,
+                 logs_opened: dict[str, list] | None = None) -> list:
     """The inputs of a file slice in processing order (base file, then visible log blocks).
 
     ``opened`` holds base files already opened (their footers read) by the caller;
+    ``logs_opened`` the blocks of log files opened for another slice of the same file group (a
+    full-row log is in every family's slice: opened, and its Parquet footer parsed, once);
     ``sorted_cache`` shares sortedness checks between base files with equal key fingerprints;
     ``with_base=False`` leaves the base file out (the caller adds :func:`base_input` if needed);
     ``map_logs=False`` reads log files by byte ranges instead of mapping them.
@@ -223,8 +226,13 @@ def slice_inputs(storage: Storage, file_slice: FileSlice, spec: ReadSpec, schema
         return inputs
     blocks = []
     for log in file_slice.log_files:
-        key = file_key(storage, log)
-        blocks.extend((log, key, block) for block in _log_blocks(storage, log, key, files, skip_corrupt, map_logs))
+        found = logs_opened.get(log.relpath) if logs_opened is not None else None
+        if found is None:
+            key = file_key(storage, log)
+            found = [(log, key, block) for block in _log_blocks(storage, log, key, files, skip_corrupt, map_logs)]
+            if logs_opened is not None:
+                logs_opened[log.relpath] = found
+        blocks.extend(found)
     rolled_back = {b.target_instant_time for _, _, b in blocks
                    if isinstance(b, CommandBlock) and b.target_instant_time}
     for log, key, block in blocks:

@@ -219,11 +219,13 @@ class ReadTask(Record):
             return ReadSpec(list(part.scan.fields), part.scan.ordering_field, keys, prefilter,
                             settings.decode_threads)
 
+        logs_opened: dict[str, list] = {}
+
         def inputs_of(part: FamilyPart, with_base: bool) -> list:
             return slice_inputs(self.storage, part.file_slice, spec_of(part), settings.table_schema,
                                 settings.visibility, files, base_only=settings.read_optimized, opened=opened,
                                 sorted_cache=sorted_cache, with_base=with_base,
-                                skip_corrupt=settings.skip_corrupt_blocks,
+                                skip_corrupt=settings.skip_corrupt_blocks, logs_opened=logs_opened,
                                 # (a streaming read maps no log file: the mapped pages it touched would stay
                                 # resident, the whole block by the end; see data_block._parquet_over. A
                                 # collected read maps them whatever share of the columns it reads: an
