@@ -211,3 +211,21 @@ def test_full_reads_of_other_shapes_equal_the_merge_by_key(tmp_path, second):
         assert by_id[30]["a1"] == 2.0 and by_id[3]["a2"] == "u3" and len(rows) == N
     if second == "update fb":
         assert (by_id[30]["b"], by_id[31]["b"], by_id[31]["a1"]) == (-1.0, -2.0, 31.0)
+
+
+def test_a_full_row_log_is_opened_once_for_all_the_families_reading_it(tmp_path, monkeypatch):
+    """fa's slice and fb's both hold the insert's full-row log: a read of both families' columns
+    opens it (and parses its block's footer) once per task."""
+    import pyhudi.read.family_reader as family_reader
+
+    table = _inserted(tmp_path)
+    _update_fa(table, [1, 30], 2.0)
+    opened = []
+    real = family_reader._log_blocks
+    monkeypatch.setattr(family_reader, "_log_blocks", lambda storage, log, *a, **k: opened.append(log.relpath)
+                        or real(storage, log, *a, **k))
+    columns = ["id", "a1", "b"]
+    rows, _ = _read(table, columns)
+    assert rows == _expected({1: (2.0, "u1"), 30: (2.0, "u30")}, columns)
+    logs = [f.name for f in (tmp_path / "t").iterdir() if ".log." in f.name]
+    assert sorted(opened) == sorted(logs) and len(logs) > 2  # (each once: the inserts' and fa's update)
