@@ -226,3 +226,21 @@ def test_keys_kept_for_a_log_file_are_not_used_once_the_file_changed(tmp_path, m
     # (the bytes read back are of another insert, not the instant the name says: no positions;
     # the kept keys would have positioned the update in rows that are not there)
     assert POSITIONS not in header and BASE_INSTANT not in header
+
+
+@pytest.mark.parametrize("case", ["positions off", "copy-on-write"])
+def test_keys_are_kept_only_where_an_update_records_positions(tmp_path, case):
+    """Bucketed merge-on-read tables with record positions on keep a new group's keys for the
+    next update; elsewhere nothing would use them, and the cache keeps none."""
+    kept = lambda: [k for k in METADATA_CACHE._entries if str(k[0]).startswith("write:keys")]  # noqa: E731
+    if case == "positions off":
+        table = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=1, column_families=FAMILIES)
+        options = {"hoodie.write.record.positions": "false"}
+    else:
+        table = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", table_type="COPY_ON_WRITE")
+        options = None
+    table.insert(pa.table({"id": _ids(range(N)), "a1": [float(i) for i in range(N)], "a2": [f"s{i}" for i in range(N)],
+                           "b": [i * 2.0 for i in range(N)]}, schema=SCHEMA), options=options)
+    assert kept() == []
+    _inserted(tmp_path / "default", buckets=1)
+    assert len(kept()) == 1  # (the default table: its group's first log)

@@ -139,10 +139,10 @@ _LOWER_VALUES = frozenset({OPERATION.key, QUERY_TYPE.key})  # Hudi takes these i
 
 
 def _canonical_names() -> dict[str, str]:
-    """Lower-case spelling → declared spelling of every key known so far (the registry grows as
-    modules declaring keys are imported, so this is computed per call; it is small)."""
-    import pyhudi.write.client  # noqa: F401  (declares the write keys)
-    from pyhudi.config.keys import REGISTRY
+    """Lower-case spelling → declared spelling of every key (computed per call: small)."""
+    from pyhudi.config.keys import REGISTRY, load_areas
+
+    load_areas()  # (every area's keys: a process that only read has loaded few)
 
     names = {k.lower(): k for k in REGISTRY}
     for key in (QUERY_TYPE, AS_OF_INSTANT, BEGIN_INSTANT, END_INSTANT, COLUMNS, OPERATION, RECORD_KEY,

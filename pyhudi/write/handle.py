@@ -311,6 +311,10 @@ class FileGroupWriteTask:
     group's first log block) to record positions against (:mod:`pyhudi.write.positions`; empty when
     ``hoodie.write.record.positions`` is off)."""
     full_row: bool = False  # every family of a new group: one full-row base or log file if they can share it (FULL_ROW_INSERT)
+    keep_written_keys: bool = False
+    """Keep the keys of the files this task writes into new file groups for the process's next
+    update of them (:func:`~pyhudi.write.positions.remember_written_keys`): set where appends
+    record positions (bucketed merge-on-read tables, ``hoodie.write.record.positions`` on)."""
 
     def run(self) -> list[WriteStatus]:
         storage = Storage(self.base_uri)
@@ -428,8 +432,10 @@ class FileGroupWriteTask:
             table, _ = self._with_meta(data, self._cached_meta(payload, data, name, cache))
             create_marker(storage, self.instant, self.partition_path, name, IO_CREATE)
             size = self._write_base(storage, self._relpath(name), table, self._options(payload))
-            remember_written_keys(storage, self._relpath(name), size, table.select(self._key_columns(payload, table)),
-                                  payload.integer_key, lead_block=False)
+            if self.keep_written_keys:
+                remember_written_keys(storage, self._relpath(name), size,
+                                      table.select(self._key_columns(payload, table)), payload.integer_key,
+                                      lead_block=False)
         else:
             name = LogFileName(self.file_id, self.instant, 1, self.write_token, family).name
             table, schema = self._with_meta(data, self._cached_meta(payload, data, self.file_id, cache))
@@ -446,7 +452,7 @@ class FileGroupWriteTask:
             block = ParquetDataBlock(table, header, table_name=self.table_name, **options)
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
             size = write_log_file(storage, self._relpath(name), [block], fsync=self.fsync)
-            if self.is_new_file_group:  # (its first log file: what the group's next update is positioned in)
+            if self.keep_written_keys and self.is_new_file_group:  # (its first log file: the next update's lead)
                 remember_written_keys(storage, self._relpath(name), size, keys, payload.integer_key, lead_block=True)
         n = table.num_rows
         inserts = n if self.is_new_file_group else min(n, self.insert_count)

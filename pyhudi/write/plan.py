@@ -302,6 +302,9 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
                                     group=index, columns=(RECORD_KEY, *cols), key_fields=tuple(key_fields))
             groups.setdefault(group, []).append(payload)
     tasks = []
+    # (merge-on-read bucket groups take appends with record positions: a new group's first file
+    # keeps its keys for this process's next update, pyhudi.write.positions.remember_written_keys)
+    keep_keys = txn.config.table_type == "MERGE_ON_READ" and WRITE_RECORD_POSITIONS.get(txn.options)
     for index, ((partition, bucket), payloads) in enumerate(sorted(groups.items())):
         # bulk_insert writes base files into file groups that have no data yet; otherwise
         # (and for upsert/insert) one new log file per family, as non-blocking writers do.
@@ -313,7 +316,8 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         full_row = (new_group and len(families) > 1 and len(payloads) == len(families)
                     and FULL_ROW_INSERT.get(txn.options))
         tasks.append(_task(txn, partition, file_id, kind, existing, token_for(index), row_group,
-                           payloads=payloads, family_bases=bases, full_row=full_row))
+                           payloads=payloads, family_bases=bases, full_row=full_row,
+                           keep_written_keys=keep_keys))
     return tasks
 
 
