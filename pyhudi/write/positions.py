@@ -68,13 +68,13 @@ def positions_header(storage: Storage, base: PositionsBase | None, keys: pa.Tabl
         return {}
     instant, identity = base.instant, base.identity
     column = integer_key if integer_key is not None and integer_key in keys.column_names else RECORD_KEY
-    kind = f"write:keys:{column}" + ("@lead" if base.lead_block else "")
+    kind = _kept_kind(column, base.lead_block)
     spine = METADATA_CACHE.get(kind, identity)
     if spine is None:
         spine = _base_keys(storage, base, column)
         if spine is None:
             return {}
-        METADATA_CACHE.put(kind, identity, spine, spine.nbytes if spine is not False else 16)
+        _keep(kind, identity, spine)
     if spine is False:  # (no usable key column, or not in increasing key order)
         return {}
     others = _codes(keys.column(column)) if column == integer_key else keys.column(column)
@@ -132,10 +132,10 @@ def lead_identity(storage: Storage, relpath: str, size: int | None = None) -> tu
 def remember_written_keys(storage: Storage, relpath: str, size: int, keys: pa.Table, integer_key: str | None,
                           lead_block: bool) -> None:
     """Keep the keys of a file this writer has just written (``size`` bytes) — a base file, or
-    (``lead_block``) a log file starting a new file group — as :func:`positions_header` would read them back: the
-    process's next update of the group finds its positions without reading the file (an insert
-    then an update, a streaming writer). Local files only (a base file's identity holds its
-    modification time)."""
+    (``lead_block``) a log file starting a new file group — as :func:`positions_header` would
+    read them back: the process's next update of the group finds its positions without reading
+    the file (an insert then an update, a streaming writer). Local files only (a base file's
+    identity holds its modification time)."""
     column = integer_key if integer_key is not None and integer_key in keys.column_names else RECORD_KEY
     if not storage.is_local or column not in keys.column_names or not keys.num_rows:
         return
@@ -148,8 +148,16 @@ def remember_written_keys(storage: Storage, relpath: str, size: int, keys: pa.Ta
     else:
         stat = os.stat(storage.full_path(relpath))  # (as a listing sees it: read.family_reader.file_key)
         identity = (f"{storage.root}/{relpath}", stat.st_size, stat.st_mtime_ns)
-    kind = f"write:keys:{column}" + ("@lead" if lead_block else "")
-    METADATA_CACHE.put(kind, identity, spine, spine.nbytes if spine is not False else 16)
+    _keep(_kept_kind(column, lead_block), identity, spine)
+
+
+def _kept_kind(column: str, lead_block: bool) -> str:
+    """The metadata cache's kind for a base's (or a first log block's) searchable keys."""
+    return f"write:keys:{column}" + ("@lead" if lead_block else "")
+
+
+def _keep(kind: str, identity: object, spine: pa.Array | bool) -> None:
+    METADATA_CACHE.put(kind, identity, spine, spine.nbytes if spine is not False else 16)  # (a verdict: 16 B)
 
 
 def _key_column(parquet: pq.ParquetFile, column: str) -> pa.Array | bool | None:
