@@ -145,8 +145,14 @@ class OpenedBase:
 def file_key(storage: Storage, data_file: BaseFile | LogFile) -> FileKey:
     """The identity of a listed data file for the metadata cache (path, size, modification time):
     the absolute local path, or the full URI of a remote file."""
+    return file_identity(storage, data_file.relpath, data_file.size, data_file.mtime_ns)
+
+
+def file_identity(storage: Storage, relpath: str, size: int | None, mtime_ns: int | None) -> FileKey:
+    """:func:`file_key` of a file known by its path, size and modification time (as a listing
+    gives them; a writer that has just written the file)."""
     where = storage.root if storage.is_local else storage.base_uri.rstrip("/")
-    return f"{where}/{data_file.relpath}", data_file.size, data_file.mtime_ns
+    return f"{where}/{relpath}", size, mtime_ns
 
 
 def _memory_map(storage: Storage, relpath: str) -> pa.MemoryMappedFile:

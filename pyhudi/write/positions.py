@@ -33,6 +33,7 @@ from pyhudi.logformat.block import HeaderKey
 from pyhudi.logformat.data_block import ParquetDataBlock
 from pyhudi.logformat.positions import encode_positions
 from pyhudi.logformat.reader import LogReader
+from pyhudi.read.family_reader import file_identity
 from pyhudi.read.keys import MAX_INTEGER_KEY, encode_keys
 from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.window import subset_positions
@@ -117,16 +118,15 @@ def _searchable(spine: pa.Array, column: str) -> pa.Array | bool:
     return codes if len(values) < 2 or (values[1:] > values[:-1]).all() else False
 
 
-def lead_identity(storage: Storage, relpath: str, size: int | None = None) -> tuple[str, int | None]:
+def lead_identity(storage: Storage, relpath: str, size: int | None = None) -> tuple:
     """A log file's identity in the write-side key cache: its full path and, for a local file,
     its size (``size``: known, else a ``stat``; a bucketed table's writers list their logs
     without sizes). A log file is written once, under a name that names its instant and write
     attempt, and never changes once its commit completed; the size guards even a rewrite of the
     same name (a retried attempt) against keys kept from the first."""
-    where = storage.root if storage.is_local else storage.base_uri.rstrip("/")
     if size is None or size < 0:
         size = os.stat(storage.full_path(relpath)).st_size if storage.is_local else None
-    return f"{where}/{relpath}", size
+    return file_identity(storage, relpath, size, None)
 
 
 def remember_written_keys(storage: Storage, relpath: str, size: int, keys: pa.Table, integer_key: str | None,
@@ -147,7 +147,7 @@ def remember_written_keys(storage: Storage, relpath: str, size: int, keys: pa.Ta
         identity: object = lead_identity(storage, relpath, size)
     else:
         stat = os.stat(storage.full_path(relpath))  # (as a listing sees it: read.family_reader.file_key)
-        identity = (f"{storage.root}/{relpath}", stat.st_size, stat.st_mtime_ns)
+        identity = file_identity(storage, relpath, stat.st_size, stat.st_mtime_ns)
     _keep(_kept_kind(column, lead_block), identity, spine)
 
 
