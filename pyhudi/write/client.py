@@ -37,6 +37,7 @@ from pyhudi.errors import (
     CommitConflictError,
     ConcurrentWriteError,
     SplitFileGroupError,
+    StaleTimelineError,
     TimelineError,
 )
 from pyhudi.evolution import check_schema_unchanged, commit_extra_metadata
@@ -58,6 +59,7 @@ __all__ = ["OPERATIONS", "WriteClient", "WriteResult", "WriteTxn"]
 
 MAX_REPLANS = 3
 """Allow mode: how often one write is planned again after clusterings replaced its file groups."""
+_LISTING_ATTEMPTS = 3  # (fresh listings tried when concurrent archival moves a commit being read)
 
 
 @dataclass
@@ -183,12 +185,25 @@ class WriteClient:
         requested_time = timeline.new_instant_time()
         txn = self._txn(operation, schema, instant=requested_time, families=families)
         if families:  # (a family table: slices cut as readers cut them, see WriteTxn.family_since)
-            txn.family_since = table.history.families_added(timeline)
+            txn.family_since = self._families_added(timeline)
         active = ActiveInstant.begin(table.storage, timeline, txn.action, requested_time,
                                      heartbeat_interval_ms=self.policy.heartbeat_interval_ms,
                                      heartbeat_misses=self.policy.heartbeat_misses, plan=requested_content(txn))
         self._open[requested_time] = _OpenTxn(active, started, rolled_back, timeline)
         return txn
+
+    def _families_added(self, timeline: Timeline) -> dict[str, str]:
+        """When ALTERs added the table's families (``SchemaHistory.families_added``). Its commits
+        are read from the listing the write began on; when another process archives one of them
+        meanwhile, they are read again from a fresh listing (the write's own listing is kept)."""
+        for attempt in range(_LISTING_ATTEMPTS):
+            try:
+                return self.table.history.families_added(timeline)
+            except StaleTimelineError:
+                if attempt == _LISTING_ATTEMPTS - 1:
+                    raise
+                timeline = self.table.active_timeline(self.options)
+        return {}  # pragma: no cover (the loop returns or raises)
 
     def commit(self, txn: WriteTxn, statuses: Sequence[WriteStatus]) -> WriteResult:
         """Commit exactly ``statuses`` (what the tasks that count reported).
