@@ -72,3 +72,9 @@ NATIVE_SCAN = ConfigKey(
     "Spark's own Parquet reader, the others through the pyhudi Python source, unioned into one DataFrame. "
     "spark.read.format('pyhudi') is always the Python source.",
 )
+JVM_MERGE = ConfigKey(
+    "hoodie.pyhudi.read.spark.jvm.merge", bool, True,
+    "pyhudi.spark.read and SQL, with the native read on: merge file groups whose log blocks rewrite rows at "
+    "known record positions inside the JVM (pyhudi's merge reader, compiled with javac at first use) instead "
+    "of the pyhudi Python source. Without a JDK the Python source reads them.",
+)

@@ -75,6 +75,20 @@ def positional_stream(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter,
     the family's fields, no key column); None when the positional path does not apply (the
     caller merges by key). ``commit_codes``: the commit time as dictionary codes where the files
     prove it constant (:mod:`pyhudi.read.commit_codes`)."""
+    planned = positional_plan(kept, prefilter, metrics)
+    if planned is None:
+        return None
+    scan, base, writes = planned
+    codes = CommitCodes.of(base, writes, list(scan.fields)) if commit_codes else None
+    return _patched(base, writes, list(scan.fields), batch_size, codes)
+
+
+def positional_plan(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter, metrics: dict
+                    ) -> tuple[FamilyScan, ParquetInput | LockstepInput, list[tuple[ParquetInput, np.ndarray]]] | None:
+    """The positional merge of a task's single family, decided without reading a data column:
+    (scan, base, [(block, its positions in the base)]); None when the positional path does not
+    apply. Shared by :func:`positional_stream` and engines that execute the merge themselves
+    (:meth:`pyhudi.read.task.ReadTask.merge_recipe`)."""
     if not _applies(kept, prefilter):
         return None
     scan, (base, *blocks) = kept[0]
@@ -82,9 +96,7 @@ def positional_stream(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter,
     if positions is None:
         return None
     metrics["strategy.positions"] = metrics.get("strategy.positions", 0) + 1
-    writes = list(zip(blocks, positions))
-    codes = CommitCodes.of(base, writes, list(scan.fields)) if commit_codes else None
-    return _patched(base, writes, list(scan.fields), batch_size, codes)
+    return scan, base, list(zip(blocks, positions))
 
 
 def _applies(kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> bool:

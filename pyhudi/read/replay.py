@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import pyarrow as pa
 
@@ -105,6 +105,16 @@ class Recipe(Value):
     def with_metrics(self, metrics: tuple[tuple[str, int], ...]) -> Recipe:
         """The same reads (and kept readers) with the metrics a full read counted."""
         return Recipe(self.bases, self.base_key, self.blocks, self.fields, self.threads, metrics, self.readers)
+
+
+class MergeRecipe(NamedTuple):
+    """A task's positional merge (or lone base read) for an engine that reads Parquet itself:
+    the recipe, each of its blocks' positions in the base rows (aligned with ``recipe.blocks``)
+    and the number of base rows (every base read of the recipe holds exactly these rows)."""
+
+    recipe: Recipe
+    positions: tuple[np.ndarray, ...]
+    rows: int
 
 
 def recipe_of(base: ParquetInput | LockstepInput, blocks: list, fields: list[pa.Field]) -> Recipe | None:

@@ -20,7 +20,7 @@ drops its partition columns from data files get them from the partition path
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 
 import numpy as np
@@ -34,9 +34,9 @@ from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
 from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
-from pyhudi.read.positions import blocks_within, positional_stream
+from pyhudi.read.positions import blocks_within, positional_plan, positional_stream
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
-from pyhudi.read.replay import Recipe, recipe_of, replay
+from pyhudi.read.replay import MergeRecipe, Recipe, recipe_of, replay
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
 from pyhudi.read.lockstep import LockstepInput
 from pyhudi.read.sources import KeySpec, MemoryInput, ParquetInput, Prefilter, ReadSpec
@@ -201,14 +201,16 @@ class ReadTask(Record):
             raise error from exc
 
     # ------------------------------------------------------------------ body
-    def _tables(self, files: ExitStack) -> Iterator[pa.Table]:
+    def _kept(self, files: ExitStack) -> tuple | None:
+        """The task's inputs after its reductions, family by family — (kept, prefilter, redundant,
+        anchor_of, opened) — or None when statistics prove that no row of the file group matches.
+        Opens footers and log block headers; reads no data column."""
         settings = self.settings
-        self.metrics.clear()
         opened = self._open_bases(files)
         excluded = self._excluded_ranges(opened)
         if excluded is None:
             self.metrics["skipped_by_statistics"] = 1
-            return  # statistics prove that no row of this file group matches
+            return None
         prefilter = Prefilter(settings.table_schema, list(settings.key_filters), excluded, self.key_range)
         sorted_cache: dict = {}
         # Parquet inputs are built to read key codes when the table's key allows it, and switched
@@ -261,6 +263,52 @@ class ReadTask(Record):
                     self._count("row_groups", total)
                     self._count("row_groups_skipped", total - len(source.row_groups))
         kept = self._lockstep(kept)
+        return kept, prefilter, redundant, anchor_of, opened
+
+    def merge_recipe(self) -> MergeRecipe | None:
+        """What this task reads when it merges by record positions (or reads one Parquet input as
+        it is), worked out from footers and block headers without reading a data column; None
+        when it reads otherwise (a merge by key, a join of families, a key filter, an incremental
+        window), no row can match, or a file stores a column read with another type (the kernel
+        casts it; an engine reads it as stored). For engines that execute the reads themselves
+        (:mod:`pyhudi.spark.merge_scan`): the same decision as :meth:`batches`, the same checks."""
+        settings = self.settings
+        if settings.strategy != "auto" or settings.incremental is not None:
+            return None
+        with ExitStack() as files:
+            planned = self._kept(files)
+            if planned is None:
+                return None
+            kept, prefilter = planned[0], planned[1]
+            positional = positional_plan(kept, prefilter, self.metrics)
+            if positional is not None:
+                scan, base, writes = positional
+            elif self._keyless(kept, prefilter):
+                scan, (base,) = kept[0]
+                writes = []
+            else:
+                return None
+            members = base.members if type(base) is LockstepInput else [base]
+            if any(len(m.row_groups) != m.parquet.metadata.num_row_groups for m in members):
+                return None  # (statistics pruned row groups: not every row is read)
+            recipe = recipe_of(base, [block for block, _ in writes], list(scan.fields))
+            if recipe is None:
+                return None
+            if not _stored_as_read([*members, *(block for block, _ in writes)], scan.fields):
+                return None
+            by_block = {block.block_key: positions for block, positions in writes}
+            rows = members[0].parquet.metadata.num_rows
+            if any(m.parquet.metadata.num_rows != rows for m in members):
+                return None
+            return MergeRecipe(recipe, tuple(by_block[b.block_key] for b in recipe.blocks), rows)
+
+    def _tables(self, files: ExitStack) -> Iterator[pa.Table]:
+        settings = self.settings
+        self.metrics.clear()
+        planned = self._kept(files)
+        if planned is None:
+            return  # statistics prove that no row of this file group matches
+        kept, prefilter, redundant, anchor_of, opened = planned
         positional = None
         if settings.strategy == "auto" and settings.incremental is None:
             positional = positional_stream(kept, prefilter, settings.batch_size, self.metrics,
@@ -575,6 +623,25 @@ class ReadTask(Record):
         if not arrays:  # no columns asked for (a count): rows without columns
             return window.select([])
         return pa.Table.from_arrays(arrays, schema=output)
+
+
+def _stored_as_read(sources: list, fields: Sequence[pa.Field]) -> bool:
+    """Whether every one of ``fields`` a source stores has exactly the field's type there
+    (string and binary in any of their Arrow spellings: Parquet stores them alike)."""
+    def plain(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return pa.string()
+        if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+            return pa.binary()
+        return t
+
+    for source in sources:
+        stored = source.arrow_schema
+        for f in fields:
+            i = stored.get_field_index(f.name)
+            if i >= 0 and plain(stored.field(i).type) != plain(f.type):
+                return False
+    return True
 
 
 def _shared_bases(parts: list[FamilyPart]) -> list[FamilyPart]:

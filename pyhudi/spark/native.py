@@ -89,9 +89,12 @@ class ScanSplit:
     """(partition path, file id) of the file groups left to the Python source."""
     reasons: dict[tuple[str, str], str] = field(default_factory=dict)
     """Why each Python file group is not native (for ``explain``)."""
+    merged: list[tuple[str, str]] = field(default_factory=list)
+    """(partition path, file id) of the file groups the JVM merge reader reads (:mod:`pyhudi.spark.merge_scan`)."""
 
     def explain(self) -> str:
-        lines = [f"native (Spark Parquet): {len(self.native)} file groups; python source: {len(self.python)}"]
+        lines = [f"native (Spark Parquet): {len(self.native)} file groups; JVM merge: {len(self.merged)}; "
+                 f"python source: {len(self.python)}"]
         lines += [f"  python {p or '.'}/{f}: {self.reasons[(p, f)]}" for p, f in self.python]
         return "\n".join(lines)
 
@@ -155,7 +158,7 @@ def _why_not_native(task: ReadTask, output: pa.Schema, files: ExitStack) -> str 
             continue
         if f.name not in stored.names:
             return f"column {f.name!r} not stored in the base file"
-        if _plain(stored.field(f.name).type) != _plain(f.type) or not _spark_reads(f.type):
+        if _plain(stored.field(f.name).type) != _plain(f.type) or not spark_reads(f.type):
             return f"column {f.name!r} needs conversion"
     for part in parts:
         if part is lead or part.file_slice.base_file.relpath == lead.file_slice.base_file.relpath:
@@ -176,7 +179,7 @@ def _plain(type_: pa.DataType) -> pa.DataType:
     return type_
 
 
-def _spark_reads(type_: pa.DataType) -> bool:
+def spark_reads(type_: pa.DataType) -> bool:
     """Types Spark's Parquet reader returns as the Python source does (nested types and
     unsigned or nanosecond values are left to the Python source's exact casts)."""
     t = type_

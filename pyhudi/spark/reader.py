@@ -27,12 +27,13 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
-from pyhudi.config.datasource import NATIVE_SCAN
+from pyhudi.config.datasource import JVM_MERGE, NATIVE_SCAN
 from pyhudi.errors import ConfigError
 from pyhudi.read.plan import normalize_time, plan_scan
 from pyhudi.read.split import SPLIT_ROWS
 from pyhudi.spark import options as opt
 from pyhudi.spark.filters import claim, to_condition
+from pyhudi.spark.merge_scan import merge_frame, merge_split
 from pyhudi.spark.native import FILE_GROUPS, file_groups_option, native_frame, selected_groups, split_scan
 from pyhudi.spark.types import cast_batch
 from pyhudi.spark.workers import explains_worker_imports
@@ -196,6 +197,8 @@ def read(spark: SparkSession, path: str, columns: Sequence[str] | None = None,
     options = {k: v if isinstance(v, str) else str(v) for k, v in options.items()}
     native_key = next((k for k in options if k.lower() == NATIVE_SCAN.key), None)
     native = NATIVE_SCAN.parse(options.pop(native_key) if native_key else None)
+    merge_key = next((k for k in options if k.lower() == JVM_MERGE.key), None)
+    merge = JVM_MERGE.parse(options.pop(merge_key) if merge_key else None)
     settings = ReadSettings.from_options(opt.lowered(options))
     if settings.query_type != "incremental" and settings.as_of is None:
         pinned = latest_completion(path, options)  # every action on the DataFrame reads this snapshot
@@ -212,7 +215,7 @@ def read(spark: SparkSession, path: str, columns: Sequence[str] | None = None,
         # filter columns are read too (and dropped after filtering): Spark resolves the condition
         read_columns = list(dict.fromkeys([*columns, *(f[0] for f in filters or [])]))
         reader = reader.option(opt.COLUMNS.key, ",".join(read_columns))
-    df = _native_union(spark, path, settings, read_columns, filters, reader) if native else None
+    df = _native_union(spark, path, settings, read_columns, filters, reader, merge) if native else None
     if df is None:
         df = reader.load(path)
     if condition is not None:
@@ -223,7 +226,7 @@ def read(spark: SparkSession, path: str, columns: Sequence[str] | None = None,
 
 
 def _native_union(spark: SparkSession, path: str, settings: ReadSettings, columns: list[str] | None,
-                  filters: Sequence[Sequence[Any]] | None, reader: Any) -> DataFrame | None:
+                  filters: Sequence[Sequence[Any]] | None, reader: Any, merge: bool = True) -> DataFrame | None:
     """Spark's Parquet scan of the final file groups ∪ the Python source over the others; None
     when no file group is read natively (the Python source alone)."""
     from pyhudi.spark.types import select, spark_schema
@@ -234,9 +237,15 @@ def _native_union(spark: SparkSession, path: str, settings: ReadSettings, column
         schema = select(schema, columns)
     split = split_scan(table, schema.names, [tuple(f) for f in filters or ()], as_of=settings.as_of,
                        query_type=settings.query_type)
-    if not split.native:
+    merged = merge_split(spark, split, schema) if split.python and merge else []
+    if not split.native and not merged:
         return None
-    df = native_frame(spark, split.native, schema)
+    frames = [native_frame(spark, split.native, schema)] if split.native else []
+    if merged:
+        frames.append(merge_frame(spark, merged, schema))
     if split.python:
-        df = df.union(reader.options(**file_groups_option(split.python)).load(path))
+        frames.append(reader.options(**file_groups_option(split.python)).load(path))
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.union(other)
     return df

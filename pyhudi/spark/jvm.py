@@ -1,0 +1,148 @@
+"""pyhudi's JVM side: the merge reader's jar, built from the Java sources shipped with pyhudi.
+
+The merge reader (:mod:`pyhudi.spark.merge_scan`, ``pyhudi/spark/java``) is a Spark data source
+written in Java against Spark's own classes (its vectorized Parquet reader, its column vectors).
+It is compiled on this machine, against the jars of the installed PySpark — so it always matches
+the Spark it runs in — the first time a read needs it, and kept in a per-user cache directory
+keyed by the sources' and Spark's versions (``$PYHUDI_JVM_CACHE``, else
+``$XDG_CACHE_HOME/pyhudi/jvm``, else ``~/.cache/pyhudi/jvm``). It needs ``javac`` (a JDK 17 or
+newer: ``$JAVA_HOME/bin/javac``, else the one on ``PATH``); without one, reads that would use it
+go through the Python source, as before, and :func:`merge_jar` says why.
+
+A session started by :func:`pyhudi.spark.conf.configure` has the jar on its class path from the
+start (``spark.jars``); a session started otherwise gets it by ``ADD JAR`` at the first read that
+needs it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+from typing import Any
+
+MERGE_SOURCE = "io.pyhudi.spark.MergeSource"
+"""The merge reader's data source class (its short name: ``pyhudi_merge``)."""
+SOURCES = Path(__file__).with_name("java")
+_REGISTER = "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister"
+_lock = threading.Lock()
+_built: dict[str, Path | str] = {}
+
+
+def _spark_jars() -> Path:
+    import pyspark
+
+    home = os.environ.get("SPARK_HOME")
+    jars = Path(home) / "jars" if home else Path(pyspark.__file__).with_name("jars")
+    return jars if jars.is_dir() else Path(pyspark.__file__).with_name("jars")
+
+
+def _javac() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "javac").exists():
+        return str(Path(home) / "bin" / "javac")
+    return shutil.which("javac")
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("PYHUDI_JVM_CACHE")
+    if root:
+        return Path(root)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "pyhudi" / "jvm"
+
+
+def _sources() -> list[Path]:
+    return sorted(SOURCES.rglob("*.java"))
+
+
+def _digest(jars: Path) -> str:
+    """Of the Java sources and of the Spark they compile against (its jar names carry versions)."""
+    h = hashlib.sha256()
+    for path in _sources():
+        h.update(path.relative_to(SOURCES).as_posix().encode())
+        h.update(path.read_bytes())
+    h.update("\n".join(sorted(p.name for p in jars.glob("*.jar"))).encode())
+    return h.hexdigest()[:20]
+
+
+def merge_jar() -> Path | str:
+    """The merge reader's jar (built now if the cache has none), or why there is none (a str)."""
+    jars = _spark_jars()
+    key = _digest(jars)
+    with _lock:
+        if key not in _built:
+            _built[key] = _build(jars, _cache_dir() / key / "pyhudi-spark.jar")
+        return _built[key]
+
+
+def _build(jars: Path, target: Path) -> Path | str:
+    if target.exists():
+        return target
+    javac = _javac()
+    if javac is None:
+        return "no Java compiler (javac) on PATH or in JAVA_HOME: the merge reader cannot be built"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as work:
+        classes = Path(work) / "classes"
+        command = [javac, "-nowarn", "-encoding", "UTF-8", "--release", "17", "-d", str(classes),
+                   "-cp", str(jars / "*"), *map(str, _sources())]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            return f"javac failed to build the merge reader:\n{done.stderr.strip()[-2000:]}"
+        staged = Path(work) / target.name
+        with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as jar:
+            jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: pyhudi\n\n")
+            jar.writestr(_REGISTER, MERGE_SOURCE + "\n")
+            for path in sorted(classes.rglob("*.class")):
+                jar.write(path, path.relative_to(classes).as_posix())
+        os.replace(staged, target)  # (atomic: a concurrent build of the same sources writes the same bytes)
+    return target
+
+
+def session_jars(existing: str | None = None) -> str | None:
+    """``spark.jars`` for a new session: ``existing`` plus the merge reader's jar when it builds."""
+    jar = merge_jar()
+    if not isinstance(jar, Path):
+        return existing
+    return ",".join(p for p in (existing, str(jar)) if p)
+
+
+_loaded: dict[int, bool | str] = {}
+
+
+def merge_source_ready(spark: Any) -> bool | str:
+    """True when ``spark`` can run the merge reader (its jar is built and loaded, by ``ADD JAR`` if
+    the session did not start with it); else why not (a str)."""
+    context = spark.sparkContext
+    key = id(context._jsc)
+    known = _loaded.get(key)
+    if known is not None:
+        return known
+    ready: bool | str
+    if _loadable(spark):
+        ready = True
+    else:
+        jar = merge_jar()
+        if not isinstance(jar, Path):
+            ready = jar
+        else:
+            spark.sql(f"ADD JAR '{jar.as_posix()}'")
+            ready = True if _loadable(spark) else f"Spark cannot load {MERGE_SOURCE} from {jar}"
+    _loaded[key] = ready
+    return ready
+
+
+def _loadable(spark: Any) -> bool:
+    jvm = spark.sparkContext._jvm
+    loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+    try:
+        jvm.java.lang.Class.forName(MERGE_SOURCE, False, loader)
+    except Exception:  # (py4j wraps ClassNotFoundException)
+        return False
+    return True
