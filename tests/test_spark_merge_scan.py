@@ -115,6 +115,34 @@ def test_bulk_insert_then_updates_of_every_type_later_block_wins(spark, tmp_path
     assert by_id[1]["a"] == 1.5 and by_id[1]["b"] == "low"
 
 
+@pytest.mark.parametrize("write", ["insert", "bulk_insert", "per_family"])
+def test_updates_of_several_families_merge_in_the_jvm(spark, tmp_path, write):
+    """Writers updating different families between compactions (RFC-80's many writers): each
+    family's blocks are written over its own columns at their positions."""
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=2, column_families=FAMILIES)
+    options = {"hoodie.pyhudi.insert.full.row": "false"} if write == "per_family" else None
+    getattr(t, "bulk_insert" if write == "per_family" else write)(full_rows(range(50)), options=options)
+    t.upsert(update([1, 2, 3], a=[-1.0, -2.0, -3.0], b=["u1", "u2", "u3"]))
+    t.upsert(update([2, 3, 4], n=pa.array([-20, -30, -40], pa.int32()), p=["q", "q", "q"]))
+    t.upsert(update([3, 49], d=pa.array([decimal.Decimal("3.3"), None], pa.decimal128(12, 3)),
+                    day=pa.array([None, dt.date(2001, 1, 1)], pa.date32()),
+                    at=pa.array([None, None], SCHEMA.field("at").type)))
+    t.upsert(update([1], a=[-100.0], b=["again"]))
+    split = split_of(t, spark=spark)
+    assert len(split.merged) == 2 and split.python == [], split.explain()
+    df = pyhudi.spark.read(spark, t.path)
+    assert paths(df) == (False, True, False)
+    got = rows(df)
+    assert got == rows(t.read())
+    by_id = {r["id"]: r for r in got}
+    assert (by_id[1]["a"], by_id[1]["b"], by_id[1]["n"]) == (-100.0, "again", 1)
+    assert (by_id[3]["a"], by_id[3]["n"], by_id[3]["p"], by_id[3]["d"], by_id[3]["at"]) == (
+        -3.0, -30, "q", decimal.Decimal("3.300"), None)
+    assert (by_id[49]["d"], by_id[49]["day"], by_id[49]["a"]) == (None, dt.date(2001, 1, 1), 73.5)
+    pruned = pyhudi.spark.read(spark, t.path, columns=["id", "n"])
+    assert rows(pruned) == rows(t.read(columns=["id", "n"])) and paths(pruned)[1]
+
+
 def test_partitions_filters_columns_and_time_travel(spark, tmp_path):
     t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=2, partition_fields=["p"],
                             column_families=PARTITIONED_FAMILIES)

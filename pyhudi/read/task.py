@@ -34,9 +34,9 @@ from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
 from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
-from pyhudi.read.positions import blocks_within, positional_plan, positional_stream
+from pyhudi.read.positions import blocks_within, lead_key, positional_plan, positional_stream
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
-from pyhudi.read.replay import MergeRecipe, Recipe, recipe_of, replay
+from pyhudi.read.replay import BaseRead, BlockRead, MergeRecipe, Recipe, recipe_of, replay
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
 from pyhudi.read.lockstep import LockstepInput
 from pyhudi.read.sources import KeySpec, MemoryInput, ParquetInput, Prefilter, ReadSpec
@@ -267,10 +267,12 @@ class ReadTask(Record):
 
     def merge_recipe(self) -> MergeRecipe | None:
         """What this task reads when it merges by record positions (or reads one Parquet input as
-        it is), worked out from footers and block headers without reading a data column; None
-        when it reads otherwise (a merge by key, a join of families, a key filter, an incremental
-        window), no row can match, or a file stores a column read with another type (the kernel
-        casts it; an engine reads it as stored). For engines that execute the reads themselves
+        it is), worked out from footers and block headers without reading a data column — for one
+        family, or for several whose bases hold the same keys in the same rows. None when it reads
+        otherwise (a merge by key, a join of families, a key filter, an incremental window), no
+        row can match, a file stores a column read with another type (the kernel casts it; an
+        engine reads it as stored), or the bases' row groups differ in size (an engine reads
+        them in lockstep, row group by row group). For engines that execute the reads themselves
         (:mod:`pyhudi.spark.merge_scan`): the same decision as :meth:`batches`, the same checks."""
         settings = self.settings
         if settings.strategy != "auto" or settings.incremental is not None:
@@ -280,27 +282,71 @@ class ReadTask(Record):
             if planned is None:
                 return None
             kept, prefilter = planned[0], planned[1]
+            entries = self._positional_entries(kept, prefilter)
+            if entries is None:
+                return None
+            reads, blocks, positions, fields, taken = [], [], [], [], set()
+            sources: list = []
+            for scan, base, writes in entries:
+                members = base.members if type(base) is LockstepInput else [base]
+                if any(len(m.row_groups) != m.parquet.metadata.num_row_groups for m in members):
+                    return None  # (statistics pruned row groups: not every row is read)
+                recipe = recipe_of(base, [block for block, _ in writes], list(scan.fields))
+                if recipe is None:
+                    return None
+                by_block = {block.block_key: at for block, at in writes}
+                for read in recipe.bases:
+                    read = _without(read, taken)
+                    if read is not None:
+                        reads.append(read)
+                        taken.update(_read_names(read))
+                blocks += recipe.blocks
+                positions += [by_block[b.block_key] for b in recipe.blocks]
+                fields += [f for f in scan.fields if f.name not in {g.name for g in fields}]
+                sources += [*members, *(block for block, _ in writes)]
+            if not _stored_as_read(sources, fields):
+                return None
+            lead = entries[0][1]
+            groups = {_row_group_sizes(m) for _, base, _ in entries
+                      for m in (base.members if type(base) is LockstepInput else [base])}
+            if len(groups) != 1:
+                return None  # (an engine reads the bases in lockstep, row group by row group)
+            rows = sum(groups.pop())
+            combined = Recipe(tuple(reads), lead_key(_first_member(lead)), tuple(blocks), tuple(fields),
+                              settings.decode_threads, ())
+            return MergeRecipe(combined, tuple(positions), rows)
+
+    def _positional_entries(self, kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> list | None:
+        """The task's families as positional merges — [(scan, base, [(block, positions)])] — when
+        each is one (or a base read as it is) and all their bases hold the same keys in the same
+        rows (a file group's families after updates of several of them, over one full-row base
+        file or aligned family files): then the merge by key the kernel does for them is each
+        family's blocks written over its own columns at their positions. None otherwise."""
+        if len(kept) == 1:
             positional = positional_plan(kept, prefilter, self.metrics)
             if positional is not None:
-                scan, base, writes = positional
-            elif self._keyless(kept, prefilter):
+                return [positional]
+            if self._keyless(kept, prefilter):
                 scan, (base,) = kept[0]
-                writes = []
+                return [(scan, base, [])]
+            return None
+        if not prefilter.unrestricted or any(f.name.startswith("_hoodie_") for f in self.settings.output):
+            return None
+        entries, aligned = [], set()
+        for scan, inputs in kept:
+            if len(inputs) > 1:
+                positional = positional_plan([(scan, inputs)], prefilter, self.metrics)
+                if positional is None:
+                    return None
+                entries.append(positional)
+            elif type(inputs[0]) in (ParquetInput, LockstepInput) and not any(
+                    m.soft_deletes for m in (inputs[0].members if type(inputs[0]) is LockstepInput else inputs)):
+                entries.append((scan, inputs[0], []))
             else:
                 return None
-            members = base.members if type(base) is LockstepInput else [base]
-            if any(len(m.row_groups) != m.parquet.metadata.num_row_groups for m in members):
-                return None  # (statistics pruned row groups: not every row is read)
-            recipe = recipe_of(base, [block for block, _ in writes], list(scan.fields))
-            if recipe is None:
-                return None
-            if not _stored_as_read([*members, *(block for block, _ in writes)], scan.fields):
-                return None
-            by_block = {block.block_key: positions for block, positions in writes}
-            rows = members[0].parquet.metadata.num_rows
-            if any(m.parquet.metadata.num_rows != rows for m in members):
-                return None
-            return MergeRecipe(recipe, tuple(by_block[b.block_key] for b in recipe.blocks), rows)
+            lead = _first_member(inputs[0])
+            aligned.add(_lockstep_key(scan, [lead]))
+        return entries if len(aligned) == 1 and None not in aligned else None
 
     def _tables(self, files: ExitStack) -> Iterator[pa.Table]:
         settings = self.settings
@@ -623,6 +669,38 @@ class ReadTask(Record):
         if not arrays:  # no columns asked for (a count): rows without columns
             return window.select([])
         return pa.Table.from_arrays(arrays, schema=output)
+
+
+def _first_member(base: ParquetInput | LockstepInput) -> ParquetInput:
+    return base.members[0] if type(base) is LockstepInput else base
+
+
+def _row_group_sizes(source: ParquetInput) -> tuple[int, ...]:
+    metadata = source.parquet.metadata
+    return tuple(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups))
+
+
+def _read_names(read: BaseRead | BlockRead) -> list[str]:
+    """The columns a recipe's base read supplies."""
+    return list(read.names) if type(read) is BaseRead else [f.name for f in read.fields]
+
+
+def _without(read: BaseRead | BlockRead, taken: set[str]) -> BaseRead | BlockRead | None:
+    """A recipe's base read without the columns another read already supplies (the record key,
+    read by every family); None when nothing is left."""
+    names = [n for n in _read_names(read) if n not in taken]
+    if len(names) == len(_read_names(read)):
+        return read
+    if not names:
+        return None
+    if type(read) is BaseRead:
+        at = [read.names.index(n) for n in names]
+        leaves = tuple(read.leaves[i] for i in at) if read.leaves is not None else None
+        return BaseRead(read.relpath, read.file_key, read.memory_map, tuple(names), leaves, read.row_groups)
+    at = [i for i, f in enumerate(read.fields) if f.name in names]
+    leaves = tuple(read.leaves[i] for i in at) if read.leaves is not None else None
+    return BlockRead(read.block_key, read.relpath, read.log_size, read.memory_map, read.content_offset,
+                     read.content_length, tuple(read.fields[i] for i in at), leaves)
 
 
 def _stored_as_read(sources: list, fields: Sequence[pa.Field]) -> bool:

@@ -9,9 +9,9 @@ keyed by the sources' and Spark's versions (``$PYHUDI_JVM_CACHE``, else
 newer: ``$JAVA_HOME/bin/javac``, else the one on ``PATH``); without one, reads that would use it
 go through the Python source, as before, and :func:`merge_jar` says why.
 
-A session started by :func:`pyhudi.spark.conf.configure` has the jar on its class path from the
-start (``spark.jars``); a session started otherwise gets it by ``ADD JAR`` at the first read that
-needs it.
+A session gets the jar by ``ADD JAR`` at its first read that needs it (Spark ships it to the
+executors, as for any added jar); a session started with it on ``spark.jars``
+(:func:`session_jars`) already has it.
 """
 
 from __future__ import annotations
@@ -113,14 +113,14 @@ def session_jars(existing: str | None = None) -> str | None:
     return ",".join(p for p in (existing, str(jar)) if p)
 
 
-_loaded: dict[int, bool | str] = {}
+_loaded: dict[tuple[str, str], bool | str] = {}
 
 
 def merge_source_ready(spark: Any) -> bool | str:
     """True when ``spark`` can run the merge reader (its jar is built and loaded, by ``ADD JAR`` if
     the session did not start with it); else why not (a str)."""
     context = spark.sparkContext
-    key = id(context._jsc)
+    key = (context.applicationId, str(context.startTime))  # (one SparkContext: a stopped one's successor loads again)
     known = _loaded.get(key)
     if known is not None:
         return known
