@@ -2,7 +2,9 @@
 
 - write: ``pyhudi.spark.write`` of a Parquet input / ``df.write.parquet`` of the same input;
 - read: ``spark.read.format("pyhudi")`` (the Python source alone) into the ``noop`` sink /
-  ``spark.read.parquet`` of the same rows into ``noop``;
+  ``spark.read.parquet`` of the same rows into ``noop``; and ``pyhudi.spark.read`` of the same
+  table (written by an upsert: full-row log files only), merged by the JVM merge reader
+  (:mod:`pyhudi.spark.merge_scan`);
 - native-path reads (``pyhudi.spark.read``: final file groups through Spark's Parquet reader,
   :mod:`pyhudi.spark.native`) against ``spark.read.parquet`` of the same rows and columns: the
   table without families (every file group native), and the 5-family table pruned to one family's
@@ -11,7 +13,8 @@
   same rows: bulk-inserted with one base file per family (``hoodie.pyhudi.insert.full.row=false``:
   families are joined by the Python source), bulk-inserted with default options (one full-row base
   file per file group: native), and that table after a one-family update of 10% of the rows (log files
-  in every file group: the Python source merges them).
+  in every file group: the JVM merge reader writes them over the base rows at their positions;
+  ``hoodie.pyhudi.read.spark.jvm.merge=false``, the Python source, beside it).
 
 The session, the warm-up and the CPU clock (this process + the Spark JVM + its Python workers)
 are ``bench_spark``'s; run ``bench/bench_spark.py`` for the shares and floors of each cost.
@@ -72,11 +75,18 @@ def run(ctx: Context) -> list[Comparison]:
                     lambda _: spark.read.parquet(source).write.format("noop").mode("overwrite").save()),
         ], ctx.read_repeat, target="<= 1.0", cpu_clock=clock)
         assert spark.read.format("pyhudi").load(warm).count() == ctx.rows
+        merged = compare("Spark read of the same table: pyhudi.spark.read (log files merged in the JVM) / "
+                         "Spark's own Parquet scan (noop sink)", [
+            Variant("pyhudi.spark.read -> noop",
+                    lambda _: pyhudi.spark.read(spark, warm).write.format("noop").mode("overwrite").save()),
+            Variant("spark.read.parquet -> noop",
+                    lambda _: spark.read.parquet(source).write.format("noop").mode("overwrite").save()),
+        ], ctx.read_repeat, target="<= 1.0", cpu_clock=clock)
         native = _native_reads(ctx, spark, source, options, clock)
     finally:
         spark.stop()
         bench_spark.JVM.clear()
-    return [write, read, *native]
+    return [write, read, merged, *native]
 
 
 def _native_reads(ctx: Context, spark, source: str, options: dict, clock) -> list[Comparison]:
@@ -138,10 +148,18 @@ def _family_full_reads(ctx: Context, spark, source: str, options: dict, clock, f
         assert pyhudi.spark.read(spark, path).count() == ctx.rows
     out = []
     for title, path in [("per-family base files (hoodie.pyhudi.insert.full.row=false)", per_family),
-                        ("full-row base files (the default bulk insert)", full_row),
-                        ("full-row base files + one family updated (10% of rows)", updated)]:
+                        ("full-row base files (the default bulk insert)", full_row)]:
         out.append(compare(f"Spark read, 5 families, {title}: pyhudi.spark.read / spark.read.parquet (noop sink)", [
             Variant("pyhudi.spark.read -> noop", lambda _, p=path: noop(pyhudi.spark.read(spark, p))),
             scan(),
         ], ctx.read_repeat, target="<= 1.0", cpu_clock=clock))
+    off = {"hoodie.pyhudi.read.spark.jvm.merge": "false"}
+    assert split_scan(pyhudi.open_table(updated), [], None, as_of=None, query_type="snapshot").native == []
+    out.append(compare("Spark read, 5 families, full-row base files + one family updated (10% of rows): "
+                       "pyhudi.spark.read (JVM merge) / spark.read.parquet (noop sink)", [
+        Variant("pyhudi.spark.read -> noop", lambda _: noop(pyhudi.spark.read(spark, updated))),
+        Variant("pyhudi.spark.read, JVM merge off (Python source) -> noop",
+                lambda _: noop(pyhudi.spark.read(spark, updated, **off))),
+        scan(),  # (last: the ratio is the first variant's to it)
+    ], ctx.read_repeat, target="<= 1.0", cpu_clock=clock))
     return out

@@ -249,3 +249,42 @@ def test_the_reader_refuses_a_plan_that_does_not_match_the_files(spark, tmp_path
         plan.unlink()
     with pytest.raises(Exception, match="is gone: the Python process that planned this read has ended"):
         df.collect()
+
+
+def test_reads_from_another_python_thread_find_the_merge_reader(spark, tmp_path):
+    """``ADD JAR`` binds the jar's loader to the JVM thread that ran it; each Python thread calls
+    through its own JVM thread, so every read binds its thread to the session's jar loader."""
+    import threading
+
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=1, column_families=FAMILIES)
+    t.insert(full_rows(range(6)))
+    t.upsert(update([5], a=[-5.0]))
+    assert rows(pyhudi.spark.read(spark, t.path)) == rows(t.read())
+    out: dict = {}
+
+    def read() -> None:
+        try:
+            df = pyhudi.spark.read(spark, t.path)
+            out["rows"], out["paths"] = rows(df), paths(df)
+        except Exception as exc:  # (reported below: an assertion in a thread would be lost)
+            out["error"] = repr(exc)
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    thread.join()
+    assert out.get("error") is None and out["paths"] == (False, True, False)
+    assert out["rows"] == rows(t.read()) and out["rows"][5]["a"] == -5.0
+
+
+def test_a_family_added_by_alter_reads_null_until_written(spark, tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=1, column_families=FAMILIES)
+    t.insert(full_rows(range(6)))
+    t.alter({"hoodie.colFamily.g": "extra"}, new_columns={"extra": pa.int64()})
+    t.upsert(update([2], a=[-2.0], b=["u"]))
+    split = split_of(t, spark=spark)  # (the new family has no file in the file group: merged by key)
+    assert split.merged == [] and "JVM merge: merges by key" in split.explain()
+    got = rows(pyhudi.spark.read(spark, t.path))
+    assert got == rows(t.read()) and [r["extra"] for r in got] == [None] * 6 and got[2]["a"] == -2.0
+    t.upsert(pa.table({"id": pa.array(range(6), pa.int64()), "extra": pa.array([7] * 6, pa.int64())}))
+    df = pyhudi.spark.read(spark, t.path)
+    assert rows(df) == rows(t.read()) and [r["extra"] for r in rows(df)] == [7] * 6

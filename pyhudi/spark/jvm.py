@@ -123,6 +123,8 @@ def merge_source_ready(spark: Any) -> bool | str:
     key = (context.applicationId, str(context.startTime))  # (one SparkContext: a stopped one's successor loads again)
     known = _loaded.get(key)
     if known is not None:
+        if known is True:
+            _bind_thread(spark)
         return known
     ready: bool | str
     if _loadable(spark):
@@ -136,6 +138,14 @@ def merge_source_ready(spark: Any) -> bool | str:
             ready = True if _loadable(spark) else f"Spark cannot load {MERGE_SOURCE} from {jar}"
     _loaded[key] = ready
     return ready
+
+
+def _bind_thread(spark: Any) -> None:
+    """Point this thread's JVM context class loader at the session's jar loader. ``ADD JAR``
+    does that only for the JVM thread that ran it; Spark looks data sources up through the
+    calling thread's loader, and each Python thread calls through its own JVM thread."""
+    thread = spark.sparkContext._jvm.java.lang.Thread.currentThread()
+    thread.setContextClassLoader(spark._jsparkSession.sharedState().jarClassLoader())
 
 
 def _loadable(spark: Any) -> bool:
