@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 
-if ! command -v java >/dev/null 2>&1; then
+if ! command -v java >/dev/null 2>&1; then  # (javac, in a JDK, also builds the JVM merge reader)
   echo "error: 'java' was not found on PATH. pyhudi runs Spark through PySpark, which needs Java 17." >&2
   echo "       Install a Java 17 runtime (e.g. 'apt-get install openjdk-17-jre-headless') and retry." >&2
   exit 1
@@ -26,4 +26,7 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
   "$VENV_PY" -m pip install --quiet -e "$ROOT[test]"
   touch "$stamp"
 fi
+# Build pyhudi's JVM merge reader for Spark now (javac, a few seconds, cached per user) rather than
+# at the first Spark read that merges log files; without a JDK those reads use the Python source.
+"$VENV_PY" -m pyhudi.spark.jvm || echo "note: the JVM merge reader is not built; Spark reads of log files use the Python source" >&2
 export PATH="$ROOT/.venv/bin:$PATH"

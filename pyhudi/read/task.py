@@ -329,7 +329,7 @@ class ReadTask(Record):
             if self._keyless(kept, prefilter):
                 scan, (base,) = kept[0]
                 return [(scan, base, [])]
-            return None
+            # (else perhaps one lockstep group of aligned family files, read as they are)
         if not prefilter.unrestricted or any(f.name.startswith("_hoodie_") for f in self.settings.output):
             return None
         entries, aligned = [], set()

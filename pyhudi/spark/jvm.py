@@ -119,7 +119,10 @@ _loaded: dict[tuple[str, str], bool | str] = {}
 def merge_source_ready(spark: Any) -> bool | str:
     """True when ``spark`` can run the merge reader (its jar is built and loaded, by ``ADD JAR`` if
     the session did not start with it); else why not (a str)."""
-    context = spark.sparkContext
+    try:
+        context = spark.sparkContext
+    except Exception:  # (a Spark Connect session has no JVM of its own here)
+        return "the session has no JVM in this process (Spark Connect)"
     key = (context.applicationId, str(context.startTime))  # (one SparkContext: a stopped one's successor loads again)
     known = _loaded.get(key)
     if known is not None:
@@ -156,3 +159,14 @@ def _loadable(spark: Any) -> bool:
     except Exception:  # (py4j wraps ClassNotFoundException)
         return False
     return True
+
+
+def main() -> int:
+    """``python -m pyhudi.spark.jvm``: build the merge reader's jar now; print its path or why not."""
+    jar = merge_jar()
+    print(jar if isinstance(jar, Path) else f"not built: {jar}")
+    return 0 if isinstance(jar, Path) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -15,7 +15,8 @@ and sorts its file groups:
   that type is one Spark reads from Parquet as the Python source returns it;
 - **python**: everything else (log files to merge, several families to join, schema evolution
   inside the file, incremental queries, remote storage) goes through the ``pyhudi`` Python source,
-  restricted to those file groups (:data:`FILE_GROUPS`).
+  restricted to those file groups (:data:`FILE_GROUPS`) â€” except those the JVM merge reader
+  takes (:func:`pyhudi.spark.merge_scan.merge_split`).
 
 A whole row of a family table is native only where one full-row base file serves every family (a
 full compaction, or a bulk insert with ``hoodie.pyhudi.insert.full.row``): Spark cannot zip the
@@ -24,13 +25,13 @@ joining the five native family scans on (file, ``_metadata.row_index``) costs 4â
 of the same rows (sort-merge or shuffled hash join: every row crosses a shuffle), more than the
 Python source; Spark has no positional zip of two scans, and ``RDD.zip`` runs in Python workers.
 
-A file group with log files stays on the Python source: Spark's reader cannot skip the rows a
-log block rewrites. Measured (``bench/bench_spark_logs.py``, 1M rows, 10% updated by one family):
-the base files minus the updated keys or positions by a broadcast anti-join cost 1.2-2.1x the
-scan's CPU without whole-stage codegen (Spark's default for 101 columns: every extra operator
-copies each row), about what the whole Python read costs (1.3-1.6x), before the updated rows from
-Python are unioned in; with codegen forced on the union still costs 1.45-1.65x and a broadcast
-patch join of the updated columns 1.1-1.2x (docs/benchmarks.md, Spark).
+A file group with log files is not native: Spark's reader cannot skip the rows a log block
+rewrites. Measured (``bench/bench_spark_logs.py``, 1M rows, 10% updated by one family): the base
+files minus the updated keys or positions by a broadcast anti-join cost 1.2-2.1x the scan's CPU
+without whole-stage codegen (Spark's default for 101 columns: every extra operator copies each
+row), and with codegen forced on the union with the updated rows still 1.45-1.65x
+(docs/benchmarks.md, Spark). Such file groups are merged by position inside the JVM instead,
+where they can be (:mod:`pyhudi.spark.merge_scan`), else by the Python source.
 
 :func:`native_frame` reads the native files with ``spark.read.parquet`` under the exact Spark
 schema of the Python source (record keys NOT NULL, everything else nullable), partition columns
