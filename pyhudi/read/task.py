@@ -334,6 +334,8 @@ class ReadTask(Record):
             return None
         entries, aligned = [], set()
         for scan, inputs in kept:
+            if not inputs:
+                return None  # (a family with no file here, added by an ALTER: the join fills its nulls)
             if len(inputs) > 1:
                 positional = positional_plan([(scan, inputs)], prefilter, self.metrics)
                 if positional is None:
