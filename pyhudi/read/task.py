@@ -334,8 +334,10 @@ class ReadTask(Record):
             return None
         entries, aligned = [], set()
         for scan, inputs in kept:
-            if not inputs:
-                return None  # (a family without files here, e.g. added by ALTER: its columns are nulls)
+            if not inputs:  # (a family with no file here, added by an ALTER: it adds no row)
+                if any(f.name not in self.settings.keys.fields for f in scan.fields):
+                    return None  # (its columns are nulls the join fills)
+                continue
             if len(inputs) > 1:
                 positional = positional_plan([(scan, inputs)], prefilter, self.metrics)
                 if positional is None:

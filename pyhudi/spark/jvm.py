@@ -76,7 +76,8 @@ def merge_jar() -> Path | str:
     jars = _spark_jars()
     key = _digest(jars)
     with _lock:
-        if key not in _built:
+        known = _built.get(key)
+        if known is None or (isinstance(known, Path) and not known.exists()):  # (a cache emptied meanwhile)
             _built[key] = _build(jars, _cache_dir() / key / "pyhudi-spark.jar")
         return _built[key]
 
@@ -119,10 +120,9 @@ _loaded: dict[tuple[str, str], bool | str] = {}
 def merge_source_ready(spark: Any) -> bool | str:
     """True when ``spark`` can run the merge reader (its jar is built and loaded, by ``ADD JAR`` if
     the session did not start with it); else why not (a str)."""
-    try:
-        context = spark.sparkContext
-    except Exception:  # (a Spark Connect session has no JVM of its own here)
-        return "the session has no JVM in this process (Spark Connect)"
+    if getattr(spark, "_jsparkSession", None) is None:  # (Spark Connect: ``sparkContext`` raises)
+        return "a Spark Connect session has no JVM in this process to load the merge reader into"
+    context = spark.sparkContext
     key = (context.applicationId, str(context.startTime))  # (one SparkContext: a stopped one's successor loads again)
     known = _loaded.get(key)
     if known is not None:

@@ -47,6 +47,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pyhudi.errors import ConfigError
 from pyhudi.read.replay import BaseRead, BlockRead, MergeRecipe
 from pyhudi.read.task import ReadTask
 from pyhudi.schema import META_FIELDS
@@ -217,7 +218,11 @@ def write_plan(groups: Sequence[MergeGroup]) -> Path:
 
 # --------------------------------------------------------------------------- the DataFrame
 def merge_frame(spark: SparkSession, groups: Sequence[MergeGroup], schema: T.StructType) -> DataFrame:
-    """The merged rows of ``groups`` with exactly ``schema`` (the Python source's schema of the read)."""
+    """The merged rows of ``groups`` with exactly ``schema`` (the Python source's schema of the read).
+    Loads the merge reader into the session if :func:`merge_split` has not (ConfigError: it cannot)."""
+    ready = merge_source_ready(spark)
+    if ready is not True:
+        raise ConfigError(f"the JVM merge reader is not available: {ready}")
     by_values: dict[tuple, list[MergeGroup]] = {}
     for g in groups:
         by_values.setdefault(g.partition_values, []).append(g)

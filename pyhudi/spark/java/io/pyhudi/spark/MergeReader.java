@@ -1,5 +1,6 @@
 package io.pyhudi.spark;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -89,16 +90,16 @@ final class MergeReader implements PartitionReader<ColumnarBatch> {
             }
             for (MergePartition.Patch patch : partition.patches) {
                 Opened opened = Opened.of(patch.block, columns(patch.block.columns), conf, batchSize);
+                int[] targets = new int[patch.block.columns.length];
+                patches.add(new PatchCursor(opened, patch.positions, targets));  // (closed by close() if a check fails)
                 if (opened.rows != patch.positions.length) {
                     throw new IllegalStateException(label() + ": block " + patch.block + " holds " + opened.rows
                         + " rows for " + patch.positions.length + " positions");
                 }
-                int[] targets = new int[patch.block.columns.length];
                 for (int j = 0; j < targets.length; j++) {
                     targets[j] = index.get(patch.block.columns[j]);
                     opened.checkType(j, schema.fields()[targets[j]], label());
                 }
-                patches.add(new PatchCursor(opened, patch.positions, targets));
             }
         } catch (IOException e) {
             close();
@@ -199,16 +200,25 @@ final class MergeReader implements PartitionReader<ColumnarBatch> {
 
     @Override
     public void close() {
-        for (Opened opened : bases) {
-            opened.close();
-        }
+        UncheckedIOException failed = null;  // (every file is closed, whichever fails to)
+        List<Opened> opened = new ArrayList<>(bases);
         for (PatchCursor patch : patches) {
-            patch.block.close();
+            opened.add(patch.block);
+        }
+        for (Opened file : opened) {
+            try {
+                file.close();
+            } catch (UncheckedIOException e) {
+                failed = failed == null ? e : failed;
+            }
         }
         for (OnHeapColumnVector vector : decoded) {
             if (vector != null) {
                 vector.close();
             }
+        }
+        if (failed != null) {
+            throw failed;
         }
     }
 
@@ -274,7 +284,7 @@ final class MergeReader implements PartitionReader<ColumnarBatch> {
             SeekableInputStream stream = range.newStream();
             try {
                 ParquetMetadata footer = ParquetFileReader.readFooter(range, ParquetReadOptions.builder().build(), stream);
-                Path path = new Path(source.path);
+                Path path = new Path(new File(source.path).toURI());  // (a local file, whatever fs.defaultFS says)
                 conf.set(ParquetReadSupport.SPARK_ROW_REQUESTED_SCHEMA(), columns.json());
                 TaskAttemptContextImpl context = new TaskAttemptContextImpl(conf, new TaskAttemptID());
                 VectorizedParquetRecordReader reader = new VectorizedParquetRecordReader(false, batchSize);
