@@ -30,6 +30,7 @@ MERGE_SOURCE = "io.pyhudi.spark.MergeSource"
 """The merge reader's data source class (its short name: ``pyhudi_merge``)."""
 SOURCES = Path(__file__).with_name("java")
 _REGISTER = "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister"
+_JAVAC_TIMEOUT = 300
 _lock = threading.Lock()
 _built: dict[str, Path | str] = {}
 
@@ -93,7 +94,10 @@ def _build(jars: Path, target: Path) -> Path | str:
         classes = Path(work) / "classes"
         command = [javac, "-nowarn", "-encoding", "UTF-8", "--release", "17", "-d", str(classes),
                    "-cp", str(jars / "*"), *map(str, _sources())]
-        done = subprocess.run(command, capture_output=True, text=True)
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=_JAVAC_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return f"javac did not finish building the merge reader within {_JAVAC_TIMEOUT} s"
         if done.returncode != 0:
             return f"javac failed to build the merge reader:\n{done.stderr.strip()[-2000:]}"
         staged = Path(work) / target.name
@@ -137,7 +141,8 @@ def merge_source_ready(spark: Any) -> bool | str:
         if not isinstance(jar, Path):
             ready = jar
         else:
-            spark.sql(f"ADD JAR '{jar.as_posix()}'")
+            # (what ADD JAR runs, without quoting a path in SQL: the executors fetch the jar too)
+            spark._jsparkSession.sessionState().resourceLoader().addJar(jar.as_uri())
             ready = True if _loadable(spark) else f"Spark cannot load {MERGE_SOURCE} from {jar}"
     _loaded[key] = ready
     return ready
