@@ -32,12 +32,15 @@ EXPECTED = {
                 "streaming scan peak memory: 30000 rows / 10000 rows"],
     "spark": ["Spark write: pyhudi / Spark's df.write.parquet",
               "Spark read: pyhudi / Spark's own Parquet scan (noop sink)",
+              "Spark read of the same table: pyhudi.spark.read (log files merged in the JVM) / "
+              "Spark's own Parquet scan (noop sink)",
               "Spark read, native path: pyhudi.spark.read / spark.read.parquet (no families, noop sink)",
               "Spark read, native path: one family of 5 (21 columns) / spark.read.parquet of them",
               *(f"Spark read, 5 families, {layout}: pyhudi.spark.read / spark.read.parquet (noop sink)" for layout in (
                   "per-family base files (hoodie.pyhudi.insert.full.row=false)",
-                  "full-row base files (the default bulk insert)",
-                  "full-row base files + one family updated (10% of rows)"))],
+                  "full-row base files (the default bulk insert)")),
+              "Spark read, 5 families, full-row base files + one family updated (10% of rows): "
+              "pyhudi.spark.read (JVM merge) / spark.read.parquet (noop sink)"],
     "peers": ["one-family table, full read: pyhudi / hudi-rs"],
     "clustering": ["clustering rewrite: pyhudi (linear) / pyarrow read + sort + write",
                    "point filters on a, b after clustering: z-order / hilbert / linear",
