@@ -288,3 +288,23 @@ def test_a_family_added_by_alter_reads_null_until_written(spark, tmp_path):
     t.upsert(pa.table({"id": pa.array(range(6), pa.int64()), "extra": pa.array([7] * 6, pa.int64())}))
     df = pyhudi.spark.read(spark, t.path)
     assert rows(df) == rows(t.read()) and [r["extra"] for r in rows(df)] == [7] * 6
+
+
+def test_spark_prunes_the_columns_the_merge_reader_reads(spark, tmp_path):
+    """A projection after the read (SQL's SELECT list, ``select``, ``count``) reaches the merge
+    reader: it opens only the files and blocks that supply the columns used."""
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", num_buckets=1, column_families=FAMILIES)
+    t.insert(full_rows(range(20)))
+    t.upsert(update([3, 7], a=[-3.0, -7.0], b=["u", "v"]))
+    t.upsert(update([7, 8], n=pa.array([-7, -8], pa.int32()), p=["q", "q"]))
+    df = pyhudi.spark.read(spark, t.path)
+    assert df.count() == 20
+    picked = df.select("n", "a").filter("id > 5")
+    plan = picked._jdf.queryExecution().executedPlan().toString()
+    import re
+    scanned = re.search(r"BatchScan pyhudi_merge\[([^\]]*)\]", plan).group(1)
+    assert [c.split("#")[0] for c in scanned.split(", ")] == ["id", "a", "n"]  # (not all 8 columns)
+    assert sorted((r["n"], r["a"]) for r in picked.collect()) == sorted(
+        (r["n"], r["a"]) for r in t.read(columns=["id", "n", "a"], filters=[("id", ">", 5)]).to_pylist())
+    assert [r["b"] for r in df.select("b").collect()].count("u") == 1
+    assert sorted(r["p"] for r in df.select("p").collect()) == sorted(r["p"] for r in t.read(columns=["p"]).to_pylist())

@@ -1,6 +1,11 @@
 package io.pyhudi.spark;
 
 import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 
 import org.apache.spark.sql.connector.read.InputPartition;
 
@@ -21,6 +26,10 @@ final class MergePartition implements InputPartition {
             this.offset = offset;
             this.length = length;
             this.columns = columns;
+        }
+
+        Source only(Set<String> keep) {
+            return new Source(path, offset, length, Arrays.stream(columns).filter(keep::contains).toArray(String[]::new));
         }
 
         RangeInputFile file() {
@@ -55,5 +64,32 @@ final class MergePartition implements InputPartition {
         this.bases = bases;
         this.rows = rows;
         this.patches = patches;
+    }
+
+    /**
+     * This merge reading only {@code names}: bases and blocks that supply none of them are not
+     * opened, but one base always is (its rows are the rows; a count reads one column of it).
+     */
+    MergePartition pruned(String[] names) {
+        Set<String> keep = new HashSet<>(Arrays.asList(names));
+        List<Source> kept = new ArrayList<>();
+        for (Source base : bases) {
+            Source only = base.only(keep);
+            if (only.columns.length > 0) {
+                kept.add(only);
+            }
+        }
+        if (kept.isEmpty()) {
+            Source first = bases[0];
+            kept.add(new Source(first.path, first.offset, first.length, Arrays.copyOf(first.columns, 1)));
+        }
+        List<Patch> writes = new ArrayList<>();
+        for (Patch patch : patches) {
+            Source only = patch.block.only(keep);
+            if (only.columns.length > 0) {
+                writes.add(new Patch(only, patch.positions));
+            }
+        }
+        return new MergePartition(label, kept.toArray(new Source[0]), rows, writes.toArray(new Patch[0]));
     }
 }

@@ -42,6 +42,7 @@ import scala.Option;
  */
 final class MergeReader implements PartitionReader<ColumnarBatch> {
     private final MergePartition partition;
+    private final StructType table;
     private final StructType schema;
     private final int batchSize;
     private final List<Opened> bases = new ArrayList<>();
@@ -55,8 +56,9 @@ final class MergeReader implements PartitionReader<ColumnarBatch> {
     private ColumnarBatch batch;
     private long start;
 
-    MergeReader(MergePartition partition, StructType schema, int batchSize) {
+    MergeReader(MergePartition partition, StructType table, StructType schema, int batchSize) {
         this.partition = partition;
+        this.table = table;
         this.schema = schema;
         this.batchSize = batchSize;
         int width = schema.fields().length;
@@ -82,7 +84,10 @@ final class MergeReader implements PartitionReader<ColumnarBatch> {
                         + " rows, the plan says " + partition.rows);
                 }
                 for (int j = 0; j < source.columns.length; j++) {
-                    int i = index.get(source.columns[j]);
+                    Integer i = index.get(source.columns[j]);
+                    if (i == null) {
+                        continue;  // (a column read only for the row count: a count reads no output column)
+                    }
                     baseOf[i] = b;
                     columnOf[i] = j;
                     opened.checkType(j, schema.fields()[i], label());
@@ -125,11 +130,11 @@ final class MergeReader implements PartitionReader<ColumnarBatch> {
         return conf;
     }
 
-    /** The read's fields of {@code names}, in that order: what Spark's reader is asked for. */
+    /** The table's fields of {@code names}, in that order: what Spark's reader is asked for. */
     private StructType columns(String[] names) {
         StructField[] fields = new StructField[names.length];
         for (int j = 0; j < names.length; j++) {
-            fields[j] = schema.fields()[index.get(names[j])];
+            fields[j] = table.apply(names[j]);
         }
         return new StructType(fields);
     }

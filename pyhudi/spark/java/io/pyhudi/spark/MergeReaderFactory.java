@@ -11,10 +11,12 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 final class MergeReaderFactory implements PartitionReaderFactory {
     private static final long serialVersionUID = 1L;
     private final StructType schema;
+    private final StructType required;
     private final int batchSize;
 
-    MergeReaderFactory(StructType schema, int batchSize) {
+    MergeReaderFactory(StructType schema, StructType required, int batchSize) {
         this.schema = schema;
+        this.required = required;
         this.batchSize = batchSize;
     }
 
@@ -30,6 +32,6 @@ final class MergeReaderFactory implements PartitionReaderFactory {
 
     @Override
     public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-        return new MergeReader((MergePartition) partition, schema, batchSize);
+        return new MergeReader((MergePartition) partition, schema, required, batchSize);
     }
 }

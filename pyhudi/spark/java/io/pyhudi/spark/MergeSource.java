@@ -15,6 +15,7 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.DataType;
@@ -85,22 +86,47 @@ public final class MergeSource implements TableProvider, DataSourceRegister {
             if (plan == null) {
                 throw new IllegalArgumentException("pyhudi_merge needs the option 'plan' (the plan file's path)");
             }
-            return () -> new MergeScan(schema, plan);
+            return new MergeScanBuilder(schema, plan);
+        }
+    }
+
+    /** Spark's column pruning: only the columns the query uses are read (a count reads one). */
+    static final class MergeScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns {
+        private final StructType schema;
+        private final String plan;
+        private StructType required;
+
+        MergeScanBuilder(StructType schema, String plan) {
+            this.schema = schema;
+            this.plan = plan;
+            this.required = schema;
+        }
+
+        @Override
+        public void pruneColumns(StructType requiredSchema) {
+            required = requiredSchema;
+        }
+
+        @Override
+        public Scan build() {
+            return new MergeScan(schema, required, plan);
         }
     }
 
     static final class MergeScan implements Scan, Batch {
         private final StructType schema;
+        private final StructType required;
         private final String plan;
 
-        MergeScan(StructType schema, String plan) {
+        MergeScan(StructType schema, StructType required, String plan) {
             this.schema = schema;
+            this.required = required;
             this.plan = plan;
         }
 
         @Override
         public StructType readSchema() {
-            return schema;
+            return required;
         }
 
         @Override
@@ -115,12 +141,16 @@ public final class MergeSource implements TableProvider, DataSourceRegister {
 
         @Override
         public InputPartition[] planInputPartitions() {
-            return MergePlan.read(plan, schema);
+            MergePartition[] partitions = MergePlan.read(plan, schema);
+            for (int p = 0; p < partitions.length; p++) {
+                partitions[p] = partitions[p].pruned(required.fieldNames());
+            }
+            return partitions;
         }
 
         @Override
         public PartitionReaderFactory createReaderFactory() {
-            return new MergeReaderFactory(schema, SQLConf.get().parquetVectorizedReaderBatchSize());
+            return new MergeReaderFactory(schema, required, SQLConf.get().parquetVectorizedReaderBatchSize());
         }
     }
 }
