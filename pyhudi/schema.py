@@ -390,3 +390,13 @@ __all__ = [
     "arrow_table_from_avro_records",
     "avro_records_from_arrow",
 ]
+
+
+def stored_type(t: pa.DataType) -> pa.DataType:
+    """The type as Parquet stores it: string and binary in any of their Arrow spellings (large,
+    view) are one Parquet type, read back as the plain one."""
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    return t

@@ -40,7 +40,7 @@ from pyhudi.read.replay import BaseRead, BlockRead, MergeRecipe, Recipe, recipe_
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
 from pyhudi.read.lockstep import LockstepInput
 from pyhudi.read.sources import KeySpec, MemoryInput, ParquetInput, Prefilter, ReadSpec
-from pyhudi.schema import META_FIELDS
+from pyhudi.schema import META_FIELDS, stored_type
 from pyhudi.storage.fs import Storage
 from pyhudi.value import Record, Value
 
@@ -710,18 +710,11 @@ def _without(read: BaseRead | BlockRead, taken: set[str]) -> BaseRead | BlockRea
 def _stored_as_read(sources: list, fields: Sequence[pa.Field]) -> bool:
     """Whether every one of ``fields`` a source stores has exactly the field's type there
     (string and binary in any of their Arrow spellings: Parquet stores them alike)."""
-    def plain(t: pa.DataType) -> pa.DataType:
-        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
-            return pa.string()
-        if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
-            return pa.binary()
-        return t
-
     for source in sources:
         stored = source.arrow_schema
         for f in fields:
             i = stored.get_field_index(f.name)
-            if i >= 0 and plain(stored.field(i).type) != plain(f.type):
+            if i >= 0 and stored_type(stored.field(i).type) != stored_type(f.type):
                 return False
     return True
 

@@ -60,6 +60,7 @@ from pyhudi.read.family_reader import OpenedBase, file_key
 from pyhudi.read.plan import ScanPlan, plan_scan
 from pyhudi.read.sources import SOFT_DELETE
 from pyhudi.read.task import ReadTask
+from pyhudi.schema import stored_type
 
 FILE_GROUPS = ConfigKey(
     "hoodie.pyhudi.read.file.groups", str, None,
@@ -159,7 +160,7 @@ def _why_not_native(task: ReadTask, output: pa.Schema, files: ExitStack) -> str 
             continue
         if f.name not in stored.names:
             return f"column {f.name!r} not stored in the base file"
-        if _plain(stored.field(f.name).type) != _plain(f.type) or not spark_reads(f.type):
+        if stored_type(stored.field(f.name).type) != stored_type(f.type) or not spark_reads(f.type):
             return f"column {f.name!r} needs conversion"
     for part in parts:
         if part is lead or part.file_slice.base_file.relpath == lead.file_slice.base_file.relpath:
@@ -170,14 +171,6 @@ def _why_not_native(task: ReadTask, output: pa.Schema, files: ExitStack) -> str 
         if mine is None or theirs is None or mine != theirs:
             return "families not proven to hold the same keys"
     return None
-
-
-def _plain(type_: pa.DataType) -> pa.DataType:
-    if pa.types.is_large_string(type_) or pa.types.is_string_view(type_):
-        return pa.string()
-    if pa.types.is_large_binary(type_) or pa.types.is_binary_view(type_):
-        return pa.binary()
-    return type_
 
 
 def spark_reads(type_: pa.DataType) -> bool:
