@@ -212,4 +212,4 @@ def test_a_following_listing_reads_a_commit_archived_meanwhile_and_others_still_
     assert reading.completed() == listed  # (the listing is kept: the ALTER still counts as active)
     with pytest.raises(StaleTimelineError, match=f"instant {times['alter']} \\(deltacommit\\) left the active "
                                                  "timeline after it was listed \\(archived or rolled back"):
-        writing.read_commit_summary(writing.get(times["alter"]))
+        writing.read_bytes(writing.get(times["alter"]))
