@@ -394,10 +394,8 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
 
 
 def _snapshot_listing(table: Any) -> Any:
-    """The read's timeline listing, which stays its snapshot: commits of it that another process
-    archives before the plan reads them are read from the archive (``Timeline.follow_archival``)
-    — the ALTERs that added families, the commits a time travel's schema comes from, replaced
-    file groups, an incremental window's commits, cleans refusing a time travel."""
+    """The read's listing, kept as its snapshot: its commits that another process archives
+    before the plan reads them (ALTERs, cleans, ...) are read from the archive instead."""
     timeline = table.active_timeline()
     follow = getattr(timeline, "follow_archival", None)
     return follow() if follow is not None else timeline
