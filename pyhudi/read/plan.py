@@ -373,7 +373,7 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
     noticed, as by a new plan) — the two listings every plan makes anyway are then a warm read's
     planning.
     """
-    timeline = table.active_timeline()
+    timeline = _snapshot_listing(table)
     key = _plan_key(table, columns, filters, as_of, query_type, begin, end, with_meta, batch_size, strategy,
                     max_rows_per_task, options)
     kept = _kept_plans(table) if key is not None else None
@@ -391,6 +391,14 @@ def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequenc
             kept.pop(next(iter(kept.copy()), None), None)  # (the oldest; another thread may drop it first)
         kept[key] = (timeline.listing, (view.data_files(), view, _fresh_copy(plan)))
     return plan
+
+
+def _snapshot_listing(table: Any) -> Any:
+    """The read's listing, kept as its snapshot: its commits that another process archives
+    before the plan reads them (ALTERs, cleans, ...) are read from the archive instead."""
+    timeline = table.active_timeline()
+    follow = getattr(timeline, "follow_archival", None)
+    return follow() if follow is not None else timeline
 
 
 def _plan_key(table: Any, columns, filters, as_of, query_type, begin, end, with_meta, batch_size, strategy,

@@ -81,6 +81,7 @@ class Timeline:
         self.history_dir = posixpath.join(self.timeline_dir, checked_history_path(history_path))
         self._archived: Any = None
         self._archive_listed: bool | None = None
+        self._follows_archival = False
         self._views: tuple[list[Instant], dict[str, Any]] | None = None  # (the instants, views of them)
 
     @property
@@ -331,9 +332,34 @@ class Timeline:
             if self.storage.exists(path):
                 raise
             # listed a moment ago, gone now: another process archived or rolled it back meanwhile
-            raise StaleTimelineError(f"instant {instant.requested_time} ({instant.action.value}) left the active "
-                                     "timeline after it was listed (archived or rolled back by another process); "
-                                     "reload the timeline") from None
+            if not self._follows_archival:
+                raise StaleTimelineError(f"instant {instant.requested_time} ({instant.action.value}) left the "
+                                         "active timeline after it was listed (archived or rolled back by another "
+                                         "process); reload the timeline") from None
+        return self._archived_meanwhile(instant)
+
+    def follow_archival(self) -> Timeline:
+        """Make this listing a reader's snapshot: a completed instant that another process
+        archives after the listing is read from the archive (its content never changes) instead
+        of raising :class:`StaleTimelineError`. What is visible stays what was listed — the
+        archived copy answers only the lookup. Writers and services do not follow: they list
+        again, as their decisions must rest on a current listing. Returns self."""
+        self._follows_archival = True
+        return self
+
+    def _archived_meanwhile(self, instant: Instant) -> bytes:
+        """The bytes of a listed completed instant whose file is gone, from the archive as it is
+        now (archival publishes the archive before it deletes the active files)."""
+        if instant.is_completed and self.layout_version == 2:
+            from pyhudi.timeline.archived import load_archived
+
+            archive = load_archived(self.storage, self.history_dir)
+            moved = archive.get(instant.requested_time)
+            if moved is not None and moved.is_completed and instant.completion_time in (None, moved.completion_time):
+                return archive.metadata_bytes(moved)
+        raise StaleTimelineError(f"instant {instant.requested_time} ({instant.action.value}) left the active "
+                                 "timeline after it was listed and is not in the archived timeline either (rolled "
+                                 "back or removed by another process); reload the timeline")
 
     def read_commit_summary(self, instant: Instant) -> tuple[str | None, dict[str, str]]:
         """``(operationType, extraMetadata)`` of a completed commit, decoded cheaply
