@@ -31,6 +31,7 @@ MERGE_SOURCE = "io.pyhudi.spark.MergeSource"
 SOURCES = Path(__file__).with_name("java")
 _REGISTER = "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister"
 _JAVAC_TIMEOUT = 300
+_JAR_NAME = "pyhudi-spark.jar"
 _lock = threading.Lock()
 _built: dict[str, Path | str] = {}
 
@@ -79,7 +80,7 @@ def merge_jar() -> Path | str:
     with _lock:
         known = _built.get(key)
         if known is None or (isinstance(known, Path) and not known.exists()):  # (a cache emptied meanwhile)
-            _built[key] = _build(jars, _cache_dir() / key / "pyhudi-spark.jar")
+            _built[key] = _build(jars, _cache_dir() / key / _JAR_NAME)
         return _built[key]
 
 
@@ -134,7 +135,7 @@ def merge_source_ready(spark: Any) -> bool | str:
             _bind_thread(spark)
         return known
     ready: bool | str
-    if _loadable(spark):
+    if _shipped(spark) and _loadable(spark):  # (started with it on spark.jars)
         ready = True
     else:
         jar = merge_jar()
@@ -154,6 +155,16 @@ def _bind_thread(spark: Any) -> None:
     calling thread's loader, and each Python thread calls through its own JVM thread."""
     thread = spark.sparkContext._jvm.java.lang.Thread.currentThread()
     thread.setContextClassLoader(spark._jsparkSession.sharedState().jarClassLoader())
+
+
+def _shipped(spark: Any) -> bool:
+    """Whether the session's SparkContext ships the merge reader's jar to its executors. Being
+    loadable on this thread is not enough: after ``spark.stop()`` the thread's context class
+    loader is still the stopped session's jar loader (which has the jar) and a new session's
+    loaders delegate to it, so the driver loads the classes while executors in other JVMs get no
+    jar and fail to deserialize the tasks."""
+    jars = spark.sparkContext._jsc.sc().listJars()
+    return any(jars.apply(i).endswith("/" + _JAR_NAME) for i in range(jars.size()))
 
 
 def _loadable(spark: Any) -> bool:

@@ -79,9 +79,10 @@ final class MergePartition implements InputPartition {
                 kept.add(only);
             }
         }
-        if (kept.isEmpty()) {
-            Source first = bases[0];
-            kept.add(new Source(first.path, first.offset, first.length, Arrays.copyOf(first.columns, 1)));
+        if (kept.isEmpty()) {  // (a count: the first base supplying a column, that column only)
+            Source first = Arrays.stream(bases).filter(b -> b.columns.length > 0).findFirst().orElse(bases[0]);
+            kept.add(new Source(first.path, first.offset, first.length,
+                Arrays.copyOf(first.columns, Math.min(1, first.columns.length))));
         }
         List<Patch> writes = new ArrayList<>();
         for (Patch patch : patches) {
