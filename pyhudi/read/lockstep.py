@@ -10,12 +10,17 @@ known, without keys (:meth:`LockstepInput.plain_tables`, :mod:`pyhudi.read.posit
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 
 from pyhudi.errors import ReadError
 from pyhudi.read.merge import Versions
-from pyhudi.read.sources import ParquetInput, ReadSpec, _conformed, _rows_in
+from pyhudi.read.sources import MemoryInput, ParquetInput, ReadSpec, _conformed, _rows_in
+
+if TYPE_CHECKING:
+    from pyhudi.read.family_reader import FamilyScan
 
 
 class LockstepInput:
@@ -140,3 +145,25 @@ class _Rebatcher:
         self.pending = rest.combine_chunks().to_batches() if rest.num_rows else []
         self.rows = rest.num_rows
         return out[0] if out else pa.record_batch([], schema=table.schema)
+
+
+def lockstep_key(scan: "FamilyScan", inputs: list) -> tuple | None:
+    """What families read side by side share (``ReadTask._lockstep``): their first input's key
+    fingerprint — or, for a slice without a base file, the identity of its first Parquet block —
+    and its row groups read. None: the family is joined by key (its first input is not such a
+    Parquet input, an input removes rows, or meta columns are asked for)."""
+    lead = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) else None
+    if lead is None or any(removes_rows(source) for source in inputs) or \
+            any(f.name.startswith("_hoodie_") for f in scan.fields):
+        return None
+    if lead.is_base:
+        fingerprint = lead.fingerprint() if lead.fingerprint is not None else None
+        return None if fingerprint is None else (fingerprint, tuple(lead.row_groups))
+    return None if lead.block_key is None else ("block", lead.block_key, tuple(lead.row_groups))
+
+
+def removes_rows(source: ParquetInput | MemoryInput) -> bool:
+    """Whether an input can delete rows: delete blocks and soft-deleted records."""
+    if isinstance(source, MemoryInput):
+        return bool(np.any(source.versions.is_delete))
+    return source.soft_deletes

@@ -20,7 +20,7 @@ drops its partition columns from data files get them from the partition path
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import ExitStack
 
 import numpy as np
@@ -34,13 +34,14 @@ from pyhudi.read.filters import Filter, filter_expression
 from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
 from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
-from pyhudi.read.positions import blocks_within, lead_key, positional_plan, positional_stream
+from pyhudi.read.engine_recipe import engine_recipe
+from pyhudi.read.positions import blocks_within, positional_stream
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
-from pyhudi.read.replay import BaseRead, BlockRead, MergeRecipe, Recipe, recipe_of, replay
+from pyhudi.read.replay import MergeRecipe, Recipe, recipe_of, replay
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
-from pyhudi.read.lockstep import LockstepInput
+from pyhudi.read.lockstep import LockstepInput, lockstep_key, removes_rows
 from pyhudi.read.sources import KeySpec, MemoryInput, ParquetInput, Prefilter, ReadSpec
-from pyhudi.schema import META_FIELDS, stored_type
+from pyhudi.schema import META_FIELDS
 from pyhudi.storage.fs import Storage
 from pyhudi.value import Record, Value
 
@@ -265,92 +266,22 @@ class ReadTask(Record):
         kept = self._lockstep(kept)
         return kept, prefilter, redundant, anchor_of, opened
 
-    def merge_recipe(self) -> MergeRecipe | None:
-        """What this task reads when it merges by record positions (or reads one Parquet input as
-        it is), worked out from footers and block headers without reading a data column — for one
-        family, or for several whose bases hold the same keys in the same rows. None when it reads
-        otherwise (a merge by key, a join of families, a key filter, an incremental window), no
-        row can match, a file stores a column read with another type (the kernel casts it; an
-        engine reads it as stored), or the bases' row groups differ in size (an engine reads
-        them in lockstep, row group by row group). For engines that execute the reads themselves
-        (:mod:`pyhudi.spark.merge_scan`): the same decision as :meth:`batches`, the same checks."""
+    def merge_recipe(self) -> MergeRecipe | str:
+        """What this task reads when it merges by record positions (or reads its Parquet inputs as
+        they are), worked out from footers and block headers without reading a data column — or
+        why it does not (:func:`pyhudi.read.engine_recipe.engine_recipe`). For engines that
+        execute the reads themselves (:mod:`pyhudi.spark.merge_scan`): the same decision as
+        :meth:`batches`, the same checks."""
         settings = self.settings
         if settings.strategy != "auto" or settings.incremental is not None:
-            return None
+            return "an incremental window or a forced merge strategy"
         with ExitStack() as files:
             planned = self._kept(files)
             if planned is None:
-                return None
+                return "statistics prove that no row matches"
             kept, prefilter = planned[0], planned[1]
-            entries = self._positional_entries(kept, prefilter)
-            if entries is None:
-                return None
-            reads, blocks, positions, fields, taken = [], [], [], [], set()
-            sources: list = []
-            for scan, base, writes in entries:
-                members = base.members if type(base) is LockstepInput else [base]
-                if any(len(m.row_groups) != m.parquet.metadata.num_row_groups for m in members):
-                    return None  # (statistics pruned row groups: not every row is read)
-                recipe = recipe_of(base, [block for block, _ in writes], list(scan.fields))
-                if recipe is None:
-                    return None
-                by_block = {block.block_key: at for block, at in writes}
-                for read in recipe.bases:
-                    read = _without(read, taken)
-                    if read is not None:
-                        reads.append(read)
-                        taken.update(_read_names(read))
-                blocks += recipe.blocks
-                positions += [by_block[b.block_key] for b in recipe.blocks]
-                fields += [f for f in scan.fields if f.name not in {g.name for g in fields}]
-                sources += [*members, *(block for block, _ in writes)]
-            if not _stored_as_read(sources, fields):
-                return None
-            lead = entries[0][1]
-            groups = {_row_group_sizes(m) for _, base, _ in entries
-                      for m in (base.members if type(base) is LockstepInput else [base])}
-            if len(groups) != 1:
-                return None  # (an engine reads the bases in lockstep, row group by row group)
-            rows = sum(groups.pop())
-            combined = Recipe(tuple(reads), lead_key(_first_member(lead)), tuple(blocks), tuple(fields),
-                              settings.decode_threads, ())
-            return MergeRecipe(combined, tuple(positions), rows)
-
-    def _positional_entries(self, kept: list[tuple[FamilyScan, list]], prefilter: Prefilter) -> list | None:
-        """The task's families as positional merges — [(scan, base, [(block, positions)])] — when
-        each is one (or a base read as it is) and all their bases hold the same keys in the same
-        rows (a file group's families after updates of several of them, over one full-row base
-        file or aligned family files): then the merge by key the kernel does for them is each
-        family's blocks written over its own columns at their positions. None otherwise."""
-        if len(kept) == 1:
-            positional = positional_plan(kept, prefilter, self.metrics)
-            if positional is not None:
-                return [positional]
-            if self._keyless(kept, prefilter):
-                scan, (base,) = kept[0]
-                return [(scan, base, [])]
-            # (else perhaps one lockstep group of aligned family files, read as they are)
-        if not prefilter.unrestricted or any(f.name.startswith("_hoodie_") for f in self.settings.output):
-            return None
-        entries, aligned = [], set()
-        for scan, inputs in kept:
-            if not inputs:  # (a family with no file here, added by an ALTER: it adds no row)
-                if any(f.name not in self.settings.keys.fields for f in scan.fields):
-                    return None  # (its columns are nulls the join fills)
-                continue
-            if len(inputs) > 1:
-                positional = positional_plan([(scan, inputs)], prefilter, self.metrics)
-                if positional is None:
-                    return None
-                entries.append(positional)
-            elif type(inputs[0]) in (ParquetInput, LockstepInput) and not any(
-                    m.soft_deletes for m in (inputs[0].members if type(inputs[0]) is LockstepInput else inputs)):
-                entries.append((scan, inputs[0], []))
-            else:
-                return None
-            lead = _first_member(inputs[0])
-            aligned.add(_lockstep_key(scan, [lead]))
-        return entries if len(aligned) == 1 and None not in aligned else None
+            keyless = len(kept) == 1 and self._keyless(kept, prefilter)
+            return engine_recipe(kept, prefilter, keyless, settings, self.metrics)
 
     def _tables(self, files: ExitStack) -> Iterator[pa.Table]:
         settings = self.settings
@@ -430,7 +361,7 @@ class ReadTask(Record):
             if redundant.get(i) != "base" or stream is None or anchor_key not in anchors:
                 continue
             blocks = kept[stream][1]
-            if blocks and all(b.block_key is not None and not _removes_rows(b) for b in blocks):
+            if blocks and all(b.block_key is not None and not removes_rows(b) for b in blocks):
                 base_key = opened[part.file_slice.base_file.relpath].file_key
                 learning.append((stream, anchors[anchor_key], blocks, base_key))
         return learning
@@ -490,7 +421,7 @@ class ReadTask(Record):
         groups: dict = {}
         out: list = []
         for scan, inputs in kept:
-            key = _lockstep_key(scan, inputs)
+            key = lockstep_key(scan, inputs)
             if key is None:
                 out.append((scan, inputs))
                 continue
@@ -537,7 +468,7 @@ class ReadTask(Record):
                 candidates.append((i, opened[part.file_slice.base_file.relpath], not inputs))
                 continue
             base = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) and inputs[0].fingerprint else None
-            if base is not None and not self._key_only(part) and not any(_removes_rows(s) for s in inputs):
+            if base is not None and not self._key_only(part) and not any(removes_rows(s) for s in inputs):
                 anchors.append(base)  # (only base inputs carry a fingerprint)
         if not candidates:
             return {}, {}
@@ -583,13 +514,13 @@ class ReadTask(Record):
             return {}
         read_by: set = set()
         for part, inputs in zip(self.families, family_inputs):
-            if not self._key_only(part) and not any(_removes_rows(source) for source in inputs):
+            if not self._key_only(part) and not any(removes_rows(source) for source in inputs):
                 read_by.update(source.block_key for source in inputs if source.block_key is not None)
         skipped = {}
         for i, (part, inputs, later) in enumerate(zip(self.families, family_inputs, deferred)):
             if later or part.file_slice.base_file is not None or not inputs or not self._key_only(part):
                 continue
-            if inputs[0].block_key not in read_by or any(_removes_rows(source) for source in inputs):
+            if inputs[0].block_key not in read_by or any(removes_rows(source) for source in inputs):
                 continue
             rest = [source for source in inputs[1:] if source.block_key not in read_by]
             if not rest or blocks_within(inputs[0], rest, prefilter, self.metrics):
@@ -675,50 +606,6 @@ class ReadTask(Record):
         return pa.Table.from_arrays(arrays, schema=output)
 
 
-def _first_member(base: ParquetInput | LockstepInput) -> ParquetInput:
-    return base.members[0] if type(base) is LockstepInput else base
-
-
-def _row_group_sizes(source: ParquetInput) -> tuple[int, ...]:
-    metadata = source.parquet.metadata
-    return tuple(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups))
-
-
-def _read_names(read: BaseRead | BlockRead) -> list[str]:
-    """The columns a recipe's base read supplies."""
-    return list(read.names) if type(read) is BaseRead else [f.name for f in read.fields]
-
-
-def _without(read: BaseRead | BlockRead, taken: set[str]) -> BaseRead | BlockRead | None:
-    """A recipe's base read without the columns another read already supplies (the record key,
-    read by every family); None when nothing is left."""
-    names = [n for n in _read_names(read) if n not in taken]
-    if len(names) == len(_read_names(read)):
-        return read
-    if not names:
-        return None
-    if type(read) is BaseRead:
-        at = [read.names.index(n) for n in names]
-        leaves = tuple(read.leaves[i] for i in at) if read.leaves is not None else None
-        return BaseRead(read.relpath, read.file_key, read.memory_map, tuple(names), leaves, read.row_groups)
-    at = [i for i, f in enumerate(read.fields) if f.name in names]
-    leaves = tuple(read.leaves[i] for i in at) if read.leaves is not None else None
-    return BlockRead(read.block_key, read.relpath, read.log_size, read.memory_map, read.content_offset,
-                     read.content_length, tuple(read.fields[i] for i in at), leaves)
-
-
-def _stored_as_read(sources: list, fields: Sequence[pa.Field]) -> bool:
-    """Whether every one of ``fields`` a source stores has exactly the field's type there
-    (string and binary in any of their Arrow spellings: Parquet stores them alike)."""
-    for source in sources:
-        stored = source.arrow_schema
-        for f in fields:
-            i = stored.get_field_index(f.name)
-            if i >= 0 and stored_type(stored.field(i).type) != stored_type(f.type):
-                return False
-    return True
-
-
 def _shared_bases(parts: list[FamilyPart]) -> list[FamilyPart]:
     """Families whose slices are one and the same base file with no log file (a full-row base
     file of a full compaction, DESIGN §4) read as one family: the file is read once, for the
@@ -778,28 +665,6 @@ def _adds_no_keys(source: ParquetInput | MemoryInput, base_key: FileKey | None) 
     if isinstance(source, MemoryInput) and source.versions.data is None and np.all(source.versions.is_delete):
         return True
     return METADATA_CACHE.block_within(source.block_key, base_key)
-
-
-def _lockstep_key(scan: FamilyScan, inputs: list) -> tuple | None:
-    """What families read side by side share (``ReadTask._lockstep``): their first input's key
-    fingerprint — or, for a slice without a base file, the identity of its first Parquet block —
-    and its row groups read. None: the family is joined by key (its first input is not such a
-    Parquet input, an input removes rows, or meta columns are asked for)."""
-    lead = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) else None
-    if lead is None or any(_removes_rows(source) for source in inputs) or \
-            any(f.name.startswith("_hoodie_") for f in scan.fields):
-        return None
-    if lead.is_base:
-        fingerprint = lead.fingerprint() if lead.fingerprint is not None else None
-        return None if fingerprint is None else (fingerprint, tuple(lead.row_groups))
-    return None if lead.block_key is None else ("block", lead.block_key, tuple(lead.row_groups))
-
-
-def _removes_rows(source: ParquetInput | MemoryInput) -> bool:
-    """Whether an input can delete rows: delete blocks and soft-deleted records."""
-    if isinstance(source, MemoryInput):
-        return bool(np.any(source.versions.is_delete))
-    return source.soft_deletes
 
 
 def _asks_commit_codes(output: pa.Schema) -> bool:

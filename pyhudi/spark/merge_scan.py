@@ -135,8 +135,8 @@ def merge_group(task: ReadTask, stored: Sequence[str], flat: set[str]) -> MergeG
     if _UNSTORED_META & set(stored):
         return "asks for the record key or partition path meta column"
     found = task.merge_recipe()
-    if found is None:
-        return "merges by key"
+    if isinstance(found, str):
+        return found
     recipe, positions, rows = found
     if rows >= 2**31:
         return "more rows than a 32-bit position"
