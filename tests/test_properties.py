@@ -232,3 +232,22 @@ def test_virtual_keys_are_refused_at_creation_and_nothing_is_written(tmp_path):
     assert not (tmp_path / "t").exists() or not any((tmp_path / "t").rglob("hoodie.properties"))
     t = pyhudi.create_table(str(tmp_path / "u"), schema, "id", options={"hoodie.populate.meta.fields": "true"})
     assert t.config.populate_meta_fields
+
+
+def test_a_timeline_timezone_other_than_utc_is_refused_at_creation(tmp_path):
+    """pyhudi writes instant times in UTC: any other zone asked for at creation is an error (it
+    was silently replaced by UTC), and nothing is written."""
+    import pyarrow as pa
+    import pytest
+
+    import pyhudi
+    from pyhudi.errors import ConfigError
+
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+    for zone in ("Mars/Olympus", "LOCAL", "Europe/Paris"):
+        with pytest.raises(ConfigError, match=rf"hoodie.table.timeline.timezone='{zone}' is not supported when "
+                                              r"pyhudi creates a table: pyhudi writes instant times in UTC"):
+            pyhudi.create_table(str(tmp_path / "t"), schema, "id", options={"hoodie.table.timeline.timezone": zone})
+        assert not any((tmp_path / "t").rglob("hoodie.properties"))
+    t = pyhudi.create_table(str(tmp_path / "u"), schema, "id", options={"hoodie.table.timeline.timezone": "utc"})
+    assert t.config.timezone == "UTC" and t.properties["hoodie.table.timeline.timezone"] == "UTC"

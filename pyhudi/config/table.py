@@ -327,6 +327,10 @@ def new_table_properties(
         raise ConfigError(f"{POPULATE_META_FIELDS.key}=false (virtual keys) is not supported when pyhudi creates a "
                           "table: pyhudi writes the _hoodie_* meta columns (incremental queries, compaction and "
                           "clustering keep each record's commit time in them); leave the option out")
+    if extra and TIMELINE_TIMEZONE.key in extra and str(extra[TIMELINE_TIMEZONE.key]).strip().upper() != "UTC":
+        raise ConfigError(f"{TIMELINE_TIMEZONE.key}={str(extra[TIMELINE_TIMEZONE.key])!r} is not supported when pyhudi "
+                          "creates a table: pyhudi writes instant times in UTC (tables of other writers in any zone "
+                          "are read); set UTC or leave the option out")
     if extra and DROP_PARTITION_COLUMNS.key in extra:  # a writer option the table keeps (readers need it)
         props[DROP_PARTITION_COLUMNS.key] = str(DROP_PARTITION_COLUMNS.parse(extra[DROP_PARTITION_COLUMNS.key])).lower()
     if extra and TIMELINE_HISTORY_PATH.key in extra:  # the archive folder, chosen at creation
