@@ -48,11 +48,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pyhudi.errors import ConfigError
-from pyhudi.read.replay import BaseRead, BlockRead, MergeRecipe
+from pyhudi.read.replay import BaseRead, BlockRead
 from pyhudi.read.task import ReadTask
 from pyhudi.schema import META_FIELDS
 from pyhudi.spark.jvm import MERGE_SOURCE, merge_source_ready
-from pyhudi.spark.native import ScanSplit, spark_reads
+from pyhudi.spark.native import ScanSplit, partition_value, spark_reads, union_all
 
 MAGIC = b"pyhudi-merge-plan-1"
 _UNSTORED_META = frozenset({META_FIELDS[2], META_FIELDS[3]})
@@ -233,15 +233,7 @@ def merge_frame(spark: SparkSession, groups: Sequence[MergeGroup], schema: T.Str
         df = (spark.read.format(MERGE_SOURCE).schema(stored).option("schema", stored.json())
               .option("plan", str(write_plan(members))).load())
         if constant:
-            df = df.select(*[_constant(f, constant[f.name]) if f.name in constant else F.col(f"`{f.name}`")
+            df = df.select(*[partition_value(f, constant[f.name]) if f.name in constant else F.col(f"`{f.name}`")
                              for f in schema.fields])
         frames.append(df)
-    out = frames[0]
-    for other in frames[1:]:
-        out = out.union(other)
-    return out
-
-
-def _constant(f: T.StructField, value: Any) -> Any:
-    # (CASE WHEN without ELSE: nullable, as the column is in the Python source)
-    return F.when(F.lit(True), F.lit(value).cast(f.dataType)).alias(f.name)
+    return union_all(frames)

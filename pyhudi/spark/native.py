@@ -190,11 +190,21 @@ def native_frame(spark: SparkSession, files: Sequence[NativeFile], schema: T.Str
     by_values: dict[tuple, list[str]] = {}
     for f in files:
         by_values.setdefault(f.partition_values, []).append(f.uri)
-    frames = [_frame(spark, uris, dict(values), schema) for values, uris in by_values.items()]
+    return union_all([_frame(spark, uris, dict(values), schema) for values, uris in by_values.items()])
+
+
+def union_all(frames: Sequence[DataFrame]) -> DataFrame:
+    """One DataFrame of ``frames`` (same schema, by position)."""
     out = frames[0]
     for other in frames[1:]:
         out = out.union(other)
     return out
+
+
+def partition_value(f: T.StructField, value: Any) -> Column:
+    """A partition column the files do not store, from its path value (CASE WHEN without ELSE:
+    nullable, as the column is in the Python source)."""
+    return F.when(F.lit(True), F.lit(value).cast(f.dataType)).alias(f.name)
 
 
 def _frame(spark: SparkSession, uris: list[str], values: dict[str, Any], schema: T.StructType) -> DataFrame:
@@ -207,8 +217,8 @@ def _frame(spark: SparkSession, uris: list[str], values: dict[str, Any], schema:
 
 
 def _column(f: T.StructField, values: dict[str, Any]) -> Column:
-    if f.name in values:  # (CASE WHEN without ELSE: nullable, as the column is in the Python source)
-        return F.when(F.lit(True), F.lit(values[f.name]).cast(f.dataType)).alias(f.name)
+    if f.name in values:
+        return partition_value(f, values[f.name])
     column = F.col(f"`{f.name.replace('`', '``')}`")
     if not f.nullable:  # record keys are never null in a base file; this only declares it NOT NULL
         return F.coalesce(column, F.lit(_zero(f.dataType)).cast(f.dataType)).alias(f.name)

@@ -34,7 +34,14 @@ from pyhudi.read.split import SPLIT_ROWS
 from pyhudi.spark import options as opt
 from pyhudi.spark.filters import claim, to_condition
 from pyhudi.spark.merge_scan import merge_frame, merge_split
-from pyhudi.spark.native import FILE_GROUPS, file_groups_option, native_frame, selected_groups, split_scan
+from pyhudi.spark.native import (
+    FILE_GROUPS,
+    file_groups_option,
+    native_frame,
+    selected_groups,
+    split_scan,
+    union_all,
+)
 from pyhudi.spark.types import cast_batch
 from pyhudi.spark.workers import explains_worker_imports
 
@@ -245,7 +252,4 @@ def _native_union(spark: SparkSession, path: str, settings: ReadSettings, column
         frames.append(merge_frame(spark, merged, schema))
     if split.python:
         frames.append(reader.options(**file_groups_option(split.python)).load(path))
-    df = frames[0]
-    for other in frames[1:]:
-        df = df.union(other)
-    return df
+    return union_all(frames)
