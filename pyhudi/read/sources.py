@@ -193,10 +193,13 @@ class ReadSpec(Record):
         if self.ordering_field and self.ordering_field in names:
             ordering = table.column(self.ordering_field).combine_chunks()
         deleted: bool | np.ndarray = False
+        default_delete = None
         if SOFT_DELETE in names:  # Hudi's soft-delete marker column
             deleted = np.asarray(table.column(SOFT_DELETE).fill_null(False), dtype=bool)
+            if ordering is not None:  # a marked record with an ordering value is an event-time delete
+                default_delete = pa.array(deleted & np.asarray(ordering.is_null(), dtype=bool))
         v = Versions(keys, table.select([f.name for f in self.fields if f.name in names]), deleted, ordering,
-                     owned=owned)
+                     default_delete, owned=owned)
         if not prefilter:
             return v
         mask = excluded_mask(keys, self.prefilter.excluded)

@@ -296,7 +296,7 @@ class FileGroupWriteTask:
     kind: str
     write_token: str
     payloads: list[FamilyPayload] = field(default_factory=list)
-    delete_keys: pa.Table | None = None  # record_key (+ ordering_value) for KIND_DELETE / KIND_MERGE
+    delete_keys: pa.Table | None = None  # record_key (+ ordering_value): KIND_DELETE / KIND_MERGE; KIND_APPEND: soft deletes
     delete_families: tuple[str, ...] = ()
     base_file: str = ""  # the file slice's current base file (read by KIND_MERGE)
     prev_commit: str = "null"
@@ -335,7 +335,9 @@ class FileGroupWriteTask:
             i = next((i for i in waiting if not payloads[i].busy()), waiting[0])
             waiting.remove(i)
             written[i] = self._write_family(storage, payloads[i], meta_cache)
-        return [written[i] for i in range(len(payloads))]
+        # soft deletes of a partial write reach the families it does not touch (pyhudi.write.soft_deletes)
+        deletes = [self._write_deletes(storage, family) for family in self.delete_families] if self.delete_keys else []
+        return [*(written[i] for i in range(len(payloads))), *deletes]
 
     def _relpath(self, name: str) -> str:
         return f"{self.partition_path}/{name}" if self.partition_path else name

@@ -55,6 +55,7 @@ from pyhudi.write.handle import (
 )
 from pyhudi.write.positions import PositionsBase, lead_identity
 from pyhudi.write.shared_gather import Deferred, SharedGather
+from pyhudi.write.soft_deletes import marked_keys, marker_ordering, marks_rows, with_marker
 from pyhudi.write.small_files import (
     MERGE_ALLOW_DUPLICATE_ON_INSERTS,
     SMALL_FILE_LIMIT,
@@ -270,12 +271,17 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     # one sample for all families, taken by the first task that starts (off the serial part)
     all_options = Deferred(lambda: data_file_options(rows, key_fields))
     written_families = []
+    untouched: list[str] = []
+    marked = marks_rows(families, rows)  # soft deletes reach every family (pyhudi.write.soft_deletes)
     for family in families.values():
         own = [c for c in family.columns if c not in key_fields and c not in partition_fields]
         given = [c for c in own if c in present]
         if not given and own:
+            untouched.append(family.name)
             continue  # family not touched by this write
         file_columns = family_file_columns(family, key_fields, partition_fields, txn.config.get(DROP_PARTITION_COLUMNS))
+        if marked:
+            file_columns = with_marker(file_columns)
         cols = [c for c in file_columns if c in present]
         ordering = family.ordering_field if family.ordering_field in present else None
         written_families.append((family, cols, file_columns, ordering, len(given) < len(own)))
@@ -301,6 +307,7 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
                                     parquet_options=options, integer_key=integer_key, shared=shared[ordering],
                                     group=index, columns=(RECORD_KEY, *cols), key_fields=tuple(key_fields))
             groups.setdefault(group, []).append(payload)
+    deleted = _marked_keys(rows, families, untouched) if marked else {}
     tasks = []
     # (merge-on-read bucket groups take appends with record positions: a new group's first file
     # keeps its keys for this process's next update, pyhudi.write.positions.remember_written_keys)
@@ -315,10 +322,21 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         # a new file group of a family table: one full-row file (base or log) for every family
         full_row = (new_group and len(families) > 1 and len(payloads) == len(families)
                     and FULL_ROW_INSERT.get(txn.options))
+        deletes = {} if new_group or (partition, bucket) not in deleted else {
+            "delete_keys": deleted[(partition, bucket)], "delete_families": tuple(untouched)}
         tasks.append(_task(txn, partition, file_id, kind, existing, token_for(index), row_group,
                            payloads=payloads, family_bases=bases, full_row=full_row,
-                           keep_written_keys=keep_keys))
+                           keep_written_keys=keep_keys, **deletes))
     return tasks
+
+
+def _marked_keys(rows: pa.Table, families: dict[str, ColumnFamily], untouched: list[str]) -> dict:
+    """The soft-deleted keys per file group that the families this write does not touch get as
+    deletes (:mod:`pyhudi.write.soft_deletes`); none when it touches every family."""
+    if not untouched:
+        return {}
+    order, runs = dedupe_plan(rows, marker_ordering(families, rows.column_names))
+    return marked_keys(rows, order, runs, RECORD_KEY)
 
 
 def _full_rows_only(txn: "WriteTxn", written_families: list, file_ids: list[str], runs: list, existing: Existing) -> bool:

@@ -1,0 +1,73 @@
+"""Soft deletes in a family table: a true ``_hoodie_is_deleted`` deletes the whole row.
+
+Hudi marks a record deleted by a true ``_hoodie_is_deleted`` in the rows of an upsert (its
+soft-delete column). In a family table that column belongs to one family, and a row exists while
+any family holds a live record for its key (DESIGN §4, row existence): the marker written to its
+own family's file alone would delete only that family's version, and the row would stay, with
+that family's columns null. So a write of a family table whose rows carry a true marker:
+
+- writes the marker column into every family file it writes (the family's own columns, then
+  ``_hoodie_is_deleted``): each family's version of a marked row is a soft delete, merged by that
+  family's own rule — its ordering column when the write carries it, else commit time — as the
+  marker's own family always was. Readers take the marker from any file that holds it
+  (:class:`~pyhudi.read.sources.ReadSpec`); compaction writes no row it marks.
+- writes a delete block to every family the write does not touch (a partial write), in the file
+  groups that already exist, for the keys whose winning row is marked (the de-duplication of the
+  marker's own family): this write holds no ordering value of those families, so their deletes
+  are commit-time deletes, as a partial block without its family's ordering column merges by
+  commit time (DESIGN §4, ordering).
+
+A write whose marker column is all false or null, and a one-family table (whose one family holds
+the marker), write exactly what they wrote before.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.config.families import ColumnFamily
+
+SOFT_DELETE = "_hoodie_is_deleted"
+"""Hudi's soft-delete column: a true value marks the record deleted."""
+
+Group = tuple[str, int]  # (partition path, bucket)
+
+
+def marks_rows(families: Mapping[str, ColumnFamily], rows: pa.Table) -> bool:
+    """Whether a write of ``rows`` to a table with ``families`` soft-deletes rows of several
+    families (so every family must learn of it)."""
+    if len(families) < 2 or SOFT_DELETE not in rows.column_names:
+        return False
+    return bool(pc.any(rows.column(SOFT_DELETE)).as_py())
+
+
+def with_marker(columns: Sequence[str]) -> list[str]:
+    """A family file's ``columns`` with the marker column last (unless the family holds it)."""
+    return list(columns) if SOFT_DELETE in columns else [*columns, SOFT_DELETE]
+
+
+def marker_ordering(families: Mapping[str, ColumnFamily], present: Sequence[str]) -> str | None:
+    """The ordering column that picks a key's winning row for the marker: the ordering column of
+    the family holding ``_hoodie_is_deleted``, when the write carries it (else arrival order)."""
+    for family in families.values():
+        if SOFT_DELETE in family.columns:
+            return family.ordering_field if family.ordering_field in present else None
+    return None
+
+
+def marked_keys(rows: pa.Table, order: pa.Array, runs: Sequence[tuple[Group, int, int]],
+                record_key: str) -> dict[Group, pa.Table]:
+    """Per file group, the record keys (a ``record_key`` table, as deletes carry them) whose
+    winning row is marked deleted. ``order`` and ``runs``: the write's de-duplicated rows
+    grouped by file group (:func:`~pyhudi.write.plan.dedupe_plan`)."""
+    flags = rows.column(SOFT_DELETE).take(order).combine_chunks().fill_null(False)
+    keys = rows.column(record_key).take(order).combine_chunks()
+    found: dict[Group, pa.Table] = {}
+    for group, start, length in runs:
+        marked = flags.slice(start, length)
+        if pc.any(marked).as_py():
+            found[group] = pa.table({"record_key": keys.slice(start, length).filter(marked)})
+    return found
