@@ -165,3 +165,17 @@ def test_a_stale_soft_delete_loses_under_event_time_ordering(tmp_path):
     assert t.read().to_pylist() == expected  # 2: newer marker; 3: no ordering value, a commit-time delete
     t.compact(full=True)
     assert t.read().to_pylist() == expected
+
+
+def test_spark_reads_the_same_rows(spark, tmp_path):
+    """Whichever branch reads a file group (native Parquet, the JVM merge, the Python source),
+    the soft-deleted rows are gone there too."""
+    import pyhudi.spark
+
+    t = _table(tmp_path)
+    t.upsert(pa.table({"id": [1, 4], "b": ["gone", "kept"], "_hoodie_is_deleted": [True, False]}))
+    t.upsert(pa.table({"id": [2], "a": [0.5], "_hoodie_is_deleted": [True]}))
+    for columns in (None, ["id", "b"], ["id", "c"]):
+        got = sorted((r.asDict() for r in pyhudi.spark.read(spark, t.path, columns=columns).collect()),
+                     key=lambda r: r["id"])
+        assert got == _rows(t, columns) and [r["id"] for r in got] == [3, 4]
