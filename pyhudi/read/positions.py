@@ -27,7 +27,7 @@ A file group written by an insert (the default: one full-row log file per new fi
 docs/format.md) has no base file until it is compacted: its first Parquet block plays the base
 file's part (:func:`lead_key`; positions learnt from the keys, kept under that block's identity).
 The other families' slices hold that same block, and no other, until one of them is updated:
-read for their keys only, they add no row and are not read (``ReadTask._read_by_another_family``),
+read for their keys only, they add no row and are not read (:func:`~pyhudi.read.row_existence.read_by_another_family`),
 so a read of the updated family's columns merges by position too.
 
 The positional path is taken only where it gives the merge's exact result: one family (or one
@@ -142,7 +142,7 @@ def blocks_within(lead: object, blocks: list, prefilter: Prefilter, metrics: dic
     file) is a record of ``lead`` (its first block): their positions in it are known — from the
     metadata cache, or learnt now from the key columns and kept, as a positional merge learns
     them. Then a family read only for its keys, whose slice is ``lead`` and ``blocks``, adds no
-    row to a family that reads ``lead`` (``ReadTask._read_by_another_family``)."""
+    row to a family that reads ``lead`` (:func:`~pyhudi.read.row_existence.read_by_another_family`)."""
     sources = [lead, *blocks]
     if not prefilter.unrestricted or not all(type(s) is ParquetInput and _whole_parquet(s) for s in sources):
         return False

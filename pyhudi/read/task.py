@@ -8,7 +8,7 @@ projection. Before reading data, the task opens the base files' footers to skip 
 prove cannot match (:mod:`pyhudi.read.pruning`), and the base files of families read only for
 their keys whose keys another family already proves (equal key fingerprints) — and their log
 blocks too once a read found every key of those blocks in their base (a merge of that family, or
-this join). Footers, log block layouts and these verdicts learnt by earlier scans come from the
+this join; :mod:`pyhudi.read.row_existence`). Footers, log block layouts and these verdicts learnt by earlier scans come from the
 process's metadata cache (:mod:`pyhudi.read.metadata_cache`), so a family proven redundant before
 is not even opened. A task left with one base file read as it is (no merge, no join, nothing
 that needs record keys) reads it without its key column (``_keyless``). Rows of a table that
@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack
 
-import numpy as np
 import pyarrow as pa
 
 from pyhudi.fsview.view import FileSlice, Visibility
@@ -35,12 +34,13 @@ from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
 from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
 from pyhudi.read.engine_recipe import engine_recipe
-from pyhudi.read.positions import blocks_within, positional_stream
+from pyhudi.read.positions import positional_stream
 from pyhudi.read.pruning import KeyRange, excluded_key_ranges
 from pyhudi.read.replay import MergeRecipe, Recipe, recipe_of, replay
+from pyhudi.read.row_existence import key_only, read_by_another_family, redundant_families
 from pyhudi.read.row_reader import KEY, PARTITION_PATH, RECORD_KEY, join_streams
 from pyhudi.read.lockstep import LockstepInput, lockstep_key, removes_rows
-from pyhudi.read.sources import KeySpec, MemoryInput, ParquetInput, Prefilter, ReadSpec
+from pyhudi.read.sources import KeySpec, ParquetInput, Prefilter, ReadSpec
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.fs import Storage
 from pyhudi.value import Record, Value
@@ -237,12 +237,13 @@ class ReadTask(Record):
                                 map_logs=settings.memory_map)
 
         # key-only families with a base file are opened (footer, key fingerprint) but their base
-        # input is built only if that base may add rows (see _redundant_families)
-        deferred = [self._key_only(part) and part.file_slice.base_file is not None for part in self.families]
+        # input is built only if that base may add rows (see pyhudi.read.row_existence)
+        deferred = [key_only(part) and part.file_slice.base_file is not None for part in self.families]
         family_inputs = [inputs_of(part, not later) if not later or part.file_slice.log_files else []
                          for part, later in zip(self.families, deferred)]
-        redundant, anchor_of = self._redundant_families(family_inputs, opened, deferred)
-        redundant.update(self._read_by_another_family(family_inputs, deferred, prefilter))
+        redundant, anchor_of = redundant_families(self.families, self.settings.strategy, family_inputs, opened, deferred)
+        redundant.update(read_by_another_family(self.families, self.settings.strategy, family_inputs, deferred,
+                                                prefilter, self.metrics))
         self._count("families_skipped", sum(1 for trim in redundant.values() if trim == "all"))
         self._count("bases_skipped", sum(1 for trim in redundant.values() if trim == "base"))
         kept_parts, kept_inputs = [], []
@@ -441,92 +442,6 @@ class ReadTask(Record):
             out.append((scan, [combined, *lead_inputs[1:]]))
         return out
 
-    @staticmethod
-    def _key_only(part: FamilyPart) -> bool:
-        """Whether a family is read only for its keys (row existence, DESIGN §4)."""
-        return not any(f.name in part.own_columns or f.name.startswith("_hoodie_") for f in part.scan.fields)
-
-    def _redundant_families(self, family_inputs: list[list], opened: dict[str, OpenedBase],
-                            deferred: list[bool]) -> dict[int, str]:
-        """Key-only families (read for row existence, DESIGN §4) whose base file adds no row.
-
-        A family read only for its keys needs no base file when that base is byte-identical in
-        its key column (equal fingerprint) to the base of another family read in this task whose
-        inputs never remove a row (no delete blocks, no soft deletes): every one of those keys is
-        alive there. Its log blocks are still merged (they may add keys). Returns family index →
-        ``"all"`` (nothing left to read) or ``"base"`` (read only its log blocks). A ``deferred``
-        family is a key-only one whose base input is not built (``family_inputs`` holds its log
-        blocks only); it is not even opened when an earlier scan proved its key column equal to a
-        known one (:data:`~pyhudi.read.metadata_cache.METADATA_CACHE`).
-        """
-        if len(self.families) < 2 or self.settings.strategy != "auto":
-            return {}, {}
-        anchors: list = []
-        candidates = []
-        for i, (part, inputs, later) in enumerate(zip(self.families, family_inputs, deferred)):
-            if later:
-                candidates.append((i, opened[part.file_slice.base_file.relpath], not inputs))
-                continue
-            base = inputs[0] if inputs and isinstance(inputs[0], ParquetInput) and inputs[0].fingerprint else None
-            if base is not None and not self._key_only(part) and not any(removes_rows(s) for s in inputs):
-                anchors.append(base)  # (only base inputs carry a fingerprint)
-        if not candidates:
-            return {}, {}
-        known = {}  # fingerprint → the file key of a base holding those keys
-        for anchor in anchors:
-            fingerprint = anchor.fingerprint()
-            if fingerprint is not None:
-                known.setdefault(fingerprint, fingerprint.file_key)
-        redundant: dict[int, str] = {}
-        anchor_of: dict[int, FileKey] = {}  # a family read for its log blocks → the base its base equals
-        for i, base, alone in candidates:
-            key = base.file_key
-            anchor = None
-            if key is not None:
-                anchor = next((other for other in known.values() if METADATA_CACHE.same_keys(key, other)), None)
-            if anchor is None:  # (else proven by an earlier comparison)
-                fingerprint = base.key_fingerprint()
-                if fingerprint is not None and fingerprint in known:
-                    anchor = known[fingerprint]
-                elif fingerprint is not None and alone and not base.soft_deletes:
-                    known.setdefault(fingerprint, fingerprint.file_key)  # kept whole: it may anchor the next
-                    continue
-            if anchor is None:
-                continue
-            if alone or all(_adds_no_keys(source, key) for source in family_inputs[i]):
-                redundant[i] = "all"
-            else:
-                redundant[i], anchor_of[i] = "base", anchor
-        return redundant, anchor_of
-
-    def _read_by_another_family(self, family_inputs: list[list], deferred: list[bool],
-                                prefilter: Prefilter) -> dict[int, str]:
-        """Key-only families without a base file whose first log block another family of the
-        task reads too (a file group first written by an insert: one full-row log file that
-        every family's slice holds, docs/format.md). When no input of either family removes a
-        row, each key of that block is alive in the other family's rows already; so is each key
-        of the family's later blocks (its own updates) when their positions in that first block
-        are known or learnt now (:func:`~pyhudi.read.positions.blocks_within`, kept in the
-        metadata cache). Such a family adds no row and is not read (``"all"``) — the rule for
-        equal base files (:meth:`_redundant_families`). A read of one family's columns after an
-        update of another then reads one block as it is, or merges by position."""
-        if len(self.families) < 2 or self.settings.strategy != "auto":
-            return {}
-        read_by: set = set()
-        for part, inputs in zip(self.families, family_inputs):
-            if not self._key_only(part) and not any(removes_rows(source) for source in inputs):
-                read_by.update(source.block_key for source in inputs if source.block_key is not None)
-        skipped = {}
-        for i, (part, inputs, later) in enumerate(zip(self.families, family_inputs, deferred)):
-            if later or part.file_slice.base_file is not None or not inputs or not self._key_only(part):
-                continue
-            if inputs[0].block_key not in read_by or any(removes_rows(source) for source in inputs):
-                continue
-            rest = [source for source in inputs[1:] if source.block_key not in read_by]
-            if not rest or blocks_within(inputs[0], rest, prefilter, self.metrics):
-                skipped[i] = "all"
-        return skipped
-
     def _excluded_ranges(self, opened: dict[str, OpenedBase]) -> list[KeyRange] | None:
         """Key ranges no matching row can have (None: the whole file group), from families
         whose base values are final and the null-rejecting filters on their own columns."""
@@ -657,14 +572,6 @@ def _reads_most(part: FamilyPart) -> bool:
     pages read)."""
     own = set(part.own_columns)
     return not own or 2 * sum(f.name in own for f in part.scan.fields) >= len(own)
-
-
-def _adds_no_keys(source: ParquetInput | MemoryInput, base_key: FileKey | None) -> bool:
-    """Whether a log block of a key-only family adds no key to its base file's: it only deletes,
-    or an earlier read found each of its keys in that base."""
-    if isinstance(source, MemoryInput) and source.versions.data is None and np.all(source.versions.is_delete):
-        return True
-    return METADATA_CACHE.block_within(source.block_key, base_key)
 
 
 def _asks_commit_codes(output: pa.Schema) -> bool:
