@@ -308,3 +308,34 @@ def test_spark_prunes_the_columns_the_merge_reader_reads(spark, tmp_path):
         (r["n"], r["a"]) for r in t.read(columns=["id", "n", "a"], filters=[("id", ">", 5)]).to_pylist())
     assert [r["b"] for r in df.select("b").collect()].count("u") == 1
     assert sorted(r["p"] for r in df.select("p").collect()) == sorted(r["p"] for r in t.read(columns=["p"]).to_pylist())
+
+
+def test_a_failed_build_is_recorded_so_later_processes_do_not_compile_again(tmp_path, monkeypatch):
+    """A build javac refuses is kept beside the jar: the next process (an empty in-memory cache)
+    falls back at once, without running javac; another javac, or removing the record, builds
+    again."""
+    calls = tmp_path / "calls"
+    fake = tmp_path / "javac"
+    fake.write_text(f"#!/bin/sh\necho run >> {calls}\necho 'MergeReader.java:1: error: cannot find symbol' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PYHUDI_JVM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(jvm, "_javac", lambda: str(fake))
+    monkeypatch.setattr(jvm, "_built", {})
+    first = jvm.merge_jar()
+    assert first == "javac failed to build the merge reader:\nMergeReader.java:1: error: cannot find symbol"
+    assert calls.read_text().count("run") == 1
+    [record] = (tmp_path / "cache").rglob(jvm._FAILED)
+    monkeypatch.setattr(jvm, "_built", {})  # (a new process)
+    again = jvm.merge_jar()
+    assert again.startswith(first) and f"recorded by an earlier build in {record}" in again
+    assert calls.read_text().count("run") == 1 and jvm.session_jars("a.jar") == "a.jar"
+    other = tmp_path / "javac2"
+    other.write_text(fake.read_text())
+    other.chmod(0o755)
+    monkeypatch.setattr(jvm, "_javac", lambda: str(other))
+    monkeypatch.setattr(jvm, "_built", {})
+    assert jvm.merge_jar() == first and calls.read_text().count("run") == 2  # another compiler: tried
+    record.unlink()
+    monkeypatch.setattr(jvm, "_javac", lambda: str(fake))
+    monkeypatch.setattr(jvm, "_built", {})
+    assert jvm.merge_jar() == first and calls.read_text().count("run") == 3  # record removed: tried

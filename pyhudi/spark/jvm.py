@@ -9,6 +9,12 @@ keyed by the sources' and Spark's versions (``$PYHUDI_JVM_CACHE``, else
 newer: ``$JAVA_HOME/bin/javac``, else the one on ``PATH``); without one, reads that would use it
 go through the Python source, as before, and :func:`merge_jar` says why.
 
+A build that ``javac`` refuses (e.g. a Spark whose internal reader API changed) is recorded beside
+the jar (``build-failed.txt``, with the compiler's path and its errors): later processes go to the
+Python source at once, instead of each running ``javac`` again before falling back. A different
+``javac`` tries again; so does removing that file. A build that timed out is not recorded (a
+busy machine), nor is a missing ``javac``.
+
 A session gets the jar by ``ADD JAR`` at its first read that needs it (Spark ships it to the
 executors, as for any added jar); a session started with it on ``spark.jars``
 (:func:`session_jars`) already has it.
@@ -32,6 +38,7 @@ SOURCES = Path(__file__).with_name("java")
 _REGISTER = "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister"
 _JAVAC_TIMEOUT = 300
 _JAR_NAME = "pyhudi-spark.jar"
+_FAILED = "build-failed.txt"
 _lock = threading.Lock()
 _built: dict[str, Path | str] = {}
 
@@ -90,6 +97,9 @@ def _build(jars: Path, target: Path) -> Path | str:
     javac = _javac()
     if javac is None:
         return "no Java compiler (javac) on PATH or in JAVA_HOME: the merge reader cannot be built"
+    failed = _recorded_failure(target.parent / _FAILED, javac)
+    if failed is not None:
+        return failed
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as work:
         classes = Path(work) / "classes"
@@ -100,7 +110,9 @@ def _build(jars: Path, target: Path) -> Path | str:
         except subprocess.TimeoutExpired:
             return f"javac did not finish building the merge reader within {_JAVAC_TIMEOUT} s"
         if done.returncode != 0:
-            return f"javac failed to build the merge reader:\n{done.stderr.strip()[-2000:]}"
+            reason = f"javac failed to build the merge reader:\n{done.stderr.strip()[-2000:]}"
+            _record_failure(target.parent / _FAILED, javac, reason)
+            return reason
         staged = Path(work) / target.name
         with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as jar:
             jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: pyhudi\n\n")
@@ -109,6 +121,29 @@ def _build(jars: Path, target: Path) -> Path | str:
                 jar.write(path, path.relative_to(classes).as_posix())
         os.replace(staged, target)  # (atomic: a concurrent build of the same sources writes the same bytes)
     return target
+
+
+def _record_failure(path: Path, javac: str, reason: str) -> None:
+    """Keep ``javac``'s refusal for later processes (best effort: an unwritable cache only costs
+    them the build again)."""
+    try:
+        staged = path.with_suffix(f".{os.getpid()}.tmp")
+        staged.write_text(f"{javac}\n{reason}\n", encoding="utf-8")
+        os.replace(staged, path)
+    except OSError:
+        pass
+
+
+def _recorded_failure(path: Path, javac: str) -> str | None:
+    """The reason an earlier build with this ``javac`` failed, or None (never built, or built
+    with another compiler: try again)."""
+    try:
+        recorded, _, reason = path.read_text(encoding="utf-8").partition("\n")
+    except OSError:
+        return None
+    if recorded != javac:
+        return None
+    return f"{reason.strip()}\n(recorded by an earlier build in {path}; remove that file to build again)"
 
 
 def session_jars(existing: str | None = None) -> str | None:
