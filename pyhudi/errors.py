@@ -61,6 +61,13 @@ class StaleTimelineError(TimelineError):
     """An instant listed a moment ago left the active timeline (another process archived or rolled it back)."""
 
 
+class StaleSnapshotError(StaleTimelineError):
+    """Files of the snapshot a read listed were deleted by a clean that completed after the
+    listing (it had also completed a compaction or clustering that read's listing showed
+    pending): the snapshot is gone, planning the read again on a fresh listing reads the table
+    as it is now (``Table.read``, ``scan`` and ``read_incremental`` do so once)."""
+
+
 class LockError(HudiError):
     """The timeline lock could not be acquired in time."""
 
@@ -131,6 +138,7 @@ __all__ = [
     "FileNameError",
     "TimelineError",
     "StaleTimelineError",
+    "StaleSnapshotError",
     "LockError",
     "MetadataError",
     "LogFormatError",
