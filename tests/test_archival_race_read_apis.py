@@ -326,3 +326,66 @@ def test_plan_scan_of_a_pending_clustering_cleaned_meanwhile_names_the_clean(tmp
            "it listed" in str(failure.value)
     assert _rows(pyhudi.open_table(t.path).read()) == [
         {"id": 1, "a": 1.0}, {"id": 2, "a": 2.0}, {"id": 3, "a": 3.0}, {"id": 10, "a": 10.0}]
+
+
+# ---------------------------------------------------------------- plans of a listing, archived meanwhile
+def test_a_readers_listing_reads_a_pending_compactions_plan_from_the_archive(tmp_path, monkeypatch):
+    """The listing showed compaction ``k`` requested; another process ran and archived it: its
+    plan (which never changes) is read from the archive, which keeps it. A writer's listing
+    still raises, so that it lists again."""
+    from pyhudi.fsview.view import FileSystemView
+
+    t, times = _pending_compaction_table(str(tmp_path / "t"))
+    monkeypatch.setattr(timeline_module, "_RECORDS", {})
+    monkeypatch.setattr(timeline_module, "_DECODED", {})
+    reading, writing = t.snapshot_timeline(), t.active_timeline()
+    requested = reading.get(times["k"]).as_requested()
+    before = t.storage.read(reading.path_of(requested))
+    archived = _complete_then(t.path, times["k"], clean=False)
+    assert archived[:3] == [times["u1"], times["u2"], times["k"]]
+    assert not t.storage.exists(reading.path_of(requested))
+    assert reading.read_bytes(requested) == before
+    plan = reading.read_metadata(requested).to_dict()  # (fa merges both writes' logs, fb the first's)
+    full_row, fa_log = f".{BUCKET_0}_{times['u1']}.log.1_0-1-0", f".{BUCKET_0}_{times['u2']}_fa.log.1_0-1-0"
+    assert [(op["fileId"], op["deltaFilePaths"]) for op in plan["operations"]] == [
+        (BUCKET_0, [full_row, fa_log]), (BUCKET_0, [full_row])]
+    assert plan["extraMetadata"]["pyhudi.compaction.families"] == "fa,fb"
+    view = FileSystemView(t.storage, reading, 0)
+    assert view.pending_compaction_file_groups() == {("", BUCKET_0): times["k"]}
+    with pytest.raises(StaleTimelineError, match=f"instant {times['k']} \\(compaction\\) left the active timeline "
+                                                 "after it was listed \\(archived or rolled back"):
+        writing.read_bytes(writing.get(times["k"]).as_requested())
+
+
+def test_a_readers_listing_reads_a_pending_clusterings_plan_from_the_archive(tmp_path, monkeypatch):
+    from pyhudi.fsview.view import FileSystemView
+
+    t, times = _pending_clustering_table(str(tmp_path / "t"))
+    monkeypatch.setattr(timeline_module, "_RECORDS", {})
+    monkeypatch.setattr(timeline_module, "_DECODED", {})
+    reading = t.snapshot_timeline()
+    inputs = {(g.partition_path, g.file_id): times["k"] for g in t.file_groups()}
+    assert len(inputs) == 1  # (the second insert went to the first's small file group)
+    assert FileSystemView(t.storage, reading, 0).pending_clustering_file_groups() == inputs
+    _forget_decoded()
+    other = pyhudi.open_table(t.path)
+    other.run_clustering(times["k"], options=SERVICES_OFF)
+    for i in range(3):
+        other.upsert(pa.table({"id": [10 + i], "a": [10.0 + i]}), options=SERVICES_OFF)
+    other.clean(options={"hoodie.cleaner.commits.retained": "1"})
+    assert times["k"] in other.archive(options=ARCHIVE)
+    _forget_decoded()
+    assert FileSystemView(t.storage, reading, 0).pending_clustering_file_groups() == inputs
+
+
+def test_a_pending_plan_rolled_back_not_archived_is_a_clear_error(tmp_path, monkeypatch):
+    """A plan file gone without its instant in the archive is not explained by archival."""
+    t, times = _pending_compaction_table(str(tmp_path / "t"))
+    reading = t.snapshot_timeline()
+    requested = reading.get(times["k"]).as_requested()
+    t.storage.delete(reading.path_of(requested))
+    with pytest.raises(StaleTimelineError) as failure:
+        reading.read_metadata(requested)
+    assert str(failure.value) == (
+        f"instant {times['k']} (compaction) left the active timeline after it was listed and is not in the archived "
+        "timeline either (rolled back or removed by another process); reload the timeline")
