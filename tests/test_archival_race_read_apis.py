@@ -15,6 +15,8 @@ by the other process's work before anything is read from it."""
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 import pytest
 
@@ -245,7 +247,7 @@ def test_a_clean_after_the_pending_compaction_completed_is_a_stale_snapshot_nami
                 if str(i.action) == "clean"]
     assert str(failure.value) == (
         f"data file {read_logs[0]} of the table at {t.path} is gone: clean {clean} completed after this read listed "
-        "the timeline and deleted files of the snapshot it listed (and 1 more of its file group); plan the read "
+        "the timeline and deleted files that listing still counts (and 1 more of its file group); plan the read "
         "again on a fresh listing (retry it)")
     assert isinstance(failure.value, StaleTimelineError)
     assert reader.raced[0][:3] == [times["u1"], times["u2"], times["k"]]  # (the clean archived them too)
@@ -322,8 +324,8 @@ def test_plan_scan_of_a_pending_clustering_cleaned_meanwhile_names_the_clean(tmp
     with pytest.raises(StaleSnapshotError) as failure:
         reader.plan_scan()
     (clean,) = reader.raced
-    assert f" is gone: clean {clean} completed after this read listed the timeline and deleted files of the snapshot " \
-           "it listed" in str(failure.value)
+    assert f" is gone: clean {clean} completed after this read listed the timeline and deleted files that listing " \
+           "still counts" in str(failure.value)
     assert _rows(pyhudi.open_table(t.path).read()) == [
         {"id": 1, "a": 1.0}, {"id": 2, "a": 2.0}, {"id": 3, "a": 3.0}, {"id": 10, "a": 10.0}]
 
@@ -389,3 +391,55 @@ def test_a_pending_plan_rolled_back_not_archived_is_a_clear_error(tmp_path, monk
     assert str(failure.value) == (
         f"instant {times['k']} (compaction) left the active timeline after it was listed and is not in the archived "
         "timeline either (rolled back or removed by another process); reload the timeline")
+
+
+def _versions_table(path: str) -> tuple[Table, pa.Schema]:
+    """Copy-on-write, partitions x (three versions of its file group) and y."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("p", pa.string()), ("a", pa.float64())])
+    t = pyhudi.create_table(path, schema, "id", partition_fields="p", table_type="COPY_ON_WRITE")
+    for value in (1.0, 2.0, 3.0):
+        t.upsert(pa.table({"id": [1], "p": ["x"], "a": [value]}, schema=schema), options=SERVICES_OFF)
+    t.upsert(pa.table({"id": [2], "p": ["y"], "a": [9.0]}, schema=schema), options=SERVICES_OFF)
+    return t, schema
+
+
+@pytest.mark.parametrize("how", ["plan_scan", "read"])
+def test_a_missing_file_no_clean_deleted_is_damage_once_the_read_lists_again(tmp_path, monkeypatch, how):
+    """A clean completed meanwhile, but it deleted older versions of partition x; the file gone
+    from partition y (the snapshot's) was lost otherwise. The first plan cannot tell and names
+    the clean; the read's second plan, on a fresh listing with no clean after it, reports the
+    damage (CorruptFileError)."""
+    t, _ = _versions_table(str(tmp_path / "t"))
+    y = t.timeline[-1].requested_time
+    (y_base,) = [b.relpath for g in t.file_groups() if g.partition_path == "y" for b in g.base_files]
+
+    def clean_and_lose_a_file() -> str:
+        other = pyhudi.open_table(t.path)
+        clean = other.clean(options={"hoodie.cleaner.commits.retained": "1"})
+        other.storage.delete(y_base)
+        return clean
+
+    reader = _racing_reader(t.path, monkeypatch, clean_and_lose_a_file)
+    if how == "plan_scan":  # (it fails on partition x first: the clean deleted its old versions)
+        with pytest.raises(StaleSnapshotError) as stale:
+            reader.plan_scan()
+        (clean,) = reader.raced
+        assert re.fullmatch(f"data file x/[^ ]+ of the table at {re.escape(t.path)} is gone: clean {clean} completed "
+                            "after this read listed the timeline and deleted files that listing still counts "
+                            r"\(and 1 more of its file group\); plan the read again on a fresh listing \(retry it\)",
+                            str(stale.value))
+    with pytest.raises(CorruptFileError) as failure:
+        reader.read()
+    assert str(failure.value) == (f"data file {y_base} of the table at {t.path} is missing: commit {y} wrote it and "
+                                  "it was neither replaced nor cleaned as of the snapshot read")
+
+
+def test_a_clean_of_old_versions_meanwhile_does_not_fail_the_read(tmp_path, monkeypatch):
+    """The clean deleted versions the listing still counted (not the ones its snapshot reads):
+    the read plans again and returns the table (it was a CorruptFileError)."""
+    t, _ = _versions_table(str(tmp_path / "t"))
+    reader = _racing_reader(t.path, monkeypatch,
+                            lambda: pyhudi.open_table(t.path).clean(options={"hoodie.cleaner.commits.retained": "1"}))
+    assert sorted(reader.read().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "p": "x", "a": 3.0}, {"id": 2, "p": "y", "a": 9.0}]
+    assert len(reader.raced) == 1 and reader.raced[0] is not None

@@ -207,7 +207,7 @@ def missing_files_error(storage: Any, group: FileGroup, table: Any = None,
     if cleans:
         return StaleSnapshotError(
             f"data file {relpath} of the table at {storage.base_uri} is gone: clean {cleans[0]} completed after this "
-            f"read listed the timeline and deleted files of the snapshot it listed{more}; plan the read again on a "
+            f"read listed the timeline and deleted files that listing still counts{more}; plan the read again on a "
             "fresh listing (retry it)")
     return CorruptFileError(f"data file {relpath} of the table at {storage.base_uri} is missing: commit {instant} "
                             f"wrote it and it was neither replaced nor cleaned as of the snapshot read{more}")
