@@ -62,10 +62,10 @@ class StaleTimelineError(TimelineError):
 
 
 class StaleSnapshotError(StaleTimelineError):
-    """Files of the snapshot a read listed were deleted by a clean that completed after the
-    listing (it had also completed a compaction or clustering that read's listing showed
-    pending): the snapshot is gone, planning the read again on a fresh listing reads the table
-    as it is now (``Table.read``, ``scan`` and ``read_incremental`` do so once)."""
+    """A clean that completed after a read listed the timeline deleted files that listing still
+    counts (older file versions, or the slice before a compaction or clustering it listed as
+    pending): planning the read again on a fresh listing reads the table as it is now
+    (``Table.read``, ``scan`` and ``read_incremental`` do so once)."""
 
 
 class LockError(HudiError):
