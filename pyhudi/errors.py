@@ -61,6 +61,13 @@ class StaleTimelineError(TimelineError):
     """An instant listed a moment ago left the active timeline (another process archived or rolled it back)."""
 
 
+class StaleSnapshotError(StaleTimelineError):
+    """A clean that completed after a read listed the timeline deleted files that listing still
+    counts (older file versions, or the slice before a compaction or clustering it listed as
+    pending): planning the read again on a fresh listing reads the table as it is now
+    (``Table.read``, ``scan`` and ``read_incremental`` do so once)."""
+
+
 class LockError(HudiError):
     """The timeline lock could not be acquired in time."""
 
@@ -131,6 +138,7 @@ __all__ = [
     "FileNameError",
     "TimelineError",
     "StaleTimelineError",
+    "StaleSnapshotError",
     "LockError",
     "MetadataError",
     "LogFormatError",

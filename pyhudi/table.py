@@ -342,6 +342,14 @@ class Table(TableServices):
         )
         return timeline.load()
 
+    def snapshot_timeline(self) -> Timeline:
+        """A fresh listing kept as a reader's snapshot (:meth:`Timeline.follow_archival`): a
+        commit of it that another process archives before it is looked up (an ALTER, a
+        replacecommit, a clean) is read from the archive, so a read-only accessor answers for
+        the listing it took instead of raising :class:`StaleTimelineError`. Writes and services
+        use :meth:`active_timeline`: their decisions need a current listing."""
+        return self.active_timeline().follow_archival()
+
     @property
     def timeline(self) -> list[Instant]:
         """Every instant of the active timeline, in its latest state, by requested time."""
@@ -359,18 +367,18 @@ class Table(TableServices):
         It is the schema recorded by the latest commit completed at or before ``as_of`` (ALTERs
         record theirs on the timeline), else the create schema.
         """
-        return self._history.schema_at(self.active_timeline(), self.config, as_of)
+        return self._history.schema_at(self.snapshot_timeline(), self.config, as_of)
 
     def families_at(self, as_of: str | None = None, schema: pa.Schema | None = None) -> dict[str, ColumnFamily]:
         """The families data is written and read in at ``as_of`` (None = latest): the declared
         ones, or the implicit default family of a plain table (built from ``schema``, which is
         looked up when not given)."""
-        return self._history.families_at(self.active_timeline(), self.config, as_of, schema)
+        return self._history.families_at(self.snapshot_timeline(), self.config, as_of, schema)
 
     @property
     def column_families(self) -> dict[str, ColumnFamily]:
         """Declared column families now; empty for a table without families (a plain Hudi table)."""
-        return self._history.declared_families_at(self.active_timeline(), self.config)
+        return self._history.declared_families_at(self.snapshot_timeline(), self.config)
 
     def effective_families(self, schema: pa.Schema | None = None) -> dict[str, ColumnFamily]:
         """The families data is written in now (same as ``families_at(None, schema)``)."""
@@ -506,6 +514,18 @@ class Table(TableServices):
 
         return plan_scan(self, columns, filters, as_of, query_type, begin, end, with_meta, **options)
 
+    def _plan_scan_retried(self, *args: Any, **options: Any):
+        """:meth:`plan_scan`, planned once more on a fresh listing when a clean that completed
+        after the read listed the timeline deleted files of its snapshot (a compaction or
+        clustering it listed as pending completed meanwhile): nothing was read yet, and the
+        fresh listing's snapshot is whole (:class:`~pyhudi.errors.StaleSnapshotError`)."""
+        from pyhudi.errors import StaleSnapshotError
+
+        try:
+            return self.plan_scan(*args, **options)
+        except StaleSnapshotError:
+            return self.plan_scan(*args, **options)
+
     def read(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
              as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot", **options: Any) -> pa.Table:
         """Snapshot read into one Arrow table.
@@ -519,14 +539,14 @@ class Table(TableServices):
         from pyhudi.read.task import READ_BATCH_SIZE
 
         options.setdefault("batch_size", READ_BATCH_SIZE)
-        return self.plan_scan(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_table()
+        return self._plan_scan_retried(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_table()
 
     def scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
              as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot",
              **options: Any) -> pa.RecordBatchReader:
         """Like :meth:`read`, streamed: memory stays bounded by the batch size (``batch_size=``,
         default 16384 rows), not by the table or file-group size."""
-        return self.plan_scan(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_reader()
+        return self._plan_scan_retried(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_reader()
 
     def read_incremental(self, start: Any, end: Any = None, columns: Sequence[str] | None = None,
                          filters: Sequence[tuple] | None = None, with_meta: bool = False, **options: Any) -> pa.Table:
@@ -537,7 +557,8 @@ class Table(TableServices):
         from pyhudi.read.task import READ_BATCH_SIZE
 
         options.setdefault("batch_size", READ_BATCH_SIZE)
-        return self.plan_scan(columns, filters, None, "incremental", start, end, with_meta, **options).to_table()
+        return self._plan_scan_retried(columns, filters, None, "incremental", start, end, with_meta,
+                                       **options).to_table()
 
     def file_groups(self, as_of: Any = None) -> list:
         """Visible file groups (file-system view of the completed timeline, as of ``as_of``)."""
@@ -545,7 +566,7 @@ class Table(TableServices):
         from pyhudi.read.plan import normalize_time
 
         as_of = normalize_time(as_of, "as_of", self.config.timezone)
-        timeline = self.active_timeline()
+        timeline = self.snapshot_timeline()  # (a reader's, as reads take)
         since = self.history.families_added(timeline) if self.config.column_families else None  # (as reads do)
         return FileSystemView(self.storage, timeline, partition_layout(self.config).depth, as_of,
                               family_since=since).file_groups()

@@ -37,7 +37,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pyhudi.errors import CorruptFileError, HudiError, LogFormatError
+from pyhudi.errors import CorruptFileError, HudiError, LogFormatError, StaleSnapshotError
 from pyhudi.fsview.view import FileGroup, FileSystemView, LogFile
 from pyhudi.timeline.timeline import COMMIT_ACTIONS
 from pyhudi.config.read import SKIP_CORRUPT_BLOCKS  # noqa: F401 (declared there)
@@ -196,11 +196,30 @@ def check_written_files(view: FileSystemView, groups: list[FileGroup]) -> list[F
     return groups
 
 
-def missing_files_error(storage: Any, group: FileGroup) -> CorruptFileError:
+def missing_files_error(storage: Any, group: FileGroup, table: Any = None,
+                        listed: Any = None) -> CorruptFileError | StaleSnapshotError:
+    """The error for a file group whose files are missing: damage, unless a clean that completed
+    after the read's ``listed`` timeline deleted them (the table moved on under the read: a
+    :class:`StaleSnapshotError` naming the clean, retried on a fresh listing by ``Table.read``)."""
     relpath, instant = group.missing[0]
     more = f" (and {len(group.missing) - 1} more of its file group)" if len(group.missing) > 1 else ""
+    cleans = _cleans_since(table, listed) if table is not None and listed is not None else []
+    if cleans:
+        return StaleSnapshotError(
+            f"data file {relpath} of the table at {storage.base_uri} is gone: clean {cleans[0]} completed after this "
+            f"read listed the timeline and deleted files that listing still counts{more}; plan the read again on a "
+            "fresh listing (retry it)")
     return CorruptFileError(f"data file {relpath} of the table at {storage.base_uri} is missing: commit {instant} "
                             f"wrote it and it was neither replaced nor cleaned as of the snapshot read{more}")
+
+
+def _cleans_since(table: Any, listed: Any) -> list[str]:
+    """Cleans that completed after ``listed`` was taken (a fresh listing, archived ones too:
+    completion times are issued in order, so theirs are later than every listed one)."""
+    latest = max((i.sort_time for i in listed.completed()), default="")
+    fresh = table.active_timeline()
+    done = fresh.completed_with_archived() if hasattr(fresh, "completed_with_archived") else fresh.completed()
+    return [i.requested_time for i in done if str(i.action) == "clean" and i.sort_time > latest]
 
 
 def _with_ranges(log: LogFile, written: CommittedFile | None) -> LogFile:

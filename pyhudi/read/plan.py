@@ -511,7 +511,7 @@ def _plan_scan(table: Any, timeline: Any, columns: Sequence[str] | None, filters
     planned = []
     for group in groups:
         if group.missing:  # (pruned partitions and untouched file groups are not read: not checked)
-            raise missing_files_error(table.storage, group)
+            raise missing_files_error(table.storage, group, table, timeline)
         parts = [FamilyPart(scan, group.latest_slice(scan.family, has_families, layout_version), own)
                  for scan, own in scans]
         if not all(p.file_slice.is_empty for p in parts):

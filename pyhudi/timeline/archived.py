@@ -278,6 +278,20 @@ class ArchivedTimeline:
         """The plan (requested file) bytes as archived (empty if none)."""
         return self._content(instant)[1] or b""
 
+    def moved_content(self, listed: Instant) -> bytes | None:
+        """What the file of ``listed`` (an instant of an older active listing) held, if archival
+        moved it here meanwhile: a completed instant's metadata (same completion), or the plan of
+        a compaction or clustering listed as requested that then completed and was archived (a
+        plan never changes; the archive keeps it). None when this archive does not hold it."""
+        moved = self.get(listed.requested_time)
+        if moved is None:
+            return None
+        if listed.is_completed:
+            return self.metadata_bytes(moved) if listed.completion_time in (None, moved.completion_time) else None
+        if listed.state is State.REQUESTED and moved.action is listed.completed_action:
+            return self.plan_bytes(moved) or None
+        return None
+
     def _content(self, instant: Instant) -> tuple[bytes | None, bytes | None]:
         entry = self._by_time.get(instant.requested_time)
         if entry is None:

@@ -348,15 +348,15 @@ class Timeline:
         return self
 
     def _archived_meanwhile(self, instant: Instant) -> bytes:
-        """The bytes of a listed completed instant whose file is gone, from the archive as it is
-        now (archival publishes the archive before it deletes the active files)."""
-        if instant.is_completed and self.layout_version == 2:
+        """The bytes of a listed instant whose file is gone, from the archive as it is now
+        (archival publishes the archive before it deletes the active files): a completed
+        instant's, or the plan of a compaction or clustering listed as requested."""
+        if self.layout_version == 2:
             from pyhudi.timeline.archived import load_archived
 
-            archive = load_archived(self.storage, self.history_dir)
-            moved = archive.get(instant.requested_time)
-            if moved is not None and moved.is_completed and instant.completion_time in (None, moved.completion_time):
-                return archive.metadata_bytes(moved)
+            found = load_archived(self.storage, self.history_dir).moved_content(instant)
+            if found is not None:
+                return found
         raise StaleTimelineError(f"instant {instant.requested_time} ({instant.action.value}) left the active "
                                  "timeline after it was listed and is not in the archived timeline either (rolled "
                                  "back or removed by another process); reload the timeline")
