@@ -443,3 +443,20 @@ def test_a_clean_of_old_versions_meanwhile_does_not_fail_the_read(tmp_path, monk
     assert sorted(reader.read().to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "p": "x", "a": 3.0}, {"id": 2, "p": "y", "a": 9.0}]
     assert len(reader.raced) == 1 and reader.raced[0] is not None
+
+
+def test_the_clis_timeline_and_stats_survive_the_race(compacted, monkeypatch):
+    """``pyhudi timeline`` and ``pyhudi stats`` read the commits they listed: those another
+    process archives meanwhile are read from the archive (before: StaleTimelineError)."""
+    from pyhudi.cli.inspect import timeline_rows
+    from pyhudi.cli.stats import write_amplification
+
+    t, times, archived = compacted
+    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    rows = timeline_rows(reader)
+    assert reader.raced == [archived]
+    assert [(r["requested_time"], r["operation"]) for r in rows] == [
+        (times["first"], "UPSERT"), (times["alter"], "ALTER_SCHEMA"), (times["second"], "UPSERT"),
+        (times["compaction"], "COMPACT")]
+    reader = _racing_reader(t.path, monkeypatch, lambda: None)
+    assert [c["instant"] for c in write_amplification(reader)["commits"]] == [times["compaction"]]

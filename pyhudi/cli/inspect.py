@@ -34,7 +34,7 @@ def _operation(timeline: Any, instant: Instant, archived: bool) -> str | None:
 def timeline_rows(table: Any, archived: bool = False) -> list[dict[str, Any]]:
     """Every instant of the active timeline (and of the archive with ``archived``), by requested
     time: action, state, requested and completion times, operation, and where it lives."""
-    timeline = table.active_timeline()
+    timeline = table.snapshot_timeline()  # (read-only: survives archival meanwhile)
     entries = [(i, False) for i in timeline.instants]
     if archived:
         active = {i.requested_time for i in timeline.instants}
@@ -103,7 +103,7 @@ def instant_details(table: Any, requested_time: str) -> dict[str, Any]:
     """One instant (active or archived) with every state file's decoded content."""
     if not is_valid_instant_time(requested_time):
         raise CliInputError(f"{requested_time!r} is not an instant time (yyyyMMddHHmmssSSS, as `pyhudi timeline` lists)")
-    timeline = table.active_timeline()
+    timeline = table.snapshot_timeline()  # (read-only: survives archival meanwhile)
     instant = timeline.get(requested_time)
     archived = instant is None
     if archived:
@@ -142,7 +142,7 @@ def file_view(table: Any, as_of: str | None = None) -> tuple[list[Any], list[str
     from pyhudi.keygen import partition_layout
     from pyhudi.read.plan import normalize_time
 
-    timeline = table.active_timeline()
+    timeline = table.snapshot_timeline()  # (read-only: survives archival meanwhile)
     context = table.table_context(timeline)
     declared = [name for name, fam in context.families.items() if not fam.is_default]
     as_of = normalize_time(as_of, "as_of", table.config.timezone)

@@ -67,7 +67,7 @@ def _commit_row(instant: Any, metadata: Any) -> dict[str, Any]:
 
 def write_amplification(table: Any) -> dict[str, Any]:
     """Per completed commit of the active timeline, and the total (``commits``, ``total``)."""
-    timeline = table.active_timeline()
+    timeline = table.snapshot_timeline()  # (read-only: survives archival meanwhile)
     commits = timeline.commits_timeline()
     rows = []
     with progress("reading commit metadata", total=len(commits)) as advance:
