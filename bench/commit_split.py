@@ -28,14 +28,14 @@ def _targets() -> list[tuple[str, Any, str]]:
     from pyhudi.engine.local import LocalEngine
     from pyhudi.evolution import SchemaHistory
     from pyhudi.fsview.view import FileSystemView
-    from pyhudi.timeline import heartbeat, lock, metadata_base, timegen, timeline
+    from pyhudi.timeline import heartbeat, lock, metadata_base, timegen, timeline, transitions
     from pyhudi.write import client, commit, handle, txn
 
     return [
         (DATA, txn.WriteTxn, "prepare"),
         (DATA, LocalEngine, "run_tasks"),
         ("timeline listing", timeline.Timeline, "load"),
-        ("instant files", timeline.Timeline, "_create"),
+        ("instant files", transitions.InstantTransitions, "_create"),
         ("instant times", timegen.InstantTimeGenerator, "_next_locked"),
         ("lock", lock.FileLock, "acquire"),
         ("lock", lock.FileLock, "release"),
