@@ -138,3 +138,31 @@ def test_importing_the_cli_module_freezes_nothing_only_the_command_does(tmp_path
     command = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT,
                              timeout=120)
     assert (command.returncode, command.stdout, command.stderr) == (0, f"pyhudi {pyhudi.__version__}\n", "True\n")
+
+
+def test_commands_that_print_no_table_never_import_rich(tmp_path):
+    """rich loads at a command's first printed line (``pyhudi.cli.output.LazyConsole``): ``read
+    --json``, ``--version`` and a bad command line never import it (~15 ms of a fresh process);
+    a table printed for people does."""
+    import pyarrow as pa
+
+    import pyhudi
+
+    t = pyhudi.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("a", pa.float64())]), "id",
+                            num_buckets=1)
+    t.upsert(pa.table({"id": [1, 2], "a": [0.5, 1.5]}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    probe = ("import atexit, json, sys\n"
+             "atexit.register(lambda: sys.stderr.write('RICH=%s\\n' % ('rich' in sys.modules)))\n"
+             "from pyhudi.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+
+    def run(*argv: str) -> tuple[str, str]:
+        done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=env,
+                              cwd=ROOT, timeout=120)
+        return done.stdout, done.stderr.strip().splitlines()[-1]
+
+    out, rich = run("read", t.path, "--json")
+    assert json.loads(out) == [{"id": 1, "a": 0.5}, {"id": 2, "a": 1.5}] and rich == "RICH=False"
+    assert run("read", t.path, "--bogus")[1] == "RICH=False"
+    out, rich = run("read", t.path)
+    assert "0.5" in out and "┃" in out and rich == "RICH=True"

@@ -24,7 +24,7 @@ from typing import Any, NoReturn, Sequence
 
 from pyhudi import gc_freeze
 
-with gc_freeze.frozen_after(freeze=False):  # (rich's modules: frozen by entry(), see pyhudi.gc_freeze)
+with gc_freeze.frozen_after(freeze=False):  # (the CLI's modules: frozen by entry(), see pyhudi.gc_freeze)
     from pyhudi.cli.output import print_rows, stderr_console, stdout_console
 
 EXIT_ERROR = 2
@@ -112,7 +112,7 @@ def entry() -> NoReturn:
     under a profiler or tracer (``python -m cProfile -m pyhudi``, coverage): they report after
     the command returns.
     """
-    gc_freeze.freeze()  # (rich's modules, as import pyhudi does for pyhudi's)
+    gc_freeze.freeze()  # (the CLI's modules, as import pyhudi does for pyhudi's; rich loads at first print)
     status, read_only = _run(None)
     if read_only and threading.active_count() == 1 and not _observed():
         try:

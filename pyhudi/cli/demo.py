@@ -12,11 +12,12 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from pyhudi.cli.io import CliInputError
+
+if TYPE_CHECKING:
+    from rich.console import Console  # (rich loads when a command prints: pyhudi.cli.output)
 
 SIZE_ENV = "PYHUDI_DEMO_SIZE"
 

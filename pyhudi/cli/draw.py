@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import argparse
 from datetime import datetime
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from pyhudi.cli.inspect import file_view, timeline_rows
 from pyhudi.cli.io import CliInputError
 from pyhudi.cli.output import emit_json, human_bytes, open_table, progress
 from pyhudi.errors import HudiError
 from pyhudi.timeline.instant import parse_instant_time
+
+if TYPE_CHECKING:
+    from rich.console import Console  # (rich loads when a command prints: pyhudi.cli.output)
 
 STATE_COLOURS = {"COMPLETED": "#2b8a3e", "INFLIGHT": "#e8590c", "REQUESTED": "#868e96"}
 BASE_COLOUR, LOG_COLOUR = "#1c7ed6", "#a5d8ff"

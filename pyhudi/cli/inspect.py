@@ -8,16 +8,16 @@ completed timeline), so an operator looks at the same file slices a compaction w
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
-from rich.console import Console
-from rich.json import JSON
+from typing import TYPE_CHECKING, Any
 
 from pyhudi.cli.io import CliInputError
 from pyhudi.cli.output import emit_json, human_bytes, open_table, table_view
 from pyhudi.errors import TimelineError
 from pyhudi.timeline.instant import Instant, State, is_valid_instant_time
 from pyhudi.timeline.metadata_base import AvroModel
+
+if TYPE_CHECKING:
+    from rich.console import Console  # (rich loads when a command prints: pyhudi.cli.output)
 
 _COMMIT_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit"})
 
@@ -131,6 +131,8 @@ def cmd_show_instant(args: argparse.Namespace, console: Console) -> int:
         if entry["content"] is None:
             console.print("(empty)")
         else:
+            from rich.json import JSON
+
             console.print(JSON.from_data(entry["content"], default=str))
     return 0
 

@@ -11,26 +11,54 @@ import json
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Sequence
-
-from rich.console import Console
-from rich.table import Table as RichTable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from pyhudi.cli.io import CliInputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table as RichTable
 
 
 PIPE_WIDTH = 160
 """Columns of tables printed to a pipe or file (``COLUMNS`` overrides): wide enough for file names."""
 
 
-def stdout_console() -> Console:
-    """The console results go to (looked up at call time so tests capturing stdout see it)."""
+class LazyConsole:
+    """A rich ``Console`` made at its first use: a command that prints JSON, writes a file or
+    fails its input checks never imports rich (~15 ms of a fresh ``pyhudi`` process)."""
+
+    def __init__(self, make: Callable[[], Console]) -> None:
+        self._make = make
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            self._console = self._make()
+        return getattr(self._console, name)
+
+
+def _stdout() -> Console:
+    from rich.console import Console
+
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS") or PIPE_WIDTH)
     return Console(file=sys.stdout, soft_wrap=False, width=width)
 
 
-def stderr_console() -> Console:
+def _stderr() -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stderr, soft_wrap=True)
+
+
+def stdout_console() -> Console:
+    """The console results go to (its stream looked up at first use, so tests capturing stdout
+    see it; rich loads then: :class:`LazyConsole`)."""
+    return LazyConsole(_stdout)  # type: ignore[return-value]
+
+
+def stderr_console() -> Console:
+    return LazyConsole(_stderr)  # type: ignore[return-value]
 
 
 def emit_json(value: Any) -> None:
@@ -42,6 +70,8 @@ def table_view(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
                right: Sequence[str] = ()) -> RichTable:
     """A rich table of ``rows`` (values printed with ``str``; None as empty); ``right``: the
     columns that hold numbers (right-aligned)."""
+    from rich.table import Table as RichTable
+
     view = RichTable(title=title)
     for name in columns:
         view.add_column(name, justify="right" if name in right else "left", overflow="fold")
@@ -99,6 +129,6 @@ def progress(description: str, total: int | None = None, enabled: bool = True) -
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=stderr_console(), transient=True) as bar:
+    with Progress(*columns, console=_stderr(), transient=True) as bar:  # (rich needs a real console)
         task = bar.add_task(description, total=total)
         yield lambda n=1: bar.advance(task, n)

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any, Callable
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any, Callable
 
 from pyhudi.cli.io import CliInputError
 from pyhudi.cli.output import emit_json, open_table, parse_options, progress, table_view
 from pyhudi.cli.tables import engine_for
 from pyhudi.errors import TimelineError
+
+if TYPE_CHECKING:
+    from rich.console import Console  # (rich loads when a command prints: pyhudi.cli.output)
 
 Report = dict[str, Any]
 

@@ -13,13 +13,15 @@ plus log files per slice (what tells an operator that a family needs compacting)
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from rich.console import Console
 
 from pyhudi.cli.inspect import file_view
 from pyhudi.cli.output import emit_json, human_bytes, open_table, progress, table_view
+
+if TYPE_CHECKING:
+    from rich.console import Console  # (rich loads when a command prints: pyhudi.cli.output)
 
 KINDS = ("filesizes", "wa", "logs")
 _PERCENTILES = (10, 50, 95)

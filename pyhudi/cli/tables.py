@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import argparse
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import pyarrow as pa
-from rich.console import Console
 
 from pyhudi.cli import io as cli_io
 from pyhudi.cli.output import emit_json, open_table, parse_options, print_rows, progress, table_view
 from pyhudi.errors import HudiError
+
+if TYPE_CHECKING:
+    from rich.console import Console  # (rich loads when a command prints: pyhudi.cli.output)
 
 _TYPES = {
     "string": pa.string(),
