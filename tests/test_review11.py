@@ -5,6 +5,9 @@
 - The JVM merge reader's recorded build failure: a JDK switched behind the same ``javac`` path
   builds again; a ``javac`` killed by a signal is not recorded; a cache that cannot be written
   gives a reason (the read falls back) instead of raising.
+- A write whose families keep differently marked copies of a repeated key (ordered by different
+  columns) left the whole row deleted in a new file group (one full-row file, one marker) but
+  not in an existing one (a file per family): both now read alike.
 """
 
 from __future__ import annotations
@@ -143,3 +146,45 @@ def test_a_cache_that_cannot_be_written_gives_a_reason_instead_of_failing(tmp_pa
     assert reason == (f"the merge reader could not be built (cache {tmp_path / 'file' / 'cache' / digest}): "
                       f"[Errno 20] Not a directory: '{tmp_path / 'file' / 'cache' / digest}'")
     assert jvm.session_jars("a.jar") == "a.jar"
+
+
+# ------------------------------------------------------------------------------ soft deletes, full-row files
+DUP_SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.float64()), ("b", pa.string()), ("c", pa.int64()),
+                        ("_hoodie_is_deleted", pa.bool_())])
+DUP_FAMILIES = {"fa": "a,c,_hoodie_is_deleted;c", "fb": "b"}
+# key 1 twice: fa (ordered by c) keeps the first row, marked deleted; fb (arrival order) keeps the second, not marked
+DUP = pa.table({"id": [1, 1], "a": [1.0, 2.0], "b": ["x", "y"], "c": [5, 3], "_hoodie_is_deleted": [True, False]},
+               schema=DUP_SCHEMA)
+
+
+@pytest.mark.parametrize("operation", ["upsert", "bulk_insert"])
+def test_a_key_whose_families_keep_rows_marked_differently_reads_alike_in_new_and_existing_file_groups(
+        tmp_path, operation):
+    """Each family merges a marked row by its own rule (pyhudi.write.soft_deletes): into an
+    existing file group fa's file deletes key 1 and fb's keeps ``b = "y"``. A new file group
+    got one full-row file whose one marker column was fa's choice for every family, so the
+    same write deleted the whole row there (before: ``[]``); now the families whose rows
+    disagree on the marker get their own files, and both groups read alike."""
+    kept = [{"id": 1, "a": None, "b": "y", "c": None, "_hoodie_is_deleted": None}]
+    existing = pyhudi.create_table(str(tmp_path / "existing"), DUP_SCHEMA, "id", num_buckets=1,
+                                   column_families=DUP_FAMILIES)
+    existing.upsert(pa.table({"id": [2], "a": [0.0], "b": ["z"], "c": [0], "_hoodie_is_deleted": [False]},
+                             schema=DUP_SCHEMA))
+    getattr(existing, operation)(DUP)
+    assert [r for r in existing.read().to_pylist() if r["id"] == 1] == kept
+    new = pyhudi.create_table(str(tmp_path / "new"), DUP_SCHEMA, "id", num_buckets=1, column_families=DUP_FAMILIES)
+    instant = getattr(new, operation)(DUP)
+    assert new.read().to_pylist() == kept
+    group = "00000000-0000-0000-0000-000000000000-0"
+    assert sorted(n for n in os.listdir(new.path) if instant in n) == (
+        [f"{group}_0-1-0_{instant}_{f}.parquet" for f in ("fa", "fb")] if operation == "bulk_insert"
+        else [f".{group}_{instant}_{f}.log.1_0-1-0" for f in ("fa", "fb")])
+
+
+def test_a_full_row_file_is_still_written_when_the_families_agree_on_the_marker(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "t"), DUP_SCHEMA, "id", num_buckets=1, column_families=DUP_FAMILIES)
+    instant = t.upsert(pa.table({"id": [1, 2], "a": [1.0, 2.0], "b": ["x", "y"], "c": [5, 3],
+                                 "_hoodie_is_deleted": [True, False]}, schema=DUP_SCHEMA))
+    assert t.read().to_pylist() == [{"id": 2, "a": 2.0, "b": "y", "c": 3, "_hoodie_is_deleted": False}]
+    [log] = [n for n in os.listdir(t.path) if instant in n]
+    assert log == f".00000000-0000-0000-0000-000000000000-0_{instant}.log.1_0-1-0"
