@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyhudi.cli.io import CliInputError
 from pyhudi.cli.output import emit_json, human_bytes, open_table, table_view
-from pyhudi.errors import TimelineError
+from pyhudi.errors import StaleTimelineError, StorageError, TimelineError
 from pyhudi.timeline.instant import Instant, State, is_valid_instant_time
 from pyhudi.timeline.metadata_base import AvroModel
 
@@ -86,9 +86,33 @@ def _state_contents(timeline: Any, instant: Instant) -> list[dict[str, Any]]:
     return out
 
 
-def _archived_contents(timeline: Any, instant: Instant) -> list[dict[str, Any]]:
+def _listed_contents(timeline: Any, instant: Instant) -> list[dict[str, Any]] | None:
+    """:func:`_state_contents`, or None when a state file listed a moment ago is gone (another
+    process archived, or rolled back, the instant meanwhile)."""
+    try:
+        return _state_contents(timeline, instant)
+    except StorageError:
+        if all(timeline.storage.exists(f"{timeline.timeline_dir}/{name}") for _, name in timeline.state_files(instant)):
+            raise
+        return None
+
+
+def _archived_meanwhile(timeline: Any, instant: Instant) -> tuple[Any, Instant]:
+    """The archived timeline, loaded now, and its record of an instant whose listed files another
+    process removed meanwhile (archival publishes the archive before it deletes them)."""
+    from pyhudi.timeline.archived import load_archived
+
+    history = load_archived(timeline.storage, timeline.history_dir)
+    moved = history.get(instant.requested_time)
+    if moved is None:
+        raise StaleTimelineError(f"instant {instant.requested_time} ({instant.action.value}) left the active timeline "
+                                 "while it was read and is not in the archived timeline either (rolled back by "
+                                 "another process); list the timeline again")
+    return history, moved
+
+
+def _archived_contents(history: Any, instant: Instant) -> list[dict[str, Any]]:
     """An archived instant's plan (if it had one) and completed metadata, from the LSM history."""
-    history = timeline.archived()
     out = []
     plan = history.read_plan(instant)
     if plan is not None:
@@ -111,7 +135,12 @@ def instant_details(table: Any, requested_time: str) -> dict[str, Any]:
     if instant is None:
         raise TimelineError(f"no instant {requested_time} on the timeline of table {table.name!r} "
                             "(neither active nor archived)")
-    files = _archived_contents(timeline, instant) if archived else _state_contents(timeline, instant)
+    files = None if archived else _listed_contents(timeline, instant)
+    if archived:
+        files = _archived_contents(timeline.archived(), instant)
+    elif files is None:  # another process archived it meanwhile
+        history, instant = _archived_meanwhile(timeline, instant)
+        archived, files = True, _archived_contents(history, instant)
     return {"requested_time": instant.requested_time, "action": str(instant.action),
             "origin_action": str(instant.origin_action), "state": str(instant.state),
             "completion_time": instant.completion_time, "archived": archived, "files": files}

@@ -12,8 +12,9 @@ go through the Python source, as before, and :func:`merge_jar` says why.
 A build that ``javac`` refuses (e.g. a Spark whose internal reader API changed) is recorded beside
 the jar (``build-failed.txt``, with the compiler's path and its errors): later processes go to the
 Python source at once, instead of each running ``javac`` again before falling back. A different
-``javac`` tries again; so does removing that file. A build that timed out is not recorded (a
-busy machine), nor is a missing ``javac``.
+``javac`` (another file, however it is reached) tries again; so does removing that file. A build
+that timed out or whose ``javac`` was killed is not recorded (a busy machine), nor is a missing
+``javac``; a cache that cannot be written gives a reason, and the read falls back.
 
 A session gets the jar by ``ADD JAR`` at its first read that needs it (Spark ships it to the
 executors, as for any added jar); a session started with it on ``spark.jars``
@@ -100,6 +101,13 @@ def _build(jars: Path, target: Path) -> Path | str:
     failed = _recorded_failure(target.parent / _FAILED, javac)
     if failed is not None:
         return failed
+    try:
+        return _compile(javac, jars, target)
+    except OSError as exc:  # (the read falls back to the Python source: it does not fail)
+        return f"the merge reader could not be built (cache {target.parent}): {exc}"
+
+
+def _compile(javac: str, jars: Path, target: Path) -> Path | str:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as work:
         classes = Path(work) / "classes"
@@ -109,6 +117,8 @@ def _build(jars: Path, target: Path) -> Path | str:
             done = subprocess.run(command, capture_output=True, text=True, timeout=_JAVAC_TIMEOUT)
         except subprocess.TimeoutExpired:
             return f"javac did not finish building the merge reader within {_JAVAC_TIMEOUT} s"
+        if done.returncode < 0:  # (killed, e.g. by the out-of-memory killer: not the sources' fault)
+            return f"javac was killed by signal {-done.returncode} while building the merge reader"
         if done.returncode != 0:
             reason = f"javac failed to build the merge reader:\n{done.stderr.strip()[-2000:]}"
             _record_failure(target.parent / _FAILED, javac, reason)
@@ -123,12 +133,24 @@ def _build(jars: Path, target: Path) -> Path | str:
     return target
 
 
+def _compiler_identity(javac: str) -> str:
+    """What a recorded failure names the compiler by: the file ``javac`` resolves to, and its
+    size and modification time — a JDK switched behind the same path (``update-alternatives``,
+    a ``JAVA_HOME`` symlink, an upgrade in place) is another compiler, and tries again."""
+    real = os.path.realpath(javac)
+    try:
+        stat = os.stat(real)
+    except OSError:
+        return real
+    return f"{real} ({stat.st_size} bytes, mtime {stat.st_mtime_ns} ns)"
+
+
 def _record_failure(path: Path, javac: str, reason: str) -> None:
     """Keep ``javac``'s refusal for later processes (best effort: an unwritable cache only costs
     them the build again)."""
     try:
         staged = path.with_suffix(f".{os.getpid()}.tmp")
-        staged.write_text(f"{javac}\n{reason}\n", encoding="utf-8")
+        staged.write_text(f"{_compiler_identity(javac)}\n{reason}\n", encoding="utf-8")
         os.replace(staged, path)
     except OSError:
         pass
@@ -141,7 +163,7 @@ def _recorded_failure(path: Path, javac: str) -> str | None:
         recorded, _, reason = path.read_text(encoding="utf-8").partition("\n")
     except OSError:
         return None
-    if recorded != javac:
+    if recorded != _compiler_identity(javac):
         return None
     return f"{reason.strip()}\n(recorded by an earlier build in {path}; remove that file to build again)"
 

@@ -11,7 +11,8 @@ The file holds the meta columns once, then every family's file columns (key and 
 once). It is written only when no family is partial and every family's rows hold the same keys in
 the same order — as they do in a bulk insert, whose families are cut from the same input rows
 (when a family with its own ordering column keeps another copy of a repeated key than the others,
-each family's columns in the full row are its own choice, exactly what its own file would hold);
+each family's columns in the full row are its own choice, exactly what its own file would hold,
+unless their choices differ in the soft-delete marker, which the full row holds once);
 otherwise each family gets its own file.
 
 Inserts and upserts into new file groups of a bucketed merge-on-read table write log files (two
@@ -31,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 
 from pyhudi.schema import META_FIELDS
+from pyhudi.write.soft_deletes import SOFT_DELETE
 
 RECORD_KEY = META_FIELDS[2]
 
@@ -52,6 +54,8 @@ def full_row_payload(payloads: Sequence[Any], cache: dict) -> Any | None:
     keys = tables[0].column(RECORD_KEY)
     if any(t.column(RECORD_KEY) is not keys and not t.column(RECORD_KEY).equals(keys) for t in tables[1:]):
         return None  # (not expected: every family is cut from the same input rows)
+    if not _agree_on_soft_deletes(tables):
+        return None
     fields: dict[str, pa.Field] = {}
     columns: dict[str, Any] = {}
     for payload, data in zip(payloads, tables):
@@ -63,6 +67,15 @@ def full_row_payload(payloads: Sequence[Any], cache: dict) -> Any | None:
     data = pa.table({n: columns[n] for n in names})
     return dataclasses.replace(payloads[0], family="", data=data, file_schema=pa.schema(list(fields.values())),
                                parquet_options=_merged(payloads))
+
+
+def _agree_on_soft_deletes(tables: Sequence[pa.Table]) -> bool:
+    """Whether the families' rows that carry the soft-delete marker (every family's, in a write
+    that marks rows: :mod:`~pyhudi.write.soft_deletes`) mark the same keys. Families ordered by
+    different columns may keep different copies of a repeated key, one marked and one not; each
+    family's file then deletes its own choice, and the full row's one marker column cannot."""
+    markers = [t.column(SOFT_DELETE).fill_null(False) for t in tables if SOFT_DELETE in t.column_names]
+    return all(m.equals(markers[0]) for m in markers[1:])
 
 
 def _one_group_of_one_gather(payloads: Sequence[Any]) -> bool:
