@@ -45,6 +45,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import math
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -186,7 +187,12 @@ def spark_reads(type_: pa.DataType) -> bool:
 
 # --------------------------------------------------------------------------- the DataFrame
 def native_frame(spark: SparkSession, files: Sequence[NativeFile], schema: T.StructType) -> DataFrame:
-    """The rows of ``files`` with exactly ``schema`` (the Python source's schema of the read)."""
+    """The rows of ``files`` with exactly ``schema`` (the Python source's schema of the read).
+
+    One Parquet scan per set of partition values the files do not store — one in all for a table
+    that stores its partition columns — each projected by one ``selectExpr``: building the
+    DataFrame costs a few py4j round trips, not one per column (measured: ~0.1 ms each, ~400 for
+    21 columns built as ``Column`` objects, 50 ms of planning before Spark starts reading)."""
     by_values: dict[tuple, list[str]] = {}
     for f in files:
         by_values.setdefault(f.partition_values, []).append(f.uri)
@@ -207,20 +213,87 @@ def partition_value(f: T.StructField, value: Any) -> Column:
     return F.when(F.lit(True), F.lit(value).cast(f.dataType)).alias(f.name)
 
 
+_PLACEHOLDER = T.StructField("__pyhudi_row", T.IntegerType(), True)
+"""The one column a scan reading no stored column (a count) asks for: absent from the files, so
+Spark reads no column chunk, yet counts every row (and infers no schema from footers)."""
+
+
 def _frame(spark: SparkSession, uris: list[str], values: dict[str, Any], schema: T.StructType) -> DataFrame:
     stored = T.StructType([T.StructField(f.name, f.dataType, True) for f in schema.fields if f.name not in values])
-    if not stored.fields:  # nothing stored is read (a count): read the smallest column Spark allows
-        df = spark.read.parquet(*uris).select(F.lit(0).alias("__pyhudi_row"))
+    read = stored if stored.fields else T.StructType([_PLACEHOLDER])
+    return project(spark.read.schema(read).parquet(*uris), read, values, schema)
+
+
+def project(df: DataFrame, stored: T.StructType, values: dict[str, Any], schema: T.StructType) -> DataFrame:
+    """``df`` (columns ``stored``) as exactly ``schema``: partition columns from ``values``,
+    record keys declared NOT NULL where ``stored`` has them nullable; ``df`` itself when it is
+    already that. One ``selectExpr`` of SQL text (a constant number of round trips to the JVM);
+    ``Column`` objects only for a partition value SQL text cannot spell exactly here."""
+    if not values and [(f.name, f.dataType, f.nullable) for f in stored.fields] == \
+            [(f.name, f.dataType, f.nullable) for f in schema.fields]:
+        return df
+    nullable = {f.name for f in stored.fields if f.nullable}
+    exprs = [_sql_column(f, values, f.name in nullable) for f in schema.fields]
+    if all(e is not None for e in exprs):
+        return df.selectExpr(*exprs)
+    return df.select(*[_column(f, values, f.name in nullable) for f in schema.fields])
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _sql_column(f: T.StructField, values: dict[str, Any], nullable: bool) -> str | None:
+    """The SQL text of one output column (see :func:`_column`); None: no exact SQL spelling."""
+    name = _quoted(f.name)
+    if f.name in values:
+        value = sql_literal(values[f.name], f.dataType)
+        return None if value is None else f"CASE WHEN true THEN {value} END AS {name}"
+    if f.nullable or not nullable:
+        return name
+    return f"coalesce({name}, {_sql_zero(f.dataType)}) AS {name}"
+
+
+def sql_literal(value: Any, data_type: T.DataType) -> str | None:
+    """SQL text of ``value`` cast to ``data_type``, exact for the values a partition path holds;
+    None for those spelled otherwise (timestamps, non-finite floats): :func:`partition_value`."""
+    if value is None:
+        text = "NULL"
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, str):  # (UTF-8 bytes: no quoting or escape rule to get wrong)
+        text = f"CAST(X'{value.encode().hex()}' AS STRING)"
+    elif isinstance(value, (bytes, bytearray)):
+        text = f"X'{bytes(value).hex()}'"
+    elif isinstance(value, dt.datetime):
+        return None
+    elif isinstance(value, dt.date):
+        text = f"DATE'{value.isoformat()}'"
+    elif isinstance(value, decimal.Decimal) and value.is_finite():
+        text = f"{value:f}BD"
+    elif isinstance(value, float) and math.isfinite(value):
+        text = f"{value!r}D"
     else:
-        df = spark.read.schema(stored).parquet(*uris)
-    return df.select(*[_column(f, values) for f in schema.fields])
+        return None
+    return f"CAST({text} AS {data_type.simpleString()})"
 
 
-def _column(f: T.StructField, values: dict[str, Any]) -> Column:
+def _sql_zero(data_type: T.DataType) -> str:
+    """A non-null SQL value of ``data_type`` (record key types): it only declares NOT NULL."""
+    if isinstance(data_type, T.TimestampType):
+        return "TIMESTAMP'1970-01-01 00:00:00'"
+    if isinstance(data_type, T.TimestampNTZType):
+        return "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
+    return sql_literal(_zero(data_type), data_type)
+
+
+def _column(f: T.StructField, values: dict[str, Any], nullable: bool = True) -> Column:
     if f.name in values:
         return partition_value(f, values[f.name])
-    column = F.col(f"`{f.name.replace('`', '``')}`")
-    if not f.nullable:  # record keys are never null in a base file; this only declares it NOT NULL
+    column = F.col(_quoted(f.name))
+    if not f.nullable and nullable:  # record keys are never null in a base file; this only declares it NOT NULL
         return F.coalesce(column, F.lit(_zero(f.dataType)).cast(f.dataType)).alias(f.name)
     return column
 
