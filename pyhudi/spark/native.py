@@ -262,7 +262,7 @@ def _frame(spark: SparkSession, uris: list[str], values: dict[str, Any], schema:
     return project(df, read, values, schema)
 
 
-_SEPARATOR = "\x00"  # (in no path nor SQL text pyhudi builds)
+_SEPARATOR = "\x00"  # (no path holds it; a column name that does is passed as a list)
 
 
 def java_strings(spark: SparkSession, values: Sequence[str]) -> Any | None:

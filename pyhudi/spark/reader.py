@@ -229,7 +229,7 @@ def read(spark: SparkSession, path: str, columns: Sequence[str] | None = None,
     def python_source(restrict: Mapping[str, str]) -> DataFrame:
         """The ``pyhudi`` source over the file groups ``restrict`` names (built only when used:
         each option is a round trip to the JVM)."""
-        return spark.read.format("pyhudi").options(**options, **restrict).load(path)
+        return spark.read.format("pyhudi").options(**{**options, **restrict}).load(path)
 
     df = _native_union(spark, table, settings, read_columns, filters, python_source, merge) if native else None
     if df is None:
