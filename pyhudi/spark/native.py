@@ -283,17 +283,27 @@ def project(df: DataFrame, stored: T.StructType, values: dict[str, Any], schema:
     """``df`` (columns ``stored``) as exactly ``schema``: partition columns from ``values``,
     record keys declared NOT NULL where ``stored`` has them nullable; ``df`` itself when it is
     already that. One ``selectExpr`` of SQL text (a constant number of round trips to the JVM);
-    ``Column`` objects only for a partition value SQL text cannot spell exactly here."""
+    ``Column`` objects only for a partition value SQL text cannot spell exactly here, or when the
+    session reads back-quoted names as regular expressions."""
     if not values and [(f.name, f.dataType, f.nullable) for f in stored.fields] == \
             [(f.name, f.dataType, f.nullable) for f in schema.fields]:
         return df
     nullable = {f.name for f in stored.fields if f.nullable}
+    spark = df.sparkSession
     exprs = [_sql_column(f, values, f.name in nullable) for f in schema.fields]
-    if all(e is not None for e in exprs):
-        spark = df.sparkSession
+    if all(e is not None for e in exprs) and not _regex_names(spark):
         text = java_strings(spark, exprs)
         return DataFrame(df._jdf.selectExpr(text), spark) if text is not None else df.selectExpr(*exprs)
     return df.select(*[_column(f, values, f.name in nullable) for f in schema.fields])
+
+
+REGEX_NAMES = "spark.sql.parser.quotedRegexColumnNames"
+
+
+def _regex_names(spark: SparkSession) -> bool:
+    """Whether Spark's SQL parser reads a back-quoted name as a regular expression (a session
+    setting, off by default): then ```c(1)+``` in SQL text would select ``c1``."""
+    return str(spark.conf.get(REGEX_NAMES, "false")).lower() == "true"
 
 
 def _quoted(name: str) -> str:
