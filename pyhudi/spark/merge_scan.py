@@ -44,7 +44,6 @@ from typing import Any
 
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pyhudi.errors import ConfigError
@@ -52,7 +51,7 @@ from pyhudi.read.replay import BaseRead, BlockRead
 from pyhudi.read.task import ReadTask
 from pyhudi.schema import META_FIELDS
 from pyhudi.spark.jvm import MERGE_SOURCE, merge_source_ready
-from pyhudi.spark.native import ScanSplit, partition_value, spark_reads, union_all
+from pyhudi.spark.native import ScanSplit, project, spark_reads, union_all
 
 MAGIC = b"pyhudi-merge-plan-1"
 _UNSTORED_META = frozenset({META_FIELDS[2], META_FIELDS[3]})
@@ -232,8 +231,5 @@ def merge_frame(spark: SparkSession, groups: Sequence[MergeGroup], schema: T.Str
         stored = T.StructType([f for f in schema.fields if f.name not in constant])
         df = (spark.read.format(MERGE_SOURCE).schema(stored).option("schema", stored.json())
               .option("plan", str(write_plan(members))).load())
-        if constant:
-            df = df.select(*[partition_value(f, constant[f.name]) if f.name in constant else F.col(f"`{f.name}`")
-                             for f in schema.fields])
-        frames.append(df)
+        frames.append(project(df, stored, constant, schema))
     return union_all(frames)

@@ -99,9 +99,11 @@ def table_schema_at(table: Any, instant: str | None) -> pa.Schema:
     return schema_at(instant) if schema_at is not None else table.schema
 
 
-def latest_completion(path: str, options: Mapping[str, str] | None = None) -> str | None:
-    """The completion time of the table's last completed instant (None for an empty timeline)."""
-    last = opt.open_table(path, options).active_timeline().last_completed()
+def latest_completion(path: str | Any, options: Mapping[str, str] | None = None) -> str | None:
+    """The completion time of the table's last completed instant (None for an empty timeline);
+    ``path``: the table's path, or the opened table."""
+    table = opt.open_table(path, options) if isinstance(path, str) else path
+    last = table.active_timeline().last_completed()
     return (last.completion_time or last.requested_time) if last is not None else None
 
 
@@ -207,12 +209,13 @@ def read(spark: SparkSession, path: str, columns: Sequence[str] | None = None,
     merge_key = next((k for k in options if k.lower() == JVM_MERGE.key), None)
     merge = JVM_MERGE.parse(options.pop(merge_key) if merge_key else None)
     settings = ReadSettings.from_options(opt.lowered(options))
-    if settings.query_type != "incremental" and settings.as_of is None:
-        pinned = latest_completion(path, options)  # every action on the DataFrame reads this snapshot
+    pin = settings.query_type != "incremental" and settings.as_of is None
+    table = opt.open_table(path, options) if pin or native else None  # (once: the snapshot and the native plan)
+    if pin:
+        pinned = latest_completion(table)  # every action on the DataFrame reads this snapshot
         if pinned is not None:
             options[opt.AS_OF_INSTANT.key] = pinned
             settings = ReadSettings.from_options(opt.lowered(options))
-    reader = spark.read.format("pyhudi").options(**options)
     condition = to_condition(filters or [])
     read_columns = None
     if columns is not None:
@@ -221,24 +224,29 @@ def read(spark: SparkSession, path: str, columns: Sequence[str] | None = None,
         columns = list(columns)
         # filter columns are read too (and dropped after filtering): Spark resolves the condition
         read_columns = list(dict.fromkeys([*columns, *(f[0] for f in filters or [])]))
-        reader = reader.option(opt.COLUMNS.key, ",".join(read_columns))
-    df = _native_union(spark, path, settings, read_columns, filters, reader, merge) if native else None
+        options[opt.COLUMNS.key] = ",".join(read_columns)
+
+    def python_source(restrict: Mapping[str, str]) -> DataFrame:
+        """The ``pyhudi`` source over the file groups ``restrict`` names (built only when used:
+        each option is a round trip to the JVM)."""
+        return spark.read.format("pyhudi").options(**{**options, **restrict}).load(path)
+
+    df = _native_union(spark, table, settings, read_columns, filters, python_source, merge) if native else None
     if df is None:
-        df = reader.load(path)
+        df = python_source({})
     if condition is not None:
         df = df.filter(condition)
-    if columns is not None and len(df.columns) != len(columns):
+    if columns is not None and len(read_columns) != len(columns):  # (both branches return read_columns)
         df = df.select(*[f"`{c}`" for c in columns])
     return df
 
 
-def _native_union(spark: SparkSession, path: str, settings: ReadSettings, columns: list[str] | None,
-                  filters: Sequence[Sequence[Any]] | None, reader: Any, merge: bool = True) -> DataFrame | None:
+def _native_union(spark: SparkSession, table: Any, settings: ReadSettings, columns: list[str] | None,
+                  filters: Sequence[Sequence[Any]] | None, python_source: Any, merge: bool = True) -> DataFrame | None:
     """Spark's Parquet scan of the final file groups ∪ the Python source over the others; None
     when no file group is read natively (the Python source alone)."""
     from pyhudi.spark.types import select, spark_schema
 
-    table = opt.open_table(path, dict(settings.storage))
     schema = spark_schema(table_schema_at(table, settings.schema_instant), table.record_key_fields)
     if columns is not None:
         schema = select(schema, columns)
@@ -251,5 +259,5 @@ def _native_union(spark: SparkSession, path: str, settings: ReadSettings, column
     if merged:
         frames.append(merge_frame(spark, merged, schema))
     if split.python:
-        frames.append(reader.options(**file_groups_option(split.python)).load(path))
+        frames.append(python_source(file_groups_option(split.python)))
     return union_all(frames)
