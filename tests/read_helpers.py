@@ -1,6 +1,6 @@
 """Helpers shared by the read tests: running a scan plan's tasks one by one; a time just before a
 completion; a process metadata cache emptied around a test; the two-family rows the positional
-merge tests read."""
+merge tests read; a reader raced by another process between its listing and its lookups."""
 
 from __future__ import annotations
 
@@ -53,3 +53,30 @@ def just_before(table, completion: str) -> str:
     while before in requested:
         before = str(int(before) - 1)
     return before
+
+
+def racing_reader(path: str, monkeypatch, meanwhile):
+    """A table handle standing for a reader in a process of its own (the process-wide caches of
+    decoded instant files emptied), whose next timeline listing is followed, before anything is
+    read from it, by ``meanwhile()`` (another process's work: an archival, a clean); later
+    listings are left alone. ``reader.raced`` holds what ``meanwhile`` returned."""
+    import pyhudi
+    from pyhudi.table import Table
+    from pyhudi.timeline import timeline as timeline_module
+
+    monkeypatch.setattr(timeline_module, "_RECORDS", {})
+    monkeypatch.setattr(timeline_module, "_DECODED", {})
+    reader = pyhudi.open_table(path)
+    real = Table.active_timeline
+    raced: list = []
+
+    def listing_then_race(options=None):
+        timeline = real(reader, options)
+        if not raced:
+            timeline.instants  # noqa: B018 (listed)
+            raced.append(meanwhile())
+        return timeline
+
+    monkeypatch.setattr(reader, "active_timeline", listing_then_race)
+    reader.raced = raced
+    return reader

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 
 import pyhudi
+from read_helpers import racing_reader
 from pyhudi.config.families import ColumnFamily
 from pyhudi.errors import CorruptFileError, StaleSnapshotError, StaleTimelineError
 from pyhudi.table import Table
@@ -59,25 +60,6 @@ def _forget_decoded() -> None:
     timeline_module._DECODED.clear()
 
 
-def _racing_reader(path: str, monkeypatch, meanwhile) -> Table:
-    """A handle whose next timeline listing is followed, before anything is read from it, by
-    ``meanwhile()`` (another process's work); later listings are left alone."""
-    monkeypatch.setattr(timeline_module, "_RECORDS", {})  # (a reader process of its own)
-    monkeypatch.setattr(timeline_module, "_DECODED", {})
-    reader = pyhudi.open_table(path)
-    real = Table.active_timeline
-    raced = []
-
-    def listing_then_race(options=None):
-        timeline = real(reader, options)
-        if not raced:
-            timeline.instants  # noqa: B018 (listed)
-            raced.append(meanwhile())
-        return timeline
-
-    monkeypatch.setattr(reader, "active_timeline", listing_then_race)
-    reader.raced = raced
-    return reader
 
 
 def _rows(table: pa.Table) -> list[dict]:
@@ -93,7 +75,7 @@ def compacted(tmp_path):
 # ---------------------------------------------------------------- schema and families
 def test_schema_survives_the_commits_that_recorded_it_archived_meanwhile(compacted, monkeypatch):
     t, times, archived = compacted
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     assert reader.schema == WITH_C
     assert reader.raced == [archived]
     assert pyhudi.open_table(t.path).schema == WITH_C  # (the same lookup without the race)
@@ -103,14 +85,14 @@ def test_schema_survives_the_commits_that_recorded_it_archived_meanwhile(compact
 def test_schema_at_a_time_whose_commits_were_archived_meanwhile(compacted, monkeypatch, when, expected):
     t, times, archived = compacted
     completion = {i.requested_time: i.completion_time for i in t.active_timeline().instants}[times[when]]
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     assert reader.schema_at(completion) == expected
     assert reader.raced == [archived]
 
 
 def test_column_families_survive_the_commits_that_recorded_them_archived_meanwhile(compacted, monkeypatch):
     t, times, archived = compacted
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     assert reader.column_families == {"fa": FA, "fb": FB, "fc": FC}
     assert reader.raced == [archived]
 
@@ -118,7 +100,7 @@ def test_column_families_survive_the_commits_that_recorded_them_archived_meanwhi
 def test_families_at_before_and_after_the_archived_alter(compacted, monkeypatch):
     t, times, archived = compacted
     completion = {i.requested_time: i.completion_time for i in t.active_timeline().instants}
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     assert reader.families_at(completion[times["first"]]) == {"fa": FA, "fb": FB}
     assert reader.raced == [archived]
     assert reader.families_at(completion[times["second"]]) == {"fa": FA, "fb": FB, "fc": FC}
@@ -128,7 +110,7 @@ def test_families_at_before_and_after_the_archived_alter(compacted, monkeypatch)
 def test_describe_survives_the_race(compacted, monkeypatch):
     """``pyhudi describe`` (the CLI) prints this."""
     t, times, archived = compacted
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     described = reader.describe()
     assert reader.raced == [archived]
     assert described["column_families"] == {"fa": "a", "fb": "b", "fc": "c"}
@@ -142,7 +124,7 @@ def test_a_plain_tables_schema_survives_the_race(tmp_path, monkeypatch):
     first = t.upsert(pa.table({"id": [1], "a": [1.0], "b": [10.0]}, schema=SCHEMA), options=OFF)
     second = t.upsert(pa.table({"id": [2], "a": [2.0], "b": [20.0]}, schema=SCHEMA), options=OFF)
     t.compact(options=OFF)
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     assert reader.families_at() == {"": ColumnFamily("", ("a", "b"))}  # (the default family)
     assert reader.raced == [[first, second]]
     assert reader.schema == SCHEMA
@@ -153,7 +135,7 @@ def test_a_plain_tables_schema_survives_the_race(tmp_path, monkeypatch):
 def test_file_groups_survive_the_alter_archived_meanwhile(compacted, monkeypatch):
     """The view needs when the ALTER added fc (a full-row file older than it serves no fc)."""
     t, times, archived = compacted
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     groups = reader.file_groups()
     assert reader.raced == [archived]
     assert [(g.partition_path, g.file_id) for g in groups] == [("", BUCKET_0)]
@@ -167,7 +149,7 @@ def test_file_groups_survive_the_alter_archived_meanwhile(compacted, monkeypatch
 
 def test_file_groups_as_of_a_write_archived_meanwhile(compacted, monkeypatch):
     t, times, archived = compacted
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     (group,) = reader.file_groups(as_of=times["second"])
     assert reader.raced == [archived]
     assert group.base_files == []  # (the compaction completed after that snapshot)
@@ -227,7 +209,7 @@ def test_a_pending_compaction_completed_and_archived_meanwhile_reads_the_listed_
     """The listing showed the compaction pending: the read merges the slice before it (its
     plan is never needed), which is still there — the rows of the snapshot listed."""
     t, times = _pending_compaction_table(str(tmp_path / "t"))
-    reader = _racing_reader(t.path, monkeypatch, lambda: _complete_then(t.path, times["k"], clean=False))
+    reader = racing_reader(t.path, monkeypatch, lambda: _complete_then(t.path, times["k"], clean=False))
     assert _rows(reader.read()) == SNAPSHOT
     assert reader.raced[0][:3] == [times["u1"], times["u2"], times["k"]]
     assert _rows(pyhudi.open_table(t.path).read()) == NOW
@@ -240,7 +222,7 @@ def test_a_clean_after_the_pending_compaction_completed_is_a_stale_snapshot_nami
     (group,) = t.file_groups()  # (the slice the snapshot reads: both writes' logs)
     read_logs = sorted(lf.relpath for lf in group.log_files)
     assert [lf.name.instant for lf in sorted(group.log_files, key=lambda lf: lf.relpath)] == [times["u1"], times["u2"]]
-    reader = _racing_reader(t.path, monkeypatch, lambda: _complete_then(t.path, times["k"], clean=True))
+    reader = racing_reader(t.path, monkeypatch, lambda: _complete_then(t.path, times["k"], clean=True))
     with pytest.raises(StaleSnapshotError) as failure:
         reader.plan_scan()
     (clean,) = [i.requested_time for i in pyhudi.open_table(t.path).active_timeline().completed_with_archived()
@@ -256,7 +238,7 @@ def test_a_clean_after_the_pending_compaction_completed_is_a_stale_snapshot_nami
 @pytest.mark.parametrize("how", ["read", "scan", "read_incremental"])
 def test_the_read_plans_again_on_a_fresh_listing_after_a_stale_snapshot(tmp_path, monkeypatch, how):
     t, times = _pending_compaction_table(str(tmp_path / "t"))
-    reader = _racing_reader(t.path, monkeypatch, lambda: _complete_then(t.path, times["k"], clean=True))
+    reader = racing_reader(t.path, monkeypatch, lambda: _complete_then(t.path, times["k"], clean=True))
     if how == "read":
         result = reader.read()
     elif how == "scan":
@@ -303,7 +285,7 @@ def test_a_pending_clustering_completed_cleaned_and_archived_meanwhile(tmp_path,
         _forget_decoded()
         return archived
 
-    reader = _racing_reader(t.path, monkeypatch, complete_clean_archive)
+    reader = racing_reader(t.path, monkeypatch, complete_clean_archive)
     assert _rows(reader.read()) == [{"id": 1, "a": 1.0}, {"id": 2, "a": 2.0}, {"id": 3, "a": 3.0},
                                     {"id": 10, "a": 10.0}, {"id": 11, "a": 11.0}, {"id": 12, "a": 12.0}]
     assert times["k"] in reader.raced[0]
@@ -320,7 +302,7 @@ def test_plan_scan_of_a_pending_clustering_cleaned_meanwhile_names_the_clean(tmp
         _forget_decoded()
         return clean
 
-    reader = _racing_reader(t.path, monkeypatch, complete_then_clean)
+    reader = racing_reader(t.path, monkeypatch, complete_then_clean)
     with pytest.raises(StaleSnapshotError) as failure:
         reader.plan_scan()
     (clean,) = reader.raced
@@ -419,7 +401,7 @@ def test_a_missing_file_no_clean_deleted_is_damage_once_the_read_lists_again(tmp
         other.storage.delete(y_base)
         return clean
 
-    reader = _racing_reader(t.path, monkeypatch, clean_and_lose_a_file)
+    reader = racing_reader(t.path, monkeypatch, clean_and_lose_a_file)
     if how == "plan_scan":  # (it fails on partition x first: the clean deleted its old versions)
         with pytest.raises(StaleSnapshotError) as stale:
             reader.plan_scan()
@@ -438,7 +420,7 @@ def test_a_clean_of_old_versions_meanwhile_does_not_fail_the_read(tmp_path, monk
     """The clean deleted versions the listing still counted (not the ones its snapshot reads):
     the read plans again and returns the table (it was a CorruptFileError)."""
     t, _ = _versions_table(str(tmp_path / "t"))
-    reader = _racing_reader(t.path, monkeypatch,
+    reader = racing_reader(t.path, monkeypatch,
                             lambda: pyhudi.open_table(t.path).clean(options={"hoodie.cleaner.commits.retained": "1"}))
     assert sorted(reader.read().to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "p": "x", "a": 3.0}, {"id": 2, "p": "y", "a": 9.0}]
@@ -452,11 +434,11 @@ def test_the_clis_timeline_and_stats_survive_the_race(compacted, monkeypatch):
     from pyhudi.cli.stats import write_amplification
 
     t, times, archived = compacted
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     rows = timeline_rows(reader)
     assert reader.raced == [archived]
     assert [(r["requested_time"], r["operation"]) for r in rows] == [
         (times["first"], "UPSERT"), (times["alter"], "ALTER_SCHEMA"), (times["second"], "UPSERT"),
         (times["compaction"], "COMPACT")]
-    reader = _racing_reader(t.path, monkeypatch, lambda: None)
+    reader = racing_reader(t.path, monkeypatch, lambda: None)
     assert [c["instant"] for c in write_amplification(reader)["commits"]] == [times["compaction"]]

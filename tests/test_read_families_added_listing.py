@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 import pyhudi
+from read_helpers import racing_reader
 from pyhudi.errors import CleanedSnapshotError, StaleTimelineError
 from pyhudi.table import Table
 from pyhudi.timeline import timeline as timeline_module
@@ -53,25 +54,6 @@ def _rows(table: pa.Table) -> list[dict]:
     return sorted(table.to_pylist(), key=lambda r: r["id"])
 
 
-def _racing_reader(path: str, monkeypatch, meanwhile) -> Table:
-    """A handle whose next timeline listing is followed, before anything is read from it, by
-    ``meanwhile()`` (another process archiving); later listings are left alone."""
-    monkeypatch.setattr(timeline_module, "_RECORDS", {})  # (a reader process of its own)
-    monkeypatch.setattr(timeline_module, "_DECODED", {})
-    reader = pyhudi.open_table(path)
-    real = Table.active_timeline
-    raced = []
-
-    def listing_then_race(options=None):
-        timeline = real(reader, options)
-        if not raced:
-            timeline.instants  # noqa: B018 (listed)
-            raced.append(meanwhile())
-        return timeline
-
-    monkeypatch.setattr(reader, "active_timeline", listing_then_race)
-    reader.raced = raced
-    return reader
 
 
 def _archive(path: str) -> list[str]:
@@ -91,7 +73,7 @@ def test_the_race_is_real_without_the_archive_fallback_the_alter_is_gone(tmp_pat
 @pytest.mark.parametrize("how", ["read", "plan_scan"])
 def test_a_latest_read_survives_the_alter_archived_between_listing_and_lookup(tmp_path, monkeypatch, how):
     t, times = _family_table(str(tmp_path / "t"))
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     result = reader.read() if how == "read" else reader.plan_scan().to_table()
     assert reader.raced == [[times["first"], times["alter"], times["second"]]]
     assert _rows(result) == LATEST
@@ -101,7 +83,7 @@ def test_a_latest_read_survives_the_alter_archived_between_listing_and_lookup(tm
 @pytest.mark.parametrize("how", ["read", "plan_scan"])
 def test_time_travel_survives_its_commits_archived_between_listing_and_lookup(tmp_path, monkeypatch, how):
     t, times = _family_table(str(tmp_path / "t"))
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     if how == "read":
         result = reader.read(as_of=times["second"])
     else:
@@ -113,7 +95,7 @@ def test_time_travel_survives_its_commits_archived_between_listing_and_lookup(tm
 
 def test_time_travel_before_the_alter_survives_the_race(tmp_path, monkeypatch):
     t, times = _family_table(str(tmp_path / "t"))
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     result = reader.read(as_of=times["first"])
     assert reader.raced == [[times["first"], times["alter"], times["second"]]]
     assert _rows(result) == [{"id": 1, "a": 1.0, "b": 10.0}, {"id": 2, "a": 2.0, "b": 20.0}]
@@ -121,7 +103,7 @@ def test_time_travel_before_the_alter_survives_the_race(tmp_path, monkeypatch):
 
 def test_an_incremental_read_survives_its_window_archived_between_listing_and_lookup(tmp_path, monkeypatch):
     t, times = _family_table(str(tmp_path / "t"))
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     result = reader.read_incremental(times["first"], columns=["id", "a", "c"])
     assert reader.raced == [[times["first"], times["alter"], times["second"]]]
     expected = [{"id": 1, "a": 1.0, "c": 100.0}, {"id": 2, "a": 2.5, "c": 200.0}, {"id": 3, "a": 3.0, "c": 300.0}]
@@ -140,7 +122,7 @@ def test_the_read_keeps_the_snapshot_it_listed_when_a_commit_completes_meanwhile
         timeline_module._DECODED.clear()
         return archived
 
-    reader = _racing_reader(t.path, monkeypatch, archive_then_write)
+    reader = racing_reader(t.path, monkeypatch, archive_then_write)
     assert _rows(reader.read()) == LATEST
     assert _rows(pyhudi.open_table(t.path).read()) == [*LATEST, {"id": 4, "a": 4.0, "b": None, "c": None}]
 
@@ -151,7 +133,7 @@ def test_an_alter_removed_without_archival_is_a_clear_error_naming_it(tmp_path, 
     t, times = _family_table(str(tmp_path / "t"))
     listed = t.active_timeline()
     alter_file = t.storage.full_path(listed.path_of(listed.get(times["alter"])))
-    reader = _racing_reader(t.path, monkeypatch, lambda: os.remove(alter_file))
+    reader = racing_reader(t.path, monkeypatch, lambda: os.remove(alter_file))
     with pytest.raises(StaleTimelineError) as failure:
         reader.read()
     assert str(failure.value) == (
@@ -183,7 +165,7 @@ def test_time_travel_into_a_snapshot_an_archived_clean_deleted_is_still_refused(
     listing and its check: the check reads it from the archive and refuses, naming that clean
     (a clean it could not read once counted as deleting nothing)."""
     t, times = _cleaned_table(str(tmp_path / "t"))
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     with pytest.raises(CleanedSnapshotError,
                        match=f"as of .*: clean {times['c1']} deleted data files that snapshot reads"):
         reader.read(as_of=times["u1"])
@@ -192,7 +174,7 @@ def test_time_travel_into_a_snapshot_an_archived_clean_deleted_is_still_refused(
 
 def test_time_travel_to_a_retained_snapshot_survives_the_cleans_archived_meanwhile(tmp_path, monkeypatch):
     t, times = _cleaned_table(str(tmp_path / "t"))
-    reader = _racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
+    reader = racing_reader(t.path, monkeypatch, lambda: _archive(t.path))
     assert _rows(reader.read(as_of=times["k2"])) == [{"id": 1, "a": 3.0, "b": 30.0}, {"id": 2, "a": 3.0, "b": 30.0}]
     assert reader.raced == [[times[n] for n in ("u1", "k1", "u2", "c1", "u3", "k2")]]
 

@@ -18,11 +18,11 @@ import pyarrow as pa
 import pytest
 
 import pyhudi
+from read_helpers import racing_reader
 from pyhudi.cli.inspect import instant_details
 from pyhudi.errors import StaleTimelineError
 from pyhudi.spark import jvm
 from pyhudi.table import Table
-from pyhudi.timeline import timeline as timeline_module
 
 OFF = {"hoodie.archive.automatic": "false", "hoodie.clean.automatic": "false", "hoodie.compact.inline": "false"}
 ARCHIVE = {"hoodie.keep.min.commits": "1", "hoodie.keep.max.commits": "2"}
@@ -35,29 +35,11 @@ def _table_with_commits(path: str) -> tuple[Table, list[str]]:
     return t, times
 
 
-def _reader_raced_by(path: str, monkeypatch, meanwhile) -> Table:
-    """A handle (a process of its own) whose first timeline listing is followed by ``meanwhile()``."""
-    monkeypatch.setattr(timeline_module, "_RECORDS", {})
-    monkeypatch.setattr(timeline_module, "_DECODED", {})
-    reader = pyhudi.open_table(path)
-    real = Table.active_timeline
-    raced = []
-
-    def listing_then_race(options=None):
-        timeline = real(reader, options)
-        if not raced:
-            timeline.instants  # noqa: B018 (listed)
-            raced.append(meanwhile())
-        return timeline
-
-    monkeypatch.setattr(reader, "active_timeline", listing_then_race)
-    reader.raced = raced
-    return reader
 
 
 def test_show_instant_of_a_commit_archived_meanwhile_reads_it_from_the_archive(tmp_path, monkeypatch):
     t, times = _table_with_commits(str(tmp_path / "t"))
-    reader = _reader_raced_by(t.path, monkeypatch, lambda: pyhudi.open_table(t.path).archive(options=ARCHIVE))
+    reader = racing_reader(t.path, monkeypatch, lambda: pyhudi.open_table(t.path).archive(options=ARCHIVE))
     details = instant_details(reader, times[0])
     assert reader.raced == [times[:3]]  # (listed active, then archived before its files were read)
     assert details == instant_details(pyhudi.open_table(t.path), times[0])  # as a listing taken now shows it
@@ -75,7 +57,7 @@ def test_show_instant_of_a_commit_rolled_back_meanwhile_says_so(tmp_path, monkey
             if name.startswith(times[-1]):
                 os.remove(timeline_dir / name)
 
-    reader = _reader_raced_by(t.path, monkeypatch, remove_last)
+    reader = racing_reader(t.path, monkeypatch, remove_last)
     with pytest.raises(StaleTimelineError, match=f"instant {times[-1]} \\(deltacommit\\) left the active timeline "
                        "while it was read and is not in the archived timeline either"):
         instant_details(reader, times[-1])
