@@ -180,3 +180,28 @@ def test_spark_reads_the_same_rows(spark, tmp_path):
         got = sorted((r.asDict() for r in pyhudi.spark.read(spark, t.path, columns=columns).collect()),
                      key=lambda r: r["id"])
         assert got == _rows(t, columns) and [r["id"] for r in got] == [3, 4]
+
+
+def test_only_the_file_groups_holding_a_marked_row_carry_the_marker(tmp_path):
+    """A pipeline that sends ``_hoodie_is_deleted`` with every write, nearly always false: the
+    files of file groups without a marked row are written as before (no marker column), so
+    their reads still merge by position; the group holding the marked row carries it."""
+    t = _table(tmp_path)  # two buckets: keys 1-4 over both
+    instant = t.upsert(pa.table({"id": [1, 2, 3, 4], "b": ["p", "q", "r", "s"],
+                                 "_hoodie_is_deleted": [False, False, True, False]}))
+    storage = Storage(t.path)
+    schemas = {}
+    for name in _logs_of(t, instant):
+        block = read_log_blocks(storage, name)[0]
+        if isinstance(block, ParquetDataBlock):
+            schemas[name] = block.read().column_names
+    marked_group = next(n.split("_")[0] for n, cols in schemas.items() if "_fb." in n and "_hoodie_is_deleted" in cols)
+    for name, cols in schemas.items():
+        if "_fb." in name:
+            assert ("_hoodie_is_deleted" in cols) == (name.split("_")[0] == marked_group), (name, cols)
+    assert sum("_fb." in n for n in schemas) == 2  # (both groups written, one with the marker)
+    assert _rows(t) == [
+        {"id": 1, "a": 1.0, "b": "p", "c": 10, "_hoodie_is_deleted": False},
+        {"id": 2, "a": 2.0, "b": "q", "c": 20, "_hoodie_is_deleted": False},
+        {"id": 4, "a": 4.0, "b": "s", "c": 40, "_hoodie_is_deleted": False},
+    ]

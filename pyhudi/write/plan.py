@@ -55,7 +55,15 @@ from pyhudi.write.handle import (
 )
 from pyhudi.write.positions import PositionsBase, lead_identity
 from pyhudi.write.shared_gather import Deferred, SharedGather
-from pyhudi.write.soft_deletes import marked_keys, marker_ordering, marks_rows, with_marker
+from pyhudi.write.soft_deletes import (
+    SOFT_DELETE,
+    groups_with_marks,
+    marked_keys,
+    marker_ordering,
+    marks_rows,
+    with_marker,
+    without_marker,
+)
 from pyhudi.write.small_files import (
     MERGE_ALLOW_DUPLICATE_ON_INSERTS,
     SMALL_FILE_LIMIT,
@@ -290,10 +298,15 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
     # are written (pyhudi.write.streamed_rows); bulk inserts' base files are gathered whole
     streamed_rows = row_group if txn.operation != "bulk_insert" else None
     full_rows = _full_rows_only(txn, written_families, [file_id_of(p, b) for (p, b), _, _ in runs], runs, existing)
+    # the marker goes only into the files of groups holding a marked row: the others' files stay
+    # as they were, and their reads merge by position (pyhudi.write.soft_deletes)
+    marked_groups = groups_with_marks(rows, positions, runs) if marked else set()
     for ordering in dict.fromkeys(f[3] for f in written_families):
         sets = [cols for _, cols, _, o, _ in written_families if o == ordering]
         if full_rows:
             sets = [list(dict.fromkeys(c for cols in sets for c in cols))]
+        if marked:
+            sets += [without_marker(cols) for cols in sets]
         needed = list(dict.fromkeys(c for cols in sets for c in cols))
         extra = [c for c in (ordering, integer_key) if c is not None and c not in needed]
         shared[ordering] = SharedGather(rows.select([RECORD_KEY, *needed, *extra]), group_rows, ordering,
@@ -302,10 +315,13 @@ def plan_bucketed(txn: "WriteTxn", rows: pa.Table, existing: Existing, token_for
         file_schema = pa.schema([txn.schema.field(c) for c in file_columns])
         options = all_options.then(lambda found, names=(*META_PARQUET_OPTIONS, RECORD_KEY, *cols):
                                    options_for_columns(found, list(names)))
+        unmarked = (without_marker(cols), pa.schema([f for f in file_schema if f.name != SOFT_DELETE])) if (
+            marked and SOFT_DELETE not in family.columns) else (cols, file_schema)
         for index, (group, _, _) in enumerate(runs):  # sort, de-duplication, gather: in the tasks
-            payload = FamilyPayload(family.name, None, partial, file_schema, plan=f"plan:{ordering!r}",
+            columns, schema = (cols, file_schema) if index in marked_groups else unmarked
+            payload = FamilyPayload(family.name, None, partial, schema, plan=f"plan:{ordering!r}",
                                     parquet_options=options, integer_key=integer_key, shared=shared[ordering],
-                                    group=index, columns=(RECORD_KEY, *cols), key_fields=tuple(key_fields))
+                                    group=index, columns=(RECORD_KEY, *columns), key_fields=tuple(key_fields))
             groups.setdefault(group, []).append(payload)
     deleted = _marked_keys(rows, families, untouched) if marked else {}
     tasks = []

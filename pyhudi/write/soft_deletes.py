@@ -6,8 +6,9 @@ any family holds a live record for its key (DESIGN §4, row existence): the mark
 own family's file alone would delete only that family's version, and the row would stay, with
 that family's columns null. So a write of a family table whose rows carry a true marker:
 
-- writes the marker column into every family file it writes (the family's own columns, then
-  ``_hoodie_is_deleted``): each family's version of a marked row is a soft delete, merged by that
+- writes the marker column into every family file it writes in the file groups that hold a
+  marked row (the family's own columns, then ``_hoodie_is_deleted``; the other groups' files
+  are written as before): each family's version of a marked row is a soft delete, merged by that
   family's own rule — its ordering column when the write carries it, else commit time — as the
   marker's own family always was. Readers take the marker from any file that holds it
   (:class:`~pyhudi.read.sources.ReadSpec`); compaction writes no row it marks.
@@ -47,6 +48,21 @@ def marks_rows(families: Mapping[str, ColumnFamily], rows: pa.Table) -> bool:
 def with_marker(columns: Sequence[str]) -> list[str]:
     """A family file's ``columns`` with the marker column last (unless the family holds it)."""
     return list(columns) if SOFT_DELETE in columns else [*columns, SOFT_DELETE]
+
+
+def without_marker(columns: Sequence[str]) -> list[str]:
+    """``columns`` without the marker column (the files of a file group holding no marked row)."""
+    return [c for c in columns if c != SOFT_DELETE]
+
+
+def groups_with_marks(rows: pa.Table, positions: Sequence[int], runs: Sequence[tuple[Group, int, int]]) -> set[int]:
+    """The indices of the ``runs`` (file groups: :func:`~pyhudi.write.plan.group_plan`) holding
+    a marked row: only their family files carry the marker column. A pipeline that sends the
+    column with every write (most rows false) so leaves the other groups' files as they were,
+    and their reads merge by position instead of by key."""
+    flags = rows.column(SOFT_DELETE).combine_chunks().fill_null(False)
+    return {index for index, (_, start, length) in enumerate(runs)
+            if pc.any(flags.take(pa.array(positions[start:start + length]))).as_py()}
 
 
 def marker_ordering(families: Mapping[str, ColumnFamily], present: Sequence[str]) -> str | None:
