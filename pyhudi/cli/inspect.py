@@ -99,10 +99,8 @@ def _listed_contents(timeline: Any, instant: Instant) -> list[dict[str, Any]] | 
 
 def _archived_meanwhile(timeline: Any, instant: Instant) -> tuple[Any, Instant]:
     """The archived timeline, loaded now, and its record of an instant whose listed files another
-    process removed meanwhile (archival publishes the archive before it deletes them)."""
-    from pyhudi.timeline.archived import load_archived
-
-    history = load_archived(timeline.storage, timeline.history_dir)
+    process removed meanwhile (:meth:`~pyhudi.timeline.timeline.Timeline.archive_now`)."""
+    history = timeline.archive_now()
     moved = history.get(instant.requested_time)
     if moved is None:
         raise StaleTimelineError(f"instant {instant.requested_time} ({instant.action.value}) left the active timeline "

@@ -347,14 +347,20 @@ class Timeline(InstantTransitions):
         self._follows_archival = True
         return self
 
+    def archive_now(self) -> Any:
+        """The archived timeline as it is on storage now, not as this listing saw it: where a
+        listed instant that another process archived meanwhile went (archival publishes the
+        archive before it deletes the active files)."""
+        from pyhudi.timeline.archived import load_archived
+
+        return load_archived(self.storage, self.history_dir)
+
     def _archived_meanwhile(self, instant: Instant) -> bytes:
         """The bytes of a listed instant whose file is gone, from the archive as it is now
         (archival publishes the archive before it deletes the active files): a completed
         instant's, or the plan of a compaction or clustering listed as requested."""
         if self.layout_version == 2:
-            from pyhudi.timeline.archived import load_archived
-
-            found = load_archived(self.storage, self.history_dir).moved_content(instant)
+            found = self.archive_now().moved_content(instant)
             if found is not None:
                 return found
         raise StaleTimelineError(f"instant {instant.requested_time} ({instant.action.value}) left the active "
