@@ -90,6 +90,7 @@ from pyhudi.storage.naming import BaseFileName, LogFileName, WriteToken
 from pyhudi.write.full_row import full_row_payload
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
+from pyhudi.write.soft_deletes import marked_rows
 from pyhudi.write.meta_values import sequence_numbers
 from pyhudi.write.positions import positions_header, remember_written_keys
 from pyhudi.write.shared_gather import Deferred, SharedGather
@@ -372,9 +373,9 @@ class FileGroupWriteTask:
         """Meta columns shared by the payloads of one plan (same keys, same order)."""
         if payload.plan is None:
             return self._meta_columns(data.column(RECORD_KEY), file_name_value)
-        record = cache.get(("meta", payload.plan))
+        record = cache.get(("meta", payload.plan, len(data)))
         if record is None:
-            record = cache[("meta", payload.plan)] = self._record_meta(data.column(RECORD_KEY))
+            record = cache[("meta", payload.plan, len(data))] = self._record_meta(data.column(RECORD_KEY))
         names = cache.get(("names", payload.plan, file_name_value))
         if names is None:
             names = constant_strings(file_name_value, len(data))
@@ -429,6 +430,9 @@ class FileGroupWriteTask:
         data = payload.rows(cache) if data is None else data
         if self.kind == KIND_CREATE:
             name = BaseFileName(self.file_id, self.write_token, self.instant, family).name
+            marked = marked_rows(data)
+            if marked is not None:  # a base file never holds a marked row (pyhudi.write.soft_deletes)
+                data = data.filter(pa.array(~marked))
             if payload.file_schema is not None:  # a base file holds every column of its family
                 data = conform_to(data, payload.file_schema)
             table, _ = self._with_meta(data, self._cached_meta(payload, data, name, cache))

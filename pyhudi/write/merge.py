@@ -10,6 +10,9 @@ Hudi's merge handle, vectorised over Arrow (no per-record Python):
   This is the one merge rule of :mod:`pyhudi.record_merge`, which the merge-on-read reader and
   the de-duplication share; the commit's deletes carry no ordering value, so they are
   commit-time-ordering deletes and always win;
+- an update marked deleted (a true ``_hoodie_is_deleted``) that wins removes the stored row of
+  its key, and one of a key the file does not hold is dropped: a base file never holds a marked
+  row (:mod:`pyhudi.write.soft_deletes`);
 - untouched rows keep their meta columns (commit time and sequence number of the commit that
   wrote them) except ``_hoodie_file_name``, which names the new file;
 - the output is sorted by record key, like every file pyhudi writes.
@@ -26,6 +29,7 @@ import pyarrow.compute as pc
 from pyhudi.logformat import constant_strings, constant_value
 from pyhudi.record_merge import fill_partial, newer_wins_arrow
 from pyhudi.schema import META_FIELDS
+from pyhudi.write.soft_deletes import marked_rows
 
 RECORD_KEY = META_FIELDS[2]
 
@@ -171,11 +175,18 @@ def merge_into_base(
         found = np.asarray(positions.is_valid(), dtype=bool)
         hit = np.asarray(positions.fill_null(0), dtype=np.int64)[found]
         replaced[hit] = True
-        num_updates = int(found.sum())
-        num_inserts = len(picks) - num_updates
         updates = updates.take(pa.array(picks))
+        marked = marked_rows(updates)
+        if marked is not None:  # winning soft deletes: the stored row goes, nothing is written
+            num_deletes += int((found & marked).sum())
+            updates, positions, found = updates.filter(~marked), positions.filter(pa.array(~marked)), found[~marked]
+        num_updates = int(found.sum())
+        num_inserts = len(found) - num_updates
         # a partial update keeps the stored values of the columns it lacks
         new_data = fill_partial(conform_to(updates, data_schema), updates.column_names, old, positions)
+    stale = marked_rows(old)  # (marked rows earlier versions wrote: deleted to every pyhudi read already)
+    if stale is not None:
+        replaced |= stale
     kept = old.filter(pa.array(~replaced)) if replaced.any() else old
     kept = _conform_kept(kept, data_schema)
     return MergeOutcome(kept, new_data, data_schema, num_inserts, num_updates, num_deletes)

@@ -59,6 +59,7 @@ from pyhudi.write.soft_deletes import (
     SOFT_DELETE,
     groups_with_marks,
     marked_keys,
+    marked_rows,
     marker_ordering,
     marks_rows,
     with_marker,
@@ -467,6 +468,27 @@ def file_group_routes(txn: "WriteTxn", rows: pa.Table, existing: Existing) -> pa
     return routes.take(pa.array(inverse))
 
 
+def _marked_new_records(rows: pa.Table, locations: pa.Array) -> np.ndarray | None:
+    """Mask of the rows marked deleted whose key the table does not hold (null location), or
+    None: a base file never holds a marked row (:mod:`pyhudi.write.soft_deletes`)."""
+    marked = marked_rows(rows)
+    if marked is None:
+        return None
+    new = marked & ~np.asarray(locations.is_valid(), dtype=bool)
+    return new if new.any() else None
+
+
+def _without_rows(dropped: np.ndarray, ordered: pa.Table, parts: pa.ChunkedArray, locations: pa.Array,
+                  extra: tuple[np.ndarray, pa.Array]) -> tuple[pa.Table, pa.ChunkedArray, pa.Array,
+                                                              tuple[np.ndarray, pa.Array]]:
+    """The prepared rows, their partitions and locations without the ``dropped`` ones; ``extra``'s
+    row positions (rows of found keys, never dropped) renumbered."""
+    keep = ~dropped
+    renumbered = np.cumsum(keep) - 1
+    mask = pa.array(keep)
+    return ordered.filter(mask), parts.filter(mask), locations.filter(mask), (renumbered[extra[0]], extra[1])
+
+
 def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
                       token_for: TokenFor, timeline: Timeline | None = None) -> list[FileGroupWriteTask]:
     """Route rows of a table without a bucket index (one implicit family, see module docstring)."""
@@ -489,6 +511,11 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
                                          txn.config.layout_version, txn.config.merge_mode == "EVENT_TIME_ORDERING")
     else:
         locations = pa.nulls(ordered.num_rows, pa.string())
+    dropped = _marked_new_records(ordered, locations)
+    if dropped is not None:  # soft deletes of keys the table does not hold: nothing to insert
+        ordered, parts, locations, extra = _without_rows(dropped, ordered, parts, locations, extra)
+        partition_runs = [(p, start, length) for (p, _), start, length in
+                          runs_of(parts.combine_chunks(), np.zeros(len(parts), dtype=np.int64))]
     copy_on_write = txn.config.table_type == "COPY_ON_WRITE"
     inserted: dict[str, int] = {}  # small file id -> inserts assigned to it
     if txn.operation in ("upsert", "insert") and timeline is not None:

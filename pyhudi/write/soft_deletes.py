@@ -20,12 +20,20 @@ that family's columns null. So a write of a family table whose rows carry a true
 
 A write whose marker column is all false or null, and a one-family table (whose one family holds
 the marker), write exactly what they wrote before.
+
+In any table, a base file never holds a marked row (:func:`marked_rows`): Apache Hudi's and
+hudi-rs's readers scan a file slice without log files as plain Parquet, so a marked row in a base
+file would be a live row to them. As Hudi's create and merge handles do, a marked row of a key the
+table does not hold is dropped (nothing to insert), and a copy-on-write merge removes the stored
+row of a key whose winning update is marked (:func:`~pyhudi.write.merge.merge_into_base`). Log
+blocks keep their marked rows: every reader merges them as deletes.
 """
 
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -43,6 +51,17 @@ def marks_rows(families: Mapping[str, ColumnFamily], rows: pa.Table) -> bool:
     if len(families) < 2 or SOFT_DELETE not in rows.column_names:
         return False
     return bool(pc.any(rows.column(SOFT_DELETE)).as_py())
+
+
+def marked_rows(rows: pa.Table) -> np.ndarray | None:
+    """Mask of the rows of ``rows`` marked deleted (a true ``_hoodie_is_deleted``), or None when
+    none is: the rows no base file may hold."""
+    if SOFT_DELETE not in rows.column_names or rows.num_rows == 0:
+        return None
+    flags = rows.column(SOFT_DELETE).combine_chunks()
+    if not pc.any(flags).as_py():
+        return None
+    return np.asarray(flags.fill_null(False), dtype=bool)
 
 
 def with_marker(columns: Sequence[str]) -> list[str]:
