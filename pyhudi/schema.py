@@ -54,6 +54,17 @@ _TIMESTAMP_LOGICAL: dict[str, tuple[str, str | None]] = {
 }
 
 
+SOFT_DELETE_FIELD = "_hoodie_is_deleted"
+"""Hudi's soft-delete column: a true value in a written row deletes the record (a boolean)."""
+
+
+def check_soft_delete_field(field: pa.Field) -> None:
+    """Refuse a ``_hoodie_is_deleted`` column that is not boolean: Hudi reads it as one (a string
+    ``"true"`` would be a live row to one reader and a delete to another)."""
+    if field.name == SOFT_DELETE_FIELD and not pa.types.is_boolean(field.type):
+        raise SchemaError(f"column {SOFT_DELETE_FIELD!r} marks soft deletes and must be boolean, got {field.type}")
+
+
 def hudi_record_names(table_name: str) -> tuple[str, str]:
     """The Avro record name and namespace Hudi uses for a table: ``<t>_record``, ``hoodie.<t>``."""
     return f"{table_name}_record", f"hoodie.{table_name}"

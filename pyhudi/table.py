@@ -32,7 +32,7 @@ from pyhudi.config.keys import format_value, lookup
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
 from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.keygen import partition_layout, timestamp_table_properties
-from pyhudi.schema import META_FIELDS, avro_schema_json, has_order
+from pyhudi.schema import META_FIELDS, avro_schema_json, check_soft_delete_field, has_order
 from pyhudi.storage.fs import Storage
 from pyhudi.table_services import PostCommitListing, TableServices, _string_options
 from pyhudi.storage.s3 import STORAGE_OPTION_KEYS, split_storage_options
@@ -77,6 +77,8 @@ def _check_schema(schema: pa.Schema) -> pa.Schema:
     meta = [n for n in schema.names if n in META_FIELDS]
     if meta:
         raise SchemaError(f"column {meta[0]!r} is a Hudi meta column and cannot be part of the table schema")
+    for field in schema:
+        check_soft_delete_field(field)
     return schema
 
 

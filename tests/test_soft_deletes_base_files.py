@@ -212,3 +212,23 @@ def test_clustering_writes_no_marked_row_an_earlier_version_left(tmp_path, monke
     assert pq.read_table(clustered).select(["id", "v", "_hoodie_is_deleted"]).to_pylist() == [
         {"id": 1, "v": "a", "_hoodie_is_deleted": False}, {"id": 4, "v": "d", "_hoodie_is_deleted": False}]
     assert _pyhudi(path) == _hudi_rs(path) == [(1, "a"), (4, "d")]
+
+
+def test_a_marker_column_that_is_not_boolean_is_refused_at_create(tmp_path):
+    path = tmp_path / "t"
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("_hoodie_is_deleted", pa.string())])
+    with pytest.raises(pyhudi.SchemaError, match="column '_hoodie_is_deleted' marks soft deletes and must be boolean, "
+                                                 "got string"):
+        pyhudi.create_table(str(path), schema, "id", table_type="COPY_ON_WRITE")
+    assert not path.exists()
+
+
+def test_a_marker_column_that_is_not_boolean_is_refused_by_alter(tmp_path):
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    t = pyhudi.create_table(str(tmp_path / "t"), schema, "id", num_buckets=1, column_families={"fa": "v"})
+    properties = open(os.path.join(t.path, ".hoodie", "hoodie.properties")).read()
+    with pytest.raises(pyhudi.SchemaError, match="must be boolean, got int64"):
+        t.alter({"hoodie.colFamily.fb": "_hoodie_is_deleted"}, new_columns={"_hoodie_is_deleted": pa.int64()})
+    assert open(os.path.join(t.path, ".hoodie", "hoodie.properties")).read() == properties
+    assert pyhudi.open_table(t.path).schema.names == ["id", "v"]
+    assert t.alter({"hoodie.colFamily.fb": "_hoodie_is_deleted"}, new_columns={"_hoodie_is_deleted": pa.bool_()})

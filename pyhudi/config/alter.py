@@ -40,7 +40,7 @@ from pyhudi.config.families import (
 )
 from pyhudi.config.keys import ConfigKey, format_value
 from pyhudi.errors import ColumnFamilyError, ConfigError, SchemaError
-from pyhudi.schema import META_FIELDS, arrow_schema_from_avro, avro_schema_json
+from pyhudi.schema import META_FIELDS, arrow_schema_from_avro, avro_schema_json, check_soft_delete_field
 
 _WRITER_ALIASES = (
     "hoodie.datasource.write.recordkey.field",
@@ -208,6 +208,7 @@ def _new_column_fields(new_columns: Mapping[str, Any] | pa.Schema | None) -> dic
             raise SchemaError(f"new column {name!r} must be nullable: rows written before the ALTER read null for it")
         if name in META_FIELDS:
             raise SchemaError(f"new column {name!r} is a Hudi meta column name")
+        check_soft_delete_field(fld)
         out[name] = fld
     return out
 
