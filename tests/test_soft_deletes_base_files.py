@@ -59,6 +59,17 @@ def _hudi_rs(path):
     return sorted((r["id"], r["v"]) for r in pa.Table.from_batches(batches).select(["id", "v"]).to_pylist()) if batches else []
 
 
+def _old_cow_table(path, monkeypatch, *writes):
+    """A copy-on-write table written by ``writes`` as before the fix: marked rows in base files."""
+    t = pyhudi.create_table(path, SCHEMA, "id", table_type="COPY_ON_WRITE", options={"hoodie.parquet.small.file.limit": "0"})
+    with monkeypatch.context() as patched:
+        patched.setattr(handle_module, "marked_rows", lambda rows: None)
+        patched.setattr("pyhudi.write.plan.marked_rows", lambda rows: None)
+        for rows in writes:
+            t.upsert(rows)
+    return t
+
+
 def _stats(t):
     md = t.active_timeline().read_metadata(t.timeline[-1])
     return sorted((s.num_inserts, s.num_update_writes, s.num_deletes, s.num_writes)
@@ -156,11 +167,7 @@ def test_per_family_base_files_of_a_bulk_insert_hold_the_same_keys(tmp_path):
 
 def test_a_merge_drops_marked_rows_an_earlier_version_left_in_the_base_file(tmp_path, monkeypatch):
     path = str(tmp_path / "cow")
-    t = pyhudi.create_table(path, SCHEMA, "id", table_type="COPY_ON_WRITE", options={"hoodie.parquet.small.file.limit": "0"})
-    with monkeypatch.context() as patched:  # as before the fix: marked rows written into the base file
-        patched.setattr(handle_module, "marked_rows", lambda rows: None)
-        patched.setattr("pyhudi.write.plan.marked_rows", lambda rows: None)
-        t.upsert(_rows([1, 2], ["a", "b"], [False, True]))
+    t = _old_cow_table(path, monkeypatch, _rows([1, 2], ["a", "b"], [False, True]))
     assert _latest_base_rows(path) == [(1, "a", False), (2, "b", True)]
     assert _pyhudi(path) == [(1, "a")]
     t.upsert(_rows([1], ["A"], [False]))
@@ -200,12 +207,7 @@ def test_spark_upsert_of_a_copy_on_write_table_writes_no_marked_row(spark, tmp_p
 
 def test_clustering_writes_no_marked_row_an_earlier_version_left(tmp_path, monkeypatch):
     path = str(tmp_path / "cow")
-    t = pyhudi.create_table(path, SCHEMA, "id", table_type="COPY_ON_WRITE", options={"hoodie.parquet.small.file.limit": "0"})
-    with monkeypatch.context() as patched:  # as before the fix: marked rows written into the base files
-        patched.setattr(handle_module, "marked_rows", lambda rows: None)
-        patched.setattr("pyhudi.write.plan.marked_rows", lambda rows: None)
-        t.upsert(_rows([1, 2], ["a", "b"], [False, True]))
-        t.upsert(_rows([3, 4], ["c", "d"], [True, False]))
+    t = _old_cow_table(path, monkeypatch, _rows([1, 2], ["a", "b"], [False, True]), _rows([3, 4], ["c", "d"], [True, False]))
     assert _hudi_rs(path) == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]  # what hudi-rs read before
     instant = t.cluster()
     [clustered] = [f for f in _base_files(path) if f"_{instant}." in f]
