@@ -1,7 +1,9 @@
 """Cold start (issue 15 item 3): a fresh process imports pyhudi, opens a table, reads 2 columns.
 
 Each variant is a fresh interpreter, timed from the parent (wall: ``subprocess.run``; CPU: the
-children's user + system time from ``getrusage``), in turns with:
+children's user + system time from ``getrusage``). First the read as a script writes it
+(``import pyhudi``, open, read), then an instrumented pyhudi child that times its own split, in
+turns with:
 
 - the CLI, ``pyhudi read PATH --columns c0,c1`` (rich's tables included);
 - the floor no pyhudi code is part of: ``import pyarrow`` (a local pyhudi read loads of pyarrow
@@ -48,6 +50,10 @@ print(json.dumps({{"floor_s": t1 - t0, "floor_cpu_s": c1 - c0, "import_s": t2 - 
                   "read_s": t4 - t3, "added_s": t4 - t1, "added_cpu_s": c4 - c1, "rows": rows.num_rows,
                   "loaded": ",".join(m for m in {HEAVY!r} if m in sys.modules) or "-"}}))
 """
+_SCRIPT = "import sys, pyhudi; pyhudi.open_table(sys.argv[1]).read(columns=['c0', 'c1'])"
+"""The cold read as a script writes it: ``import pyhudi`` first, which loads pyarrow with the
+cyclic garbage collector paused (:mod:`pyhudi.gc_freeze`); the instrumented child (``_PYHUDI``)
+imports pyarrow itself first, to time the floor, and so pays pyarrow's collections."""
 _FLOOR = "import pyarrow"
 _FLOORS = {"import pyarrow._parquet": "import pyarrow._parquet",
            "import pyarrow, pyarrow.parquet (the floor of earlier runs)": "import pyarrow, pyarrow.parquet"}
@@ -76,6 +82,7 @@ _PARQUET_FILE = "import sys, pyarrow.parquet as pq; pq.ParquetFile(sys.argv[1]).
 READ_TABLE = "pyarrow: pq.read_table(2 columns) of a compacted copy"
 PARQUET_FILE = "pyarrow: pq.ParquetFile(compacted copy).read(2 columns)"
 PYHUDI = "pyhudi: import + open + read 2 columns"
+SCRIPT = "pyhudi as a script: import pyhudi; open; read 2 columns"
 PYHUDI_OTHER = "pyhudi, per-family base files (bulk insert, full.row=false; + update)"
 
 
@@ -102,7 +109,8 @@ def measure(table_path: str, repeat: int, splits: list[dict] | None = None,
     baselines = {} if compacted is None else {READ_TABLE: ["-c", _READ_TABLE, compacted],
                                                PARQUET_FILE: ["-c", _PARQUET_FILE, compacted]}
     defaults = {} if other_path is None else {PYHUDI_OTHER: ["-c", _PYHUDI, other_path]}
-    for args in (pyhudi_args, cli_args, ["-c", _FLOOR], *(["-c", code] for code in _FLOORS.values()),
+    script_args = ["-c", _SCRIPT, table_path]
+    for args in (script_args, pyhudi_args, cli_args, ["-c", _FLOOR], *(["-c", code] for code in _FLOORS.values()),
                  *baselines.values(), *defaults.values()):  # warm-up
         _child(args)
 
@@ -113,6 +121,7 @@ def measure(table_path: str, repeat: int, splits: list[dict] | None = None,
         return lambda _: _child(args) and None
 
     variants = [
+        Variant(SCRIPT, child(script_args)),
         Variant(PYHUDI, pyhudi_run),
         *(Variant(name, child(args)) for name, args in defaults.items()),
         Variant("CLI: pyhudi read --columns c0,c1", lambda _: _child(cli_args) and None),
@@ -130,7 +139,7 @@ def against_pyarrow(measured: Comparison) -> Comparison:
     (:func:`measure` with ``compacted``): ratio to ``pq.read_table``."""
     table = measured.variants
     values = {name: {"wall": table[name]["wall"], "cpu": table[name]["cpu"]}
-              for name in (PYHUDI, PYHUDI_OTHER, PARQUET_FILE, READ_TABLE) if name in table}
+              for name in (SCRIPT, PYHUDI, PYHUDI_OTHER, PARQUET_FILE, READ_TABLE) if name in table}
     return single("cold start: pyhudi against pyarrow's own cold reads", values,
                   note="fresh processes, same run; ratio = pyhudi / pq.read_table of a compacted copy")
 

@@ -203,7 +203,9 @@ def test_bench_cold_reports_what_pyhudi_adds_over_the_floor(tmp_path):
     cold, against, added = report["scenarios"]["cold"]["comparisons"]
     assert cold["name"] == "cold start: fresh process, read 2 columns"
     assert against["name"] == "cold start: pyhudi against pyarrow's own cold reads"
-    assert list(against["variants"]) == ["pyhudi: import + open + read 2 columns",
+    assert list(cold["variants"])[0] == "pyhudi as a script: import pyhudi; open; read 2 columns"
+    assert list(against["variants"]) == ["pyhudi as a script: import pyhudi; open; read 2 columns",
+                                         "pyhudi: import + open + read 2 columns",
                                          "pyhudi, per-family base files (bulk insert, full.row=false; + update)",
                                          "pyarrow: pq.ParquetFile(compacted copy).read(2 columns)",
                                          "pyarrow: pq.read_table(2 columns) of a compacted copy"]
