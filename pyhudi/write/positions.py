@@ -7,7 +7,9 @@ key) lists them in the base file's row order, the block's header records those r
 A reader then merges the block by position, without decoding the base file's keys
 (:mod:`pyhudi.read.positions`), the first read in a process included. Blocks that insert a key,
 or whose order differs from the base's, carry no positions (readers merge them by key), as
-Apache Hudi's writers do. The lookup reads one column of the base file; it is skipped when that
+Apache Hudi's writers do. Integer keys are searched as key codes; those without one (negative
+ids, 18-19 digit snowflake ids) as their decimal spellings, the record keys — positions are row
+numbers, whatever the keys compare as. The lookup reads one column of the base file; it is skipped when that
 column would take more memory than :data:`MAX_LOOKUP_BYTES` (by the footer), and the column is
 kept in the process's metadata cache for the next update of the same base file.
 
