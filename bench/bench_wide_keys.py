@@ -2,13 +2,14 @@
 against the same table with small keys: ``python bench/bench_wide_keys.py [rows]``.
 
 Both tables: ``rows`` x (``id`` + 20 float64), 4 buckets, default options otherwise (an
-insert, then an upsert of 10% of the rows, c0 + 1). Small keys are ``0 .. rows-1``; wide keys ``1.8e18 + i * 4096`` — outside
-the key codes' range ``[0, 10**17)`` (pyhudi/read/keys.py), so they are held as strings where a
-key is needed. Printed for both: a warm read of 2 columns (one table handle, the process's
-metadata cache kept) and a cold read (a fresh interpreter opening the table and reading, timed
-inside it, import excluded), wall and CPU, medians over runs taken in turns. The update's log
-blocks record their positions (``RECORD_POSITIONS``) for both key kinds, so a read merges by
-position without decoding a key: the two should read alike. Also printed: the read metrics.
+insert, then an upsert of 10% of the rows, c0 + 1). Small keys are ``0 .. rows-1``; wide keys
+``1.8e18 + i * 4096``, outside the key codes' range ``[0, 10**17)`` (pyhudi/read/keys.py), so
+held as strings where a key is needed. Printed for both: a warm read of 2 columns (one table
+handle, the process's metadata cache kept) and a cold read (a fresh interpreter opening the
+table and reading, timed inside it, import excluded), wall and CPU, medians over runs taken in
+turns. The update's log blocks record their positions (``RECORD_POSITIONS``) for both key
+kinds, so a read merges by position without decoding a key: the two should read alike.
+Also printed: the read metrics of a first read.
 """
 
 from __future__ import annotations

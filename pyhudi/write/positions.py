@@ -9,9 +9,9 @@ A reader then merges the block by position, without decoding the base file's key
 or whose order differs from the base's, carry no positions (readers merge them by key), as
 Apache Hudi's writers do. Integer keys are searched as key codes; those without one (negative
 ids, 18-19 digit snowflake ids) as their decimal spellings, the record keys — positions are row
-numbers, whatever the keys compare as. The lookup reads one column of the base file; it is skipped when that
-column would take more memory than :data:`MAX_LOOKUP_BYTES` (by the footer), and the column is
-kept in the process's metadata cache for the next update of the same base file.
+numbers, whatever the keys compare as. The lookup reads one column of the base file; it is
+skipped when that column would take more memory than :data:`MAX_LOOKUP_BYTES` (by the footer),
+and the column is kept in the process's metadata cache for the next update of the same base file.
 
 A file group written by an insert has no base file until it is compacted: its rows are the first
 Parquet block of its first log file (a full-row log file, docs/format.md), which readers merge
