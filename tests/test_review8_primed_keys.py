@@ -133,20 +133,22 @@ def test_kept_keys_equal_the_written_files_and_updates_read_as_by_key(tmp_path, 
 
 
 @pytest.mark.parametrize("ids", [range(-20, 20), [2 ** 62 + i for i in range(20)]], ids=["negative", "huge"])
-def test_integer_keys_without_codes_are_kept_as_unsearchable_and_merge_by_key(tmp_path, ids):
-    """Keys without key codes: kept as the verdict the file would give (no positions), and the
-    update reads right."""
+def test_integer_keys_without_codes_are_kept_as_their_spellings_and_positioned(tmp_path, ids):
+    """Keys without key codes: kept as their decimal spellings (the record keys), as the file
+    reads back; the update records its positions and reads right
+    (tests/test_positions_wide_integer_keys.py covers such keys in full)."""
     schema = pa.schema([("id", pa.int64()), ("a1", pa.float64()), ("a2", pa.string()), ("b", pa.float64())])
     table = pyhudi.create_table(str(tmp_path / "t"), schema, "id", num_buckets=1, column_families={"fa": "a1,a2",
                                                                                                    "fb": "b"})
     ids = list(ids)
     table.insert(pa.table({**_rows(ids, pa.int64(), 0), "b": [1.0] * len(ids)}, schema=schema))
     ((kind, _, spine),) = _kept(table)
-    assert kind == "write:keys:id@lead" and spine is False
+    assert kind == "write:keys:id@lead" and spine.to_pylist() == sorted(str(i) for i in ids)
     assert _assert_kept_as_read_back(table) == 1
     table.upsert(pa.table(_rows(ids[::3], pa.int64(), 1)))
     (logs,) = _logs(table).values()
-    assert [POSITIONS in h for _, h, _ in logs] == [False, False]  # (the insert, the update of fa)
+    assert [POSITIONS in h for _, h, _ in logs] == [False, True]  # (the insert, the update of fa)
+    assert decode_positions(logs[1][1][POSITIONS]).tolist() == [logs[0][2].index(k) for k in logs[1][2]]
     rows = table.read(columns=["id", "a1"]).sort_by("id").to_pylist()
     assert rows == sorted(({"id": i, "a1": float(1000 + i) if i in ids[::3] else float(i)} for i in ids),
                           key=lambda r: r["id"])

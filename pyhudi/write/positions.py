@@ -7,9 +7,11 @@ key) lists them in the base file's row order, the block's header records those r
 A reader then merges the block by position, without decoding the base file's keys
 (:mod:`pyhudi.read.positions`), the first read in a process included. Blocks that insert a key,
 or whose order differs from the base's, carry no positions (readers merge them by key), as
-Apache Hudi's writers do. The lookup reads one column of the base file; it is skipped when that
-column would take more memory than :data:`MAX_LOOKUP_BYTES` (by the footer), and the column is
-kept in the process's metadata cache for the next update of the same base file.
+Apache Hudi's writers do. Integer keys are searched as key codes; those without one (negative
+ids, 18-19 digit snowflake ids) as their decimal spellings, the record keys — positions are row
+numbers, whatever the keys compare as. The lookup reads one column of the base file; it is
+skipped when that column would take more memory than :data:`MAX_LOOKUP_BYTES` (by the footer),
+and the column is kept in the process's metadata cache for the next update of the same base file.
 
 A file group written by an insert has no base file until it is compacted: its rows are the first
 Parquet block of its first log file (a full-row log file, docs/format.md), which readers merge
@@ -78,7 +80,7 @@ def positions_header(storage: Storage, base: PositionsBase | None, keys: pa.Tabl
         _keep(kind, identity, spine)
     if spine is False:  # (no usable key column, or not in increasing key order)
         return {}
-    others = _codes(keys.column(column)) if column == integer_key else keys.column(column)
+    others = _block_keys(keys.column(column), spine) if column == integer_key else keys.column(column)
     found = subset_positions(spine, others) if others is not None else None
     if found is None or (len(found) > 1 and not (found[1:] > found[:-1]).all()):
         return {}  # an insert, or records out of the base's order: readers merge by key
@@ -108,14 +110,35 @@ def _base_keys(storage: Storage, base: PositionsBase, column: str) -> pa.Array |
 
 def _searchable(spine: pa.Array, column: str) -> pa.Array | bool:
     """A key column as :func:`positions_header` searches it: the record key strings as they are,
-    integer keys as key codes in increasing order (False: not in that order)."""
+    integer keys as key codes in increasing order (False: not in that order, or a null key).
+
+    Integer keys without key codes (negative, or 18 digits and more: snowflake ids) are searched
+    as their decimal spellings — the record keys themselves, hashed like any string keys. The
+    positions are row numbers: how the keys compare does not change them."""
     if column == RECORD_KEY:
         return spine
+    if spine.null_count:
+        return False
     codes = _codes(spine)  # (binary search: the base must be in increasing key order)
     if codes is None:
-        return False
+        spellings = _spellings(spine)
+        return spellings if spellings.nbytes <= MAX_LOOKUP_BYTES else False  # (too large: kept as a verdict)
     values = np.asarray(codes)
     return codes if len(values) < 2 or (values[1:] > values[:-1]).all() else False
+
+
+def _block_keys(values: pa.Array | pa.ChunkedArray, spine: pa.Array) -> pa.Array | None:
+    """A block's integer keys as ``spine`` holds the base's: key codes, or decimal spellings
+    (None: a key without a code, which a base of codes cannot hold — an insert)."""
+    if pa.types.is_int64(spine.type):
+        return _codes(values)
+    values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    return None if values.null_count else _spellings(values)
+
+
+def _spellings(values: pa.Array) -> pa.Array:
+    """Integer keys as the record keys a simple key generator makes of them (``str(k)``)."""
+    return values.cast(pa.string())
 
 
 def lead_identity(storage: Storage, relpath: str, size: int | None = None) -> tuple:
