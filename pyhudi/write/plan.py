@@ -550,8 +550,10 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
         else:
             payload = FamilyPayload(family.name, chunk, is_partial, file_schema, key_fields=tuple(key_fields))
             kind = KIND_MERGE if copy_on_write else KIND_APPEND
+            # (an append records its positions in the slice's base file, as on bucketed tables)
+            bases = _family_bases(txn, existing.get((partition, file_id)), [payload]) if kind == KIND_APPEND else {}
             add(partition, file_id, kind, payloads=[payload], ordering_field=event_field,
-                insert_count=inserted.get(file_id, 0), concat_inserts=concat)
+                insert_count=inserted.get(file_id, 0), concat_inserts=concat, family_bases=bases)
     if delete:
         return tasks  # keys that are not in the table: nothing to delete
     inserts = ordered.filter(pc.invert(found))
