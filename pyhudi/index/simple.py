@@ -18,8 +18,9 @@ Keys are unique per partition (not globally), as with Hudi's non-global simple i
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -27,11 +28,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import ConfigError
-from pyhudi.fsview.view import FileGroup
+from pyhudi.fsview.view import BaseFile, FileGroup, LogFile
 from pyhudi.logformat.block import DeleteBlock
 from pyhudi.logformat.data_block import DataBlock
 from pyhudi.logformat.reader import LogReader
 from pyhudi.read.damage import decoding
+from pyhudi.read.family_reader import file_identity
+from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.record_merge import commit_time_deletes
 from pyhudi.schema import META_FIELDS
 from pyhudi.storage.fs import Storage
@@ -83,6 +86,56 @@ def _log_keys(storage: Storage, relpath: str, event_time: bool = True) -> list[t
     return keys
 
 
+_KEPT_KEYS = "index:keys"
+"""The metadata cache's kind for a data file's record keys as the simple index reads them."""
+
+
+def _kept(storage: Storage, data_file: BaseFile | LogFile, read: Callable[[], Any], event_time: bool) -> Any:
+    """``read()`` — the record keys of ``data_file`` — kept in the process's metadata cache by the
+    file's identity: a writer that upserts again and again reads only the files written since
+    (a table without a bucket index looks up every stored key of the partitions it touches). A
+    log file the listing gave without its size is identified by a ``stat`` of it (local files;
+    remote ones are read each time)."""
+    size, mtime = data_file.size, data_file.mtime_ns
+    if (size is None or size < 0) and storage.is_local:
+        try:
+            stat = os.stat(storage.full_path(data_file.relpath))
+        except OSError:
+            return read()  # (gone: the read names it)
+        size, mtime = stat.st_size, stat.st_mtime_ns
+    if size is None or size < 0:
+        return read()
+    identity = file_identity(storage, data_file.relpath, size, mtime)
+    kind = (_KEPT_KEYS, event_time)
+    found = METADATA_CACHE.get(kind, identity)
+    if found is None:
+        found = read()
+        arrays = [found] if isinstance(found, pa.Array) else [keys for _, keys in found]
+        METADATA_CACHE.put(kind, identity, found, 64 + sum(a.nbytes for a in arrays))
+    return found
+
+
+def remember_file_keys(storage: Storage, relpath: str, size: int, keys: pa.Array | pa.ChunkedArray,
+                       log: bool) -> None:
+    """Keep the record keys of a data file this writer has just written (``size`` bytes; ``log``:
+    a log file of one data block) as :func:`_group_keys` would read them back, so the process's
+    next upsert does not read its own files again. Local files only (their identity holds their
+    modification time, which a ``stat`` after the write gives as later listings will)."""
+    if not storage.is_local or not METADATA_CACHE.max_bytes:
+        return
+    keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    if keys.type != pa.string():
+        keys = keys.cast(pa.string())
+    try:
+        stat = os.stat(storage.full_path(relpath))
+    except OSError:
+        return
+    identity = file_identity(storage, relpath, stat.st_size if size < 0 else size, stat.st_mtime_ns)
+    value = [(False, keys)] if log else keys
+    for event_time in (False, True):  # (a data block's keys are the same under either ordering)
+        METADATA_CACHE.put((_KEPT_KEYS, event_time), identity, value, 64 + keys.nbytes)
+
+
 def _group_keys(storage: Storage, group: FileGroup, layout_version: int, event_time: bool = True) -> pa.Array:
     """Every record key of the latest file slice of ``group``: base file plus log data blocks,
     without the keys a later delete block removed (one vectorised filter per delete block)."""
@@ -90,9 +143,11 @@ def _group_keys(storage: Storage, group: FileGroup, layout_version: int, event_t
     files = [f.relpath for f in ((current.base_file,) if current.base_file else ())] + [
         lf.relpath for lf in current.log_files]
     with decoding(storage, files):  # damaged bytes: an error naming the file
-        pieces = [_base_keys(storage, current.base_file.relpath).cast(pa.string())] if current.base_file else []
+        base = current.base_file
+        pieces = [_kept(storage, base, lambda: _base_keys(storage, base.relpath).cast(pa.string()), event_time)
+                  ] if base else []
         for log in current.log_files:
-            for is_delete, keys in _log_keys(storage, log.relpath, event_time):
+            for is_delete, keys in _kept(storage, log, lambda: _log_keys(storage, log.relpath, event_time), event_time):
                 if not is_delete:
                     pieces.append(keys)
                 elif len(keys):
@@ -108,12 +163,25 @@ def partition_key_locations(storage: Storage, groups: Sequence[FileGroup], layou
     """``(keys, file ids)`` of every record in the latest file slices of ``groups``
     (``event_time``: the table merges by event time, see :func:`_log_keys`)."""
     groups = [g for g in groups if g.base_files or g.log_files]
+    return _locations(groups, _groups_keys(storage, groups, layout_version, event_time))
+
+
+def _groups_keys(storage: Storage, groups: Sequence[FileGroup], layout_version: int,
+                 event_time: bool) -> list[pa.Array]:
+    """The keys of each of ``groups`` (:func:`_group_keys`), read on a few threads at once: one
+    pool for all of a write's groups, however many partitions they span."""
+    if len(groups) <= 1:
+        return [_group_keys(storage, g, layout_version, event_time) for g in groups]
+    with ThreadPoolExecutor(max_workers=min(4, len(groups))) as pool:
+        return list(pool.map(lambda g: _group_keys(storage, g, layout_version, event_time), groups))
+
+
+def _locations(groups: Sequence[FileGroup], keys: Sequence[pa.Array]) -> tuple[pa.Array, pa.Array]:
+    """``(keys, file ids)`` of ``groups``, given each group's ``keys``."""
     if not groups:
         return pa.array([], pa.string()), pa.array([], pa.string())
-    with ThreadPoolExecutor(max_workers=min(4, len(groups))) as pool:
-        keys = list(pool.map(lambda g: _group_keys(storage, g, layout_version, event_time), groups))
     file_ids = [pa.repeat(pa.scalar(g.file_id, pa.string()), len(k)) for g, k in zip(groups, keys)]
-    return pa.concat_arrays(keys), pa.concat_arrays(file_ids)
+    return pa.concat_arrays(list(keys)), pa.concat_arrays(file_ids)
 
 
 def groups_by_partition(existing: Mapping[tuple[str, str], FileGroup]) -> dict[str, list[FileGroup]]:
@@ -156,19 +224,25 @@ def tag_locations(
     """
     by_partition = groups_by_partition(existing)
     keys = pa.chunked_array([keys]) if isinstance(keys, pa.Array) else keys
+    touched = {partition: [g for g in by_partition.get(partition, []) if g.base_files or g.log_files]
+               for partition, _, _ in partition_runs}
+    every_group = [g for groups in touched.values() for g in groups]
+    group_keys = dict(zip(map(id, every_group), _groups_keys(storage, every_group, layout_version, event_time)))
     pieces = []
     extra_positions: list[np.ndarray] = []
     extra_ids: list[pa.Array] = []
     for partition, start, length in partition_runs:
         wanted = keys.slice(start, length)
-        stored_keys, stored_ids = partition_key_locations(storage, by_partition.get(partition, []), layout_version,
-                                                          event_time)
+        groups = touched[partition]
+        stored_keys, stored_ids = _locations(groups, [group_keys[id(g)] for g in groups])
         if len(stored_keys) == 0:
             pieces.append(pa.nulls(length, pa.string()))
             continue
         positions = pc.index_in(wanted, value_set=stored_keys)
         positions = positions.combine_chunks() if isinstance(positions, pa.ChunkedArray) else positions
         pieces.append(stored_ids.take(positions))
+        if len(groups) < 2:
+            continue  # (one file group: no other holder, even of a key it holds twice)
         rows, ids = _other_holders(wanted, positions, stored_keys, stored_ids)
         if len(rows):
             extra_positions.append(rows + start)

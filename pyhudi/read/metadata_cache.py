@@ -1,6 +1,8 @@
 """Metadata of data files kept across scans: Parquet footers, log block layouts, key verdicts.
 
-Key verdicts are facts about key columns, never keys: two base files hold the same keys
+Writers also keep the record keys of files here, by the same identity: the keys an update's
+record positions are searched in (:mod:`pyhudi.write.positions`) and those the simple index looks
+keys up in (:mod:`pyhudi.index.simple`). Key verdicts are facts about key columns: two base files hold the same keys
 (:meth:`MetadataCache.same_keys`), every key of a log block is a key of a base file
 (:meth:`MetadataCache.block_within`, learnt when a read joined that block's keys with the base),
 or the row numbers in a base file of a log block's records (:meth:`MetadataCache.positions`,

@@ -72,6 +72,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyhudi.index.simple import remember_file_keys
 from pyhudi.logformat import (
     DeleteBlock,
     ParquetDataBlock,
@@ -312,6 +313,9 @@ class FileGroupWriteTask:
     group's first log block) to record positions against (:mod:`pyhudi.write.positions`; empty when
     ``hoodie.write.record.positions`` is off)."""
     full_row: bool = False  # every family of a new group: one full-row base or log file if they can share it (FULL_ROW_INSERT)
+    index_keys: bool = False
+    """Keep the record keys of the files this task writes for the simple index's next lookup in
+    this process (:func:`~pyhudi.index.simple.remember_file_keys`): tables without a bucket index."""
     keep_written_keys: bool = False
     """Keep the keys of the files this task writes into new file groups for the process's next
     update of them (:func:`~pyhudi.write.positions.remember_written_keys`): set where appends
@@ -438,6 +442,8 @@ class FileGroupWriteTask:
             table, _ = self._with_meta(data, self._cached_meta(payload, data, name, cache))
             create_marker(storage, self.instant, self.partition_path, name, IO_CREATE)
             size = self._write_base(storage, self._relpath(name), table, self._options(payload))
+            if self.index_keys:
+                remember_file_keys(storage, self._relpath(name), size, table.column(RECORD_KEY), log=False)
             if self.keep_written_keys:
                 remember_written_keys(storage, self._relpath(name), size,
                                       table.select(self._key_columns(payload, table)), payload.integer_key,
@@ -458,6 +464,8 @@ class FileGroupWriteTask:
             block = ParquetDataBlock(table, header, table_name=self.table_name, **options)
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
             size = write_log_file(storage, self._relpath(name), [block], fsync=self.fsync)
+            if self.index_keys:
+                remember_file_keys(storage, self._relpath(name), size, keys.column(RECORD_KEY), log=True)
             if self.keep_written_keys and self.is_new_file_group:  # (its first log file: the next update's lead)
                 remember_written_keys(storage, self._relpath(name), size, keys, payload.integer_key, lead_block=True)
         n = table.num_rows
@@ -503,6 +511,8 @@ class FileGroupWriteTask:
             options["sorting_columns"] = sorting
         create_marker(storage, self.instant, self.partition_path, name, IO_MERGE)
         size = self._write_base(storage, self._relpath(name), table, options)
+        if self.index_keys:
+            remember_file_keys(storage, self._relpath(name), size, table.column(RECORD_KEY), log=False)
         return self._status(
             "", name, table.num_rows, merged.num_inserts, merged.num_updates, merged.num_deletes, size, started,
             table.column(RECORD_KEY),

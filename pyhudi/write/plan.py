@@ -527,7 +527,8 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
     tasks: list[FileGroupWriteTask] = []
 
     def add(partition: str, file_id: str, kind: str, **kwargs) -> None:
-        tasks.append(_task(txn, partition, file_id, kind, existing, token_for(len(tasks)), row_group, **kwargs))
+        tasks.append(_task(txn, partition, file_id, kind, existing, token_for(len(tasks)), row_group,
+                           index_keys=kind != KIND_DELETE, **kwargs))
 
     found = locations.is_valid()
     # keys stored in several file groups: the extra holders get the update / delete too; rows stay
