@@ -366,6 +366,18 @@ class FileSystemView:
                 continue
             yield info
 
+    def partition_paths(self) -> list[str] | None:
+        """The partitions as listed — the folders at partition depth, listed level by level
+        without listing their files — or None when the depth is unknown (key generators that
+        transform values: partitions are then found by their marker files, with the files)."""
+        if self.partition_depth is None:
+            return None
+        level = [""]
+        for _ in range(self.partition_depth):
+            level = [info.path for parent in level for info in self.storage.list(parent)
+                     if info.is_dir and info.path != ".hoodie"]
+        return level
+
     def data_files(self) -> list[FileInfo]:
         """The listing :meth:`file_groups` builds every partition's groups from (files with their
         sizes and modification times): a view of an unchanged timeline whose listing is equal

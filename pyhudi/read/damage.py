@@ -132,6 +132,12 @@ def _cleaned_by(timeline: Any, instant: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def written_partitions(view: FileSystemView) -> set[str]:
+    """The partitions completed commits visible in ``view`` wrote files to (and no clean removed
+    every file of): with the listed folders, every partition a read may need to look at."""
+    return {f.partition for f in committed_files(view).values()}
+
+
 def committed_files(view: FileSystemView) -> dict[str, CommittedFile]:
     """Relative path → what the completed commits visible in ``view`` wrote to it (files of
     replaced file groups and files any completed clean deleted are left out)."""
@@ -164,8 +170,10 @@ def committed_files(view: FileSystemView) -> dict[str, CommittedFile]:
     return _cached(_BY_SNAPSHOT, snapshot, _MAX_SNAPSHOTS, compute)
 
 
-def check_written_files(view: FileSystemView, groups: list[FileGroup]) -> list[FileGroup]:
-    """``groups`` (the view's listing) checked against what completed commits wrote to them.
+def check_written_files(view: FileSystemView, groups: list[FileGroup],
+                        partitions: set[str] | None = None) -> list[FileGroup]:
+    """``groups`` (the view's listing; of ``partitions`` only, when given) checked against what
+    completed commits wrote to them (in those partitions).
 
     Each log file carries the byte ranges completed commits wrote to it (checked as it is read,
     :func:`check_log`); a file group lacking a file a commit wrote records it in ``missing``,
@@ -174,6 +182,8 @@ def check_written_files(view: FileSystemView, groups: list[FileGroup]) -> list[F
     filter prunes does not fail the read.
     """
     committed = committed_files(view)
+    if partitions is not None:
+        committed = {relpath: f for relpath, f in committed.items() if f.partition in partitions}
     if not committed:
         return groups
     by_key = {(g.partition_path, g.file_id): g for g in groups}

@@ -34,11 +34,11 @@ from pyhudi.errors import HudiError, ReadError, SchemaError
 from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.read.family_reader import STRATEGIES, FamilyScan
 from pyhudi.read.filters import Filter, normalize_filters
-from pyhudi.read.damage import check_written_files, decoding, missing_files_error, skip_corrupt_blocks
+from pyhudi.read.damage import decoding, missing_files_error, skip_corrupt_blocks
 from pyhudi.read.keys import RECORD_KEY, KeySpec, integer_key_column
 from pyhudi.keygen import PartitionLayout, partition_layout
 from pyhudi.read.retention import check_time_travel, pinned_batches
-from pyhudi.read.pruning import partition_columns_from_path, partition_may_match
+from pyhudi.read.pruning import partition_columns_from_path, partition_pruned_groups
 from pyhudi.read.skipping import FileSkipper
 from pyhudi.read.split import key_splits, split_rows
 from pyhudi.read.task import DEFAULT_BATCH_SIZE, FamilyPart, ReadTask, TaskSettings
@@ -573,23 +573,7 @@ def _pruned_groups(table: Any, view: FileSystemView, filters: list[Filter], sche
     """File groups that may hold matching rows: partition pruning (values decoded from identity
     paths; TIMESTAMP paths through their format; other key generators never prune), incremental
     touch sets."""
-    config = table.config
-    groups = check_written_files(view, view.file_groups())
-    fields = table.partition_fields
-    timestamp = layout.timestamp
-    if fields and filters and (layout.identity or timestamp is not None):
-        verdict: dict[str, bool] = {}
-        for g in groups:
-            if g.partition_path in verdict:
-                continue
-            if timestamp is not None:
-                type_ = schema.field(timestamp.field).type if timestamp.field in schema.names else pa.string()
-                verdict[g.partition_path] = timestamp.may_match(g.partition_path, filters, type_)
-            else:
-                verdict[g.partition_path] = partition_may_match(
-                    g.partition_path, fields, config.hive_style_partitioning, filters, schema,
-                    config.get(tc.URL_ENCODE_PARTITIONING))
-        groups = [g for g in groups if verdict[g.partition_path]]
+    groups = partition_pruned_groups(view, table.config, filters, schema, layout)
     if incremental is not None:
         if not incremental:
             return []

@@ -23,10 +23,15 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
+from pyhudi.config import table as tc
 from pyhudi.errors import ReadError
+from pyhudi.fsview.view import FileGroup, FileSystemView
+from pyhudi.keygen import PartitionLayout
 from pyhudi.lazy import pc
+from pyhudi.read.damage import check_written_files, written_partitions
 from pyhudi.read.filters import NULL_REJECTING, Filter, typed_values
 from pyhudi.read.keys import text_keys
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
@@ -105,26 +110,100 @@ def partition_columns_from_path(path: str, fields: Sequence[str], hive_style: bo
 def partition_may_match(path: str, fields: Sequence[str], hive_style: bool, filters: Iterable[Filter],
                         schema: pa.Schema, url_encoded: bool = False) -> bool:
     """False only when the values in ``path`` certainly fail a filter on a partition column."""
+    return partitions_may_match([path], fields, hive_style, filters, schema, url_encoded)[0]
+
+
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
+
+
+def partition_pruned_groups(view: FileSystemView, config: tc.TableConfig, filters: Sequence[Filter],
+                            schema: pa.Schema, layout: PartitionLayout) -> list[FileGroup]:
+    """The file groups of the partitions whose values may match ``filters`` (all of them without
+    a filter on a partition column; values decoded from identity paths, TIMESTAMP paths through
+    their format, other key generators never prune), checked against what commits wrote to them
+    (:func:`~pyhudi.read.damage.check_written_files`).
+
+    A table of known partition depth lists its partition folders first (without their files),
+    adds the partitions commits wrote to (a folder lost is then still noticed), and lists the
+    files of the matching ones only: a filtered read of a table of many partitions costs one
+    folder listing per level, not a listing of every partition."""
+    fields = config.partition_fields
+    prunes = bool(fields and filters and (layout.identity or layout.timestamp is not None))
+    listed = view.partition_paths() if prunes and view.partition_depth else None
+    if listed is not None:
+        candidates = sorted(set(listed) | written_partitions(view))
+        verdicts = _partition_verdicts(config, layout, candidates, filters, schema)
+        wanted = {path for path, ok in zip(candidates, verdicts) if ok}
+        return check_written_files(view, view.file_groups(wanted), wanted)
+    groups = check_written_files(view, view.file_groups())
+    if not prunes:
+        return groups
+    paths = list(dict.fromkeys(g.partition_path for g in groups))
+    verdict = dict(zip(paths, _partition_verdicts(config, layout, paths, filters, schema)))
+    return [g for g in groups if verdict[g.partition_path]]
+
+
+def _partition_verdicts(config: tc.TableConfig, layout: PartitionLayout, paths: list[str], filters: Sequence[Filter],
+                        schema: pa.Schema) -> list[bool]:
+    """For each partition path, whether its values may match ``filters``."""
+    timestamp = layout.timestamp
+    if timestamp is not None:
+        type_ = schema.field(timestamp.field).type if timestamp.field in schema.names else pa.string()
+        return [timestamp.may_match(path, filters, type_) for path in paths]
+    return partitions_may_match(paths, config.partition_fields, config.hive_style_partitioning, filters, schema,
+                                config.get(tc.URL_ENCODE_PARTITIONING))
+
+
+def partitions_may_match(paths: Sequence[str], fields: Sequence[str], hive_style: bool, filters: Iterable[Filter],
+                         schema: pa.Schema, url_encoded: bool = False) -> list[bool]:
+    """For each of ``paths``, False only when its values certainly fail a filter on a partition
+    column: each filter evaluated once over a table of every path's values, however many
+    partitions the table has (not once per partition)."""
     relevant = [f for f in filters if f.column in fields]
-    if not relevant:
-        return True
-    values = partition_values(path, fields, hive_style, url_encoded)
-    if values is None:
-        return True
+    if not relevant or not paths:
+        return [True] * len(paths)
+    decoded = [partition_values(path, fields, hive_style, url_encoded) for path in paths]
+    unknown = np.array([values is None for values in decoded])  # (never pruned)
     columns = {}
-    for field in {f.column for f in relevant}:
-        try:
-            columns[field] = pa.array([values[field]], pa.string()).cast(schema.field(field).type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            return True  # the path does not hold the value as typed: never prune on it
-    row = pa.table(columns)
+    for field in dict.fromkeys(f.column for f in relevant):
+        typed, failed = _typed_partition_values([None if v is None else v[field] for v in decoded],
+                                                schema.field(field).type)
+        columns[field] = typed
+        unknown |= failed  # the path does not hold the value as typed: never prune on it
+    columns[_ROW] = pa.array(np.arange(len(paths)))
+    rows = pa.table(columns)
+    keep = np.ones(len(paths), dtype=bool)
     for f in relevant:
         try:
-            if not row.filter(f.expression(schema.field(f.column))).num_rows:
-                return False
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            matched = rows.filter(f.expression(schema.field(f.column))).column(_ROW).to_numpy()
+        except _ARROW_ERRORS:
             continue
-    return True
+        passes = np.zeros(len(paths), dtype=bool)
+        passes[matched] = True
+        keep &= passes | unknown
+    return keep.tolist()
+
+
+_ROW = "\x00row"
+"""A column name no table column has: each partition's position in the evaluated table."""
+
+
+def _typed_partition_values(texts: list[str | None], type_: pa.DataType) -> tuple[pa.Array, np.ndarray]:
+    """``texts`` cast to ``type_`` — one cast of them all, or one by one when some do not cast —
+    and the mask of those that did not (null in the result)."""
+    strings = pa.array(texts, pa.string())
+    try:
+        return strings.cast(type_), np.zeros(len(texts), dtype=bool)
+    except _ARROW_ERRORS:
+        pass
+    values, failed = [], np.zeros(len(texts), dtype=bool)
+    for i, text in enumerate(texts):
+        try:
+            values.append(pa.array([text], pa.string()).cast(type_)[0].as_py())
+        except _ARROW_ERRORS:
+            values.append(None)
+            failed[i] = True
+    return pa.array(values, type_), failed
 
 
 # ---------------------------------------------------------------------------- statistics
