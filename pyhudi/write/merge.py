@@ -12,7 +12,8 @@ Hudi's merge handle, vectorised over Arrow (no per-record Python):
   commit-time-ordering deletes and always win;
 - an update marked deleted (a true ``_hoodie_is_deleted``) that wins removes the stored row of
   its key, and one of a key the file does not hold is dropped: a base file never holds a marked
-  row (:mod:`pyhudi.write.soft_deletes`);
+  row (:mod:`pyhudi.write.soft_deletes`); one without an ordering value is a commit-time-ordering
+  delete and always wins;
 - untouched rows keep their meta columns (commit time and sequence number of the commit that
   wrote them) except ``_hoodie_file_name``, which names the new file;
 - the output is sorted by record key, like every file pyhudi writes.
@@ -109,14 +110,20 @@ def _decoded(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
 def _winning_updates(updates: pa.Table, positions: pa.Array, old: pa.Table, ordering_field: str | None) -> np.ndarray:
     """Mask of updates that win over the stored row of their key (the merge rule's pairwise form,
     :func:`~pyhudi.record_merge.newer_wins_arrow`). Without an ordering value on either side the
-    update wins (commit time)."""
+    update wins (commit time), and so does a soft delete without one: a commit-time-ordering
+    delete (rule 3), as every merge-on-read read takes it."""
     n = updates.num_rows
     if (ordering_field is None or ordering_field not in updates.column_names or ordering_field not in old.column_names
             or positions.null_count == len(positions)):  # (no stored row met, e.g. a base file emptied by deletes)
         return np.ones(n, dtype=bool)
     found = np.asarray(positions.is_valid(), dtype=bool)
     stored = old.column(ordering_field).take(positions.fill_null(0))
-    return newer_wins_arrow(stored, updates.column(ordering_field), older_exists=found)
+    newer = updates.column(ordering_field)
+    wins = newer_wins_arrow(stored, newer, older_exists=found)
+    marked = marked_rows(updates)
+    if marked is not None and newer.null_count:
+        wins |= marked & ~np.asarray(newer.combine_chunks().is_valid(), dtype=bool)
+    return wins
 
 
 def _update_occurrences(old_keys: pa.ChunkedArray, updates: pa.Table) -> tuple[np.ndarray, pa.Array]:

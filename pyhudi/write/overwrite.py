@@ -123,7 +123,8 @@ def plan_overwrite(txn: WriteTxn, rows: Any, token_for: Any) -> list[FileGroupWr
 
     static_partitions(txn.options, txn.config)  # a bad partition list fails before any file is written
     if txn.config.num_buckets is None:
-        return plan_simple_index(dataclasses.replace(txn, operation="insert"), rows, {}, token_for)
+        return plan_simple_index(dataclasses.replace(txn, operation="insert"), rows, {}, token_for,
+                                 keep_partitions=txn.operation == INSERT_OVERWRITE)
     inner = "insert" if OVERWRITE_LOG_FILES.get(txn.options) else "bulk_insert"
     tasks = plan_bucketed(dataclasses.replace(txn, operation=inner), rows, {}, token_for)
     return [dataclasses.replace(task, file_id=overwrite_bucket_file_id(

@@ -478,6 +478,18 @@ def _marked_new_records(rows: pa.Table, locations: pa.Array) -> np.ndarray | Non
     return new if new.any() else None
 
 
+def _sparing_partitions(dropped: np.ndarray, partition_runs: Sequence[tuple[str, int, int]]) -> np.ndarray | None:
+    """``dropped`` less the first row of each partition it would empty: an overwrite replaces the
+    partitions of its rows, which only the files it writes name (:mod:`pyhudi.write.overwrite`),
+    so each keeps one file — its create handle drops the marked row and writes an empty base
+    file, as Hudi's create handle does."""
+    spared = dropped.copy()
+    for _, start, length in partition_runs:  # (one step per partition)
+        if length and dropped[start:start + length].all():
+            spared[start] = False
+    return spared if spared.any() else None
+
+
 def _without_rows(dropped: np.ndarray, ordered: pa.Table, parts: pa.ChunkedArray, locations: pa.Array,
                   extra: tuple[np.ndarray, pa.Array]) -> tuple[pa.Table, pa.ChunkedArray, pa.Array,
                                                               tuple[np.ndarray, pa.Array]]:
@@ -490,8 +502,11 @@ def _without_rows(dropped: np.ndarray, ordered: pa.Table, parts: pa.ChunkedArray
 
 
 def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
-                      token_for: TokenFor, timeline: Timeline | None = None) -> list[FileGroupWriteTask]:
-    """Route rows of a table without a bucket index (one implicit family, see module docstring)."""
+                      token_for: TokenFor, timeline: Timeline | None = None,
+                      keep_partitions: bool = False) -> list[FileGroupWriteTask]:
+    """Route rows of a table without a bucket index (one implicit family, see module docstring).
+    ``keep_partitions``: every partition of ``rows`` gets a file, even one whose rows are all
+    soft deletes of new keys (an overwrite replaces those partitions)."""
     (family,) = txn.families.values()
     key_fields, partition_fields = txn.config.record_key_fields, txn.config.partition_fields
     present = set(rows.column_names)
@@ -512,6 +527,8 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
     else:
         locations = pa.nulls(ordered.num_rows, pa.string())
     dropped = _marked_new_records(ordered, locations)
+    if dropped is not None and keep_partitions:
+        dropped = _sparing_partitions(dropped, partition_runs)
     if dropped is not None:  # soft deletes of keys the table does not hold: nothing to insert
         ordered, parts, locations, extra = _without_rows(dropped, ordered, parts, locations, extra)
         partition_runs = [(p, start, length) for (p, _), start, length in
