@@ -5,7 +5,9 @@ Scenarios: ``w`` (Scenario W: write, partial update, full and pruned reads, cold
 ``peers`` (hudi-rs; others when installed), ``clustering`` (500 small files clustered: the
 rewrite against pyarrow, data skipping and full scans after it), ``pruned`` (2-column reads, warm and in
 fresh processes, against ``pq.read_table``), ``cold`` (the cold start alone, more rounds),
-``commit`` (a 1,000-row upsert's fixed cost, young and after ``--instants`` of history) and
+``commit`` (a 1,000-row upsert's fixed cost, young and after ``--instants`` of history),
+``partitions`` (a default table of 300 date partitions: an upsert over all of them, a read of
+2 of them, against pyarrow) and
 ``all`` (all but ``cold``). Variants of a comparison run in turns;
 each prints median wall and CPU seconds and the ratio first / last (the baseline). The run is
 saved as ``results/<scenario>-<timestamp>.json`` and ``.png`` (the plot needs matplotlib:
@@ -42,8 +44,9 @@ SCENARIOS: dict[str, tuple[int, int, str]] = {
     "pruned": (200_000, 2_000, "bench.sc_pruned"),
     "cold": (200_000, 2_000, "bench.sc_cold"),  # (cold start alone; `w` includes it, `all` does not repeat it)
     "commit": (1_000, 1_000, "bench.sc_commit"),  # (rows of each upsert)
+    "partitions": (200_000, 2_000, "bench.sc_partitions"),
 }
-ALL = ["w", "rfc80", "scaling", "spark", "peers", "clustering", "pruned", "commit"]
+ALL = ["w", "rfc80", "scaling", "spark", "peers", "clustering", "pruned", "commit", "partitions"]
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -50,6 +50,8 @@ EXPECTED = {
                "pruned read, cold: the read step of a fresh process"],
     "commit": ["commit fixed cost of a 1000-row upsert: young table / 5 ms target",
                "commit fixed cost: after 30 instants / young table"],
+    "partitions": ["partitioned upsert: 20 rows over 10 partitions, pyhudi / pq.write_table per partition",
+                   "filtered read: 2 of 10 partitions, pyhudi / pq.read_table of those partitions' files"],
 }
 
 
@@ -88,7 +90,7 @@ def test_unknown_scenario_is_refused_with_the_choices():
     done = subprocess.run([sys.executable, "-m", "bench", "nosuch"], capture_output=True, text=True, cwd=ROOT,
                           env=ENV)
     assert done.returncode == 2
-    choices = "'w', 'rfc80', 'scaling', 'spark', 'peers', 'clustering', 'pruned', 'cold', 'commit', 'all'"
+    choices = "'w', 'rfc80', 'scaling', 'spark', 'peers', 'clustering', 'pruned', 'cold', 'commit', 'partitions', 'all'"
     assert f"invalid choice: 'nosuch' (choose from {choices})" in done.stderr
 
 
