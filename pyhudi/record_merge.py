@@ -49,6 +49,7 @@ import numpy as np
 import pyarrow as pa
 
 from pyhudi.lazy import pc
+from pyhudi.schema import SOFT_DELETE_FIELD
 
 EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
@@ -225,6 +226,39 @@ def last_of_runs(sorted_columns: Sequence[Column | np.ndarray]) -> np.ndarray:
     return keep
 
 
+def _commit_time_soft_deletes(rows: pa.Table, ordering: Column) -> np.ndarray | None:
+    """Mask of the rows marked deleted (``_hoodie_is_deleted`` true) without an ordering value:
+    commit-time-ordering deletes (rule 3), which win the de-duplication of a batch as they win a
+    merge; None when there is none."""
+    if SOFT_DELETE_FIELD not in rows.column_names or not ordering.null_count:
+        return None
+    marked = rows.column(SOFT_DELETE_FIELD).combine_chunks().fill_null(False)
+    if isinstance(ordering, pa.ChunkedArray):
+        ordering = ordering.combine_chunks()
+    mask = np.asarray(marked, dtype=bool) & ~np.asarray(ordering.is_valid(), dtype=bool)
+    return mask if mask.any() else None
+
+
+def _deletes_so_far(rows: pa.Table, sort_columns: Sequence[str], run_columns: Sequence[str],
+                    deletes: np.ndarray) -> np.ndarray:
+    """Per row, how many commit-time-ordering deletes of its key arrived up to and including it.
+
+    De-duplicating a batch folds its rows in arrival order, as merging does: such a delete wins
+    over the rows before it whatever their ordering values (it is the newer version), and a row
+    after it is merged with it — the delete has no ordering value, so the later row wins. So the
+    winner is the best row of the key's last segment, which starts at its last delete."""
+    order = np.asarray(pc.sort_indices(rows.select(list(sort_columns)),
+                                       sort_keys=[(name, "ascending") for name in sort_columns]))
+    flags = deletes[order].astype(np.int64)
+    ends = last_of_runs([rows.column(name).take(order) for name in run_columns])
+    totals = np.cumsum(flags)
+    starts = np.r_[0, np.flatnonzero(ends[:-1]) + 1]  # first row of each key
+    before = np.repeat(totals[starts] - flags[starts], np.diff(np.r_[starts, len(order)]))
+    counts = np.empty(len(order), dtype=np.int64)
+    counts[order] = totals - before
+    return counts
+
+
 def latest_per_key(rows: pa.Table, sort_columns: Sequence[str], ordering: str | None,
                    run_columns: Sequence[str] | None = None) -> np.ndarray:
     """Positions of ``rows`` keeping the winning row per key, in (``sort_columns``) order.
@@ -232,13 +266,20 @@ def latest_per_key(rows: pa.Table, sort_columns: Sequence[str], ordering: str | 
     One stable sort by ``sort_columns`` then the ordering value (nulls first, so a null loses;
     rows with equal values keep their arrival order, so ties go to the later row), then the last
     row of each run of equal ``run_columns`` (default ``sort_columns``, which they must lead or
-    be determined by). Without ``ordering`` the later row wins (commit time).
+    be determined by). Without ``ordering`` the later row wins (commit time). A row marked
+    deleted without an ordering value wins over the rows of its key before it (rule 3,
+    :func:`_deletes_so_far`).
     """
     sort_keys = [(name, "ascending", "at_start") for name in sort_columns]
     names = list(dict.fromkeys(sort_columns))
     source = rows.select(names)
     if ordering is not None:
         column = rows.column(ordering)
+        deletes = _commit_time_soft_deletes(rows, column)
+        if deletes is not None:  # rule 3: a key's rows before its last such delete lose to it
+            runs = run_columns if run_columns is not None else sort_columns
+            source = source.append_column("__after_deletes", pa.array(_deletes_so_far(rows, names, runs, deletes)))
+            sort_keys.append(("__after_deletes", "ascending", "at_start"))
         if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
             # Arrow sorts NaN with the nulls; the rule puts it above every number
             column = pa.array(ordering_ranks(column))

@@ -234,3 +234,29 @@ def test_a_marker_column_that_is_not_boolean_is_refused_by_alter(tmp_path):
     assert open(os.path.join(t.path, ".hoodie", "hoodie.properties")).read() == properties
     assert pyhudi.open_table(t.path).schema.names == ["id", "v"]
     assert t.alter({"hoodie.colFamily.fb": "_hoodie_is_deleted"}, new_columns={"_hoodie_is_deleted": pa.bool_()})
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_soft_delete_without_an_ordering_value_wins_over_the_rows_of_its_key_before_it(tmp_path, table_type):
+    """De-duplicating a batch folds its rows in arrival order (rule 3): such a delete wins over
+    the earlier rows of its key whatever their ordering values; a later row is merged with it and
+    wins (the delete has no ordering value), then meets the stored row by event time."""
+    path = str(tmp_path / "t")
+    t = pyhudi.create_table(path, TS_SCHEMA, "id", table_type=table_type, ordering_field="ts")
+    t.upsert(_rows([1, 2, 3, 4], ["a", "b", "c", "d"], [False] * 4, TS_SCHEMA, ts=[5, 5, 5, 5]))
+    t.upsert(_rows([1, 1, 2, 2, 3, 3, 4, 4, 4], ["x", "-", "y", "-", "-", "z", "p", "-", "q"],
+                   [False, True, False, True, True, False, False, True, False], TS_SCHEMA,
+                   ts=[10, None, 10, 7, None, 20, 50, None, 3]))
+    # 1: deleted (x came before the delete); 2: y (the delete has a value, 7 < 10); 3: z after the
+    # delete, 20 > 5; 4: q after the delete (p before it lost), then q's 3 loses to the stored 5
+    assert _pyhudi(path) == _hudi_rs(path) == [(2, "y"), (3, "z"), (4, "d")]
+
+
+def test_latest_per_key_folds_commit_time_soft_deletes_in_arrival_order():
+    from pyhudi.record_merge import latest_per_key
+
+    rows = pa.table({"k": ["a", "a", "a", "b", "b", "c"], "ts": pa.array([9, None, 1, None, None, 4]),
+                     "_hoodie_is_deleted": [False, True, False, True, False, None]})
+    assert latest_per_key(rows, ["k"], "ts").tolist() == [2, 4, 5]
+    unmarked = rows.drop_columns(["_hoodie_is_deleted"])
+    assert latest_per_key(unmarked, ["k"], "ts").tolist() == [0, 4, 5]
