@@ -6,7 +6,8 @@ reads the record keys of every file group in the partitions it touches (the
 with ``pyarrow.compute.index_in`` — vectorised, no per-record Python.
 
 The keys of a file group are those of its latest file slice: the latest base file and the data
-blocks of the log files after it, minus the keys of later delete blocks. Log files matter on
+blocks of the log files after it, minus the keys of later delete blocks (and, under commit-time
+ordering, of later rows marked deleted by ``_hoodie_is_deleted``). Log files matter on
 merge-on-read tables: inserts padded into a small file group (:mod:`pyhudi.write.small_files`) and
 file groups written by other engines (Apache Hudi with a bucket index, Flink) may hold keys only
 in log files — or have no base file at all — and an upsert of such a key must update that group,
@@ -37,6 +38,7 @@ from pyhudi.read.family_reader import file_identity
 from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.record_merge import commit_time_deletes
 from pyhudi.schema import META_FIELDS
+from pyhudi.schema import SOFT_DELETE_FIELD as SOFT_DELETE
 from pyhudi.storage.fs import Storage
 
 RECORD_KEY = META_FIELDS[2]
@@ -82,8 +84,25 @@ def _log_keys(storage: Storage, relpath: str, event_time: bool = True) -> list[t
                     f"log file {relpath} has a data block without {RECORD_KEY}: writing without a bucket index "
                     "needs tables that populate meta fields (hoodie.populate.meta.fields=true)"
                 )
-            keys.append((False, block.read([RECORD_KEY]).column(RECORD_KEY).combine_chunks().cast(pa.string())))
+            keys.extend(_data_block_keys(block, event_time))
     return keys
+
+
+def _data_block_keys(block: DataBlock, event_time: bool) -> list[tuple[bool, pa.Array]]:
+    """``(is_delete, keys)`` of one data block: its keys, then — under commit-time ordering —
+    the keys of its rows marked deleted (a true ``_hoodie_is_deleted``: Hudi's soft delete),
+    which a reader removes as a delete block's. Under event-time ordering a marked row carries
+    an ordering value and may lose to the stored record, so its key stays located here (as a
+    delete with an ordering value, :func:`_log_keys`)."""
+    marked = not event_time and SOFT_DELETE in block.arrow_schema().names
+    rows = block.read([RECORD_KEY, SOFT_DELETE] if marked else [RECORD_KEY])
+    record_keys = rows.column(RECORD_KEY).combine_chunks().cast(pa.string())
+    out = [(False, record_keys)]
+    if marked:
+        flags = rows.column(SOFT_DELETE).combine_chunks().fill_null(False)
+        if pc.any(flags).as_py():
+            out.append((True, record_keys.filter(flags)))
+    return out
 
 
 _KEPT_KEYS = "index:keys"
@@ -118,8 +137,9 @@ def _kept(storage: Storage, data_file: BaseFile | LogFile, read: Callable[[], An
 def remember_file_keys(storage: Storage, relpath: str, size: int, keys: pa.Array | pa.ChunkedArray,
                        log: bool) -> None:
     """Keep the record keys of a data file this writer has just written (``size`` bytes; ``log``:
-    a log file of one data block) as :func:`_group_keys` would read them back, so the process's
-    next upsert does not read its own files again. Local files only (their identity holds their
+    a log file of one data block whose rows carry no soft-delete marker, see
+    :func:`_data_block_keys`) as :func:`_group_keys` would read them back, so the process's next
+    upsert does not read its own files again. Local files only (their identity holds their
     modification time, which a ``stat`` after the write gives as later listings will)."""
     if not storage.is_local or not METADATA_CACHE.max_bytes:
         return

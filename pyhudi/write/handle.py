@@ -91,7 +91,7 @@ from pyhudi.storage.naming import BaseFileName, LogFileName, WriteToken
 from pyhudi.write.full_row import full_row_payload
 from pyhudi.write.markers import IO_APPEND, IO_CREATE, IO_MERGE, create_marker
 from pyhudi.write.merge import conform_to, merge_into_base
-from pyhudi.write.soft_deletes import marked_rows
+from pyhudi.write.soft_deletes import SOFT_DELETE, marked_rows
 from pyhudi.write.meta_values import sequence_numbers
 from pyhudi.write.positions import positions_header, remember_written_keys
 from pyhudi.write.shared_gather import Deferred, SharedGather
@@ -464,7 +464,7 @@ class FileGroupWriteTask:
             block = ParquetDataBlock(table, header, table_name=self.table_name, **options)
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
             size = write_log_file(storage, self._relpath(name), [block], fsync=self.fsync)
-            if self.index_keys:
+            if self.index_keys and SOFT_DELETE not in data.column_names:  # (marked rows: read back)
                 remember_file_keys(storage, self._relpath(name), size, keys.column(RECORD_KEY), log=True)
             if self.keep_written_keys and self.is_new_file_group:  # (its first log file: the next update's lead)
                 remember_written_keys(storage, self._relpath(name), size, keys, payload.integer_key, lead_block=True)
