@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import hudi
 import pyhudi
-from table_model import DATA_COLUMNS, Family, Model, Shape, partition_of, sort_rows
+from table_model import DATA_COLUMNS, Family, Model, Record, Shape, partition_of, sort_rows
 
 MARKER = "_hoodie_is_deleted"
 META = ["_hoodie_commit_time", "_hoodie_record_key", "_hoodie_partition_path"]
@@ -55,6 +55,37 @@ class MarkerModel(Model):
 
     def __init__(self, shape: Shape) -> None:
         super().__init__(shape, [Family("", (*DATA_COLUMNS, MARKER), shape.ordering)])
+        self.filled_from_loser = False
+        """Whether a log version that lost the event-time comparison filled columns the winning
+        (partial) version lacks — Hudi's partial merge (reference §5, partial updates: each field
+        from the newer record if its schema has it, else from the older), which hudi-rs 0.5 does
+        not do: it leaves those columns null (tests/test_differential_hudi_rs_scenarios.py)."""
+
+    @staticmethod
+    def _commit_time_delete(family: Family, row: dict, present: set[str]) -> bool:
+        """A row marked deleted without a value of the ordering column the write carries: a
+        commit-time-ordering delete (reference §5, rule 3), which wins whatever the stored value."""
+        return (family.ordering is not None and family.ordering in present and MARKER in present
+                and row.get(MARKER) is True and row.get(family.ordering) is None)
+
+    def winners(self, family: Family, present: set[str], batch: list[dict]) -> dict[Any, dict]:
+        """The batch folded in arrival order: a commit-time-ordering delete wins over the rows of
+        its key before it; the rows after it compete with it as usual (it has no ordering value)."""
+        last = {row["id"]: i for i, row in enumerate(batch) if self._commit_time_delete(family, row, present)}
+        return super().winners(family, present, [row for i, row in enumerate(batch) if i >= last.get(row["id"], -1)])
+
+    def merged(self, family: Family, record: Any, row: dict, present: set[str], instant: str,
+               to_base: bool = True) -> Any:
+        if self._commit_time_delete(family, row, present):  # (it wins; write() then removes the row)
+            return Record({c: row.get(c) for c in family.columns if c in present}, instant)
+        return super().merged(family, record, row, present, instant, to_base)
+
+    def merged_on_read(self, family: Family, record: Any, given: dict, instant: str) -> Any:
+        log = record.log if record is not None else None
+        out = super().merged_on_read(family, record, given, instant)
+        if log is not None and out.log[3] == log[3] and set(given) - set(log[0]):  # (lost, and filled)
+            self.filled_from_loser = True
+        return out
 
     def write(self, operation: str, present: set[str], batch: list[dict], instant: str,
               base_keys: set | None = None) -> None:

@@ -206,6 +206,9 @@ class DifferentialMachine(RuleBasedStateMachine):
         if archived_log_files(self.table):
             event("hudi-rs limitation: log files of archived instants")
             return None
+        if self.model.filled_from_loser:
+            event("hudi-rs limitation: a winning partial version is not filled from the losing one")
+            return None
         try:
             return hudi_rs_table(self.path, as_of)
         except Exception as exc:  # (HudiCoreError is not importable from the package)
@@ -270,7 +273,4 @@ def _machine_test(layout: str) -> Any:
 
 TestCopyOnWrite = _machine_test("cow")
 TestMergeOnReadSimpleIndex = _machine_test("mor")
-TestMergeOnReadBucketed = pytest.mark.xfail(strict=False, reason=(
-    "undiagnosed: hudi-rs misses a later log version of a key on a bucketed table after "
-    "insert_overwrite_table + clean + partial bulk_insert sequences (see the report of helper diffrs)"))(
-    _machine_test("bucketed"))
+TestMergeOnReadBucketed = _machine_test("bucketed")

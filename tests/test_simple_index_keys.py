@@ -38,8 +38,8 @@ def _count_reads(monkeypatch) -> list[str]:
     reads: list[str] = []
     base_keys, log_keys = simple._base_keys, simple._log_keys
     monkeypatch.setattr(simple, "_base_keys", lambda storage, relpath: reads.append(relpath) or base_keys(storage, relpath))
-    monkeypatch.setattr(simple, "_log_keys", lambda storage, relpath, event_time=True: (
-        reads.append(relpath) or log_keys(storage, relpath, event_time)))
+    monkeypatch.setattr(simple, "_log_keys", lambda storage, relpath, *rule: (
+        reads.append(relpath) or log_keys(storage, relpath, *rule)))
     return reads
 
 
@@ -108,3 +108,27 @@ def test_a_deleted_key_written_again_after_the_lookup_was_kept(tmp_path):
     t.delete(pa.table({"id": pa.array([1], pa.int64()), "day": [DAYS[1]]}))
     t.upsert(_rows([1, 2], 2))
     assert _values(path) == [(0, 0.0), (1, 2.0), (2, 2.0), (3, 0.0), (4, 0.0), (5, 0.0)]
+
+
+def test_a_soft_delete_without_an_ordering_value_releases_its_key_under_event_time(tmp_path):
+    """A marked row without an ordering value is a commit-time-ordering delete (rule 3): it always
+    wins, so its file group no longer holds the key. An insert then writes the key elsewhere, and a
+    later upsert must reach only that copy — before, it also reached the deleted group, where the
+    key came back as a second row of its own."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("b", pa.float64()), ("c", pa.string()),
+                        ("ts", pa.int64()), ("_hoodie_is_deleted", pa.bool_())])
+    path = str(tmp_path / "t")
+    t = pyhudi.create_table(path, schema, "id", ordering_field="ts")
+
+    def rows(**columns):
+        return pa.table({k: pa.array(v, schema.field(k).type) for k, v in columns.items()})
+
+    t.upsert(rows(id=[2, 3], b=[1.0, 1.0], c=["a", "a"], ts=[5, 5], _hoodie_is_deleted=[False, False]))
+    t.upsert(rows(id=[2], b=[9.0], c=["gone"], ts=[None], _hoodie_is_deleted=[True]))
+    t.insert(rows(id=[2], c=["x"]))
+    t.upsert(rows(id=[2], b=[7.0]))
+    expected = [(2, 7.0, "x"), (3, 1.0, "a")]
+    assert sorted((r["id"], r["b"], r["c"]) for r in pyhudi.open_table(path).read().to_pylist()) == expected
+    hudi = pytest.importorskip("hudi")
+    got = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(path).build().read())
+    assert sorted((r["id"], r["b"], r["c"]) for r in got.to_pylist()) == expected

@@ -55,7 +55,8 @@ def _base_keys(storage: Storage, relpath: str) -> pa.Array:
         return parquet.read(columns=[RECORD_KEY]).column(RECORD_KEY).combine_chunks()
 
 
-def _log_keys(storage: Storage, relpath: str, event_time: bool = True) -> list[tuple[bool, pa.Array]]:
+def _log_keys(storage: Storage, relpath: str, event_time: bool = True,
+              ordering_field: str | None = None) -> list[tuple[bool, pa.Array]]:
     """``(is_delete, record keys)`` of the data and delete blocks of one log file, in order
     (command blocks hold none).
 
@@ -84,22 +85,28 @@ def _log_keys(storage: Storage, relpath: str, event_time: bool = True) -> list[t
                     f"log file {relpath} has a data block without {RECORD_KEY}: writing without a bucket index "
                     "needs tables that populate meta fields (hoodie.populate.meta.fields=true)"
                 )
-            keys.extend(_data_block_keys(block, event_time))
+            keys.extend(_data_block_keys(block, event_time, ordering_field))
     return keys
 
 
-def _data_block_keys(block: DataBlock, event_time: bool) -> list[tuple[bool, pa.Array]]:
-    """``(is_delete, keys)`` of one data block: its keys, then — under commit-time ordering —
-    the keys of its rows marked deleted (a true ``_hoodie_is_deleted``: Hudi's soft delete),
-    which a reader removes as a delete block's. Under event-time ordering a marked row carries
-    an ordering value and may lose to the stored record, so its key stays located here (as a
-    delete with an ordering value, :func:`_log_keys`)."""
-    marked = not event_time and SOFT_DELETE in block.arrow_schema().names
-    rows = block.read([RECORD_KEY, SOFT_DELETE] if marked else [RECORD_KEY])
+def _data_block_keys(block: DataBlock, event_time: bool, ordering_field: str | None = None) -> list[tuple[bool, pa.Array]]:
+    """``(is_delete, keys)`` of one data block: its keys, then the keys of its rows marked deleted
+    (a true ``_hoodie_is_deleted``: Hudi's soft delete) whose delete always wins, which a reader
+    removes as a delete block's: every one under commit-time ordering; under event-time ordering
+    (by ``ordering_field``) those without an ordering value — commit-time-ordering deletes, rule 3
+    (the block lacks the column, or the row's value is null). A marked row with an ordering value
+    may lose to the stored record, so its key stays located here (as a delete with an ordering
+    value, :func:`_log_keys`); so does every marked key when the ordering field is not known."""
+    names = block.arrow_schema().names
+    marked = SOFT_DELETE in names and (not event_time or ordering_field is not None)
+    ordered = marked and event_time and ordering_field in names
+    rows = block.read([RECORD_KEY, SOFT_DELETE, *([ordering_field] if ordered else [])] if marked else [RECORD_KEY])
     record_keys = rows.column(RECORD_KEY).combine_chunks().cast(pa.string())
     out = [(False, record_keys)]
     if marked:
         flags = rows.column(SOFT_DELETE).combine_chunks().fill_null(False)
+        if ordered:  # (event time: only the marked rows without a value always win)
+            flags = pc.and_(flags, rows.column(ordering_field).combine_chunks().is_null())
         if pc.any(flags).as_py():
             out.append((True, record_keys.filter(flags)))
     return out
@@ -107,9 +114,11 @@ def _data_block_keys(block: DataBlock, event_time: bool) -> list[tuple[bool, pa.
 
 _KEPT_KEYS = "index:keys"
 """The metadata cache's kind for a data file's record keys as the simple index reads them."""
+_ANY_RULE = "any"
+"""The keys of a file whose rows mark no delete: the same under every merge rule."""
 
 
-def _kept(storage: Storage, data_file: BaseFile | LogFile, read: Callable[[], Any], event_time: bool) -> Any:
+def _kept(storage: Storage, data_file: BaseFile | LogFile, read: Callable[[], Any], rule: tuple) -> Any:
     """``read()`` — the record keys of ``data_file`` — kept in the process's metadata cache by the
     file's identity: a writer that upserts again and again reads only the files written since
     (a table without a bucket index looks up every stored key of the partitions it touches). A
@@ -125,8 +134,10 @@ def _kept(storage: Storage, data_file: BaseFile | LogFile, read: Callable[[], An
     if size is None or size < 0:
         return read()
     identity = file_identity(storage, data_file.relpath, size, mtime)
-    kind = (_KEPT_KEYS, event_time)
-    found = METADATA_CACHE.get(kind, identity)
+    kind = (_KEPT_KEYS, *rule)  # (delete rules change what a log's keys are; a writer's own files: any rule)
+    found = METADATA_CACHE.get((_KEPT_KEYS, _ANY_RULE), identity)
+    if found is None:
+        found = METADATA_CACHE.get(kind, identity)
     if found is None:
         found = read()
         arrays = [found] if isinstance(found, pa.Array) else [keys for _, keys in found]
@@ -152,11 +163,11 @@ def remember_file_keys(storage: Storage, relpath: str, size: int, keys: pa.Array
         return
     identity = file_identity(storage, relpath, stat.st_size if size < 0 else size, stat.st_mtime_ns)
     value = [(False, keys)] if log else keys
-    for event_time in (False, True):  # (a data block's keys are the same under either ordering)
-        METADATA_CACHE.put((_KEPT_KEYS, event_time), identity, value, 64 + keys.nbytes)
+    METADATA_CACHE.put((_KEPT_KEYS, _ANY_RULE), identity, value, 64 + keys.nbytes)
 
 
-def _group_keys(storage: Storage, group: FileGroup, layout_version: int, event_time: bool = True) -> pa.Array:
+def _group_keys(storage: Storage, group: FileGroup, layout_version: int, event_time: bool = True,
+                ordering_field: str | None = None) -> pa.Array:
     """Every record key of the latest file slice of ``group``: base file plus log data blocks,
     without the keys a later delete block removed (one vectorised filter per delete block)."""
     current = group.latest_slice(None, False, layout_version)
@@ -164,10 +175,12 @@ def _group_keys(storage: Storage, group: FileGroup, layout_version: int, event_t
         lf.relpath for lf in current.log_files]
     with decoding(storage, files):  # damaged bytes: an error naming the file
         base = current.base_file
-        pieces = [_kept(storage, base, lambda: _base_keys(storage, base.relpath).cast(pa.string()), event_time)
+        rule = (event_time, ordering_field)
+        pieces = [_kept(storage, base, lambda: _base_keys(storage, base.relpath).cast(pa.string()), rule)
                   ] if base else []
         for log in current.log_files:
-            for is_delete, keys in _kept(storage, log, lambda: _log_keys(storage, log.relpath, event_time), event_time):
+            for is_delete, keys in _kept(storage, log, lambda: _log_keys(storage, log.relpath, event_time,
+                                                                          ordering_field), rule):
                 if not is_delete:
                     pieces.append(keys)
                 elif len(keys):
@@ -179,21 +192,21 @@ def _group_keys(storage: Storage, group: FileGroup, layout_version: int, event_t
 
 
 def partition_key_locations(storage: Storage, groups: Sequence[FileGroup], layout_version: int = 2,
-                            event_time: bool = True) -> tuple[pa.Array, pa.Array]:
+                            event_time: bool = True, ordering_field: str | None = None) -> tuple[pa.Array, pa.Array]:
     """``(keys, file ids)`` of every record in the latest file slices of ``groups``
-    (``event_time``: the table merges by event time, see :func:`_log_keys`)."""
+    (``event_time``: the table merges by event time, by ``ordering_field``; see :func:`_log_keys`)."""
     groups = [g for g in groups if g.base_files or g.log_files]
-    return _locations(groups, _groups_keys(storage, groups, layout_version, event_time))
+    return _locations(groups, _groups_keys(storage, groups, layout_version, event_time, ordering_field))
 
 
 def _groups_keys(storage: Storage, groups: Sequence[FileGroup], layout_version: int,
-                 event_time: bool) -> list[pa.Array]:
+                 event_time: bool, ordering_field: str | None) -> list[pa.Array]:
     """The keys of each of ``groups`` (:func:`_group_keys`), read on a few threads at once: one
     pool for all of a write's groups, however many partitions they span."""
     if len(groups) <= 1:
-        return [_group_keys(storage, g, layout_version, event_time) for g in groups]
+        return [_group_keys(storage, g, layout_version, event_time, ordering_field) for g in groups]
     with ThreadPoolExecutor(max_workers=min(4, len(groups))) as pool:
-        return list(pool.map(lambda g: _group_keys(storage, g, layout_version, event_time), groups))
+        return list(pool.map(lambda g: _group_keys(storage, g, layout_version, event_time, ordering_field), groups))
 
 
 def _locations(groups: Sequence[FileGroup], keys: Sequence[pa.Array]) -> tuple[pa.Array, pa.Array]:
@@ -233,6 +246,7 @@ def tag_locations(
     keys: pa.ChunkedArray | pa.Array,
     layout_version: int = 2,
     event_time: bool = True,
+    ordering_field: str | None = None,
 ) -> tuple[pa.Array, tuple[np.ndarray, pa.Array]]:
     """The file id holding each key (null: not in the table), and the other holders.
 
@@ -247,7 +261,8 @@ def tag_locations(
     touched = {partition: [g for g in by_partition.get(partition, []) if g.base_files or g.log_files]
                for partition, _, _ in partition_runs}
     every_group = [g for groups in touched.values() for g in groups]
-    group_keys = dict(zip(map(id, every_group), _groups_keys(storage, every_group, layout_version, event_time)))
+    group_keys = dict(zip(map(id, every_group), _groups_keys(storage, every_group, layout_version, event_time,
+                                                             ordering_field)))
     pieces = []
     extra_positions: list[np.ndarray] = []
     extra_ids: list[pa.Array] = []

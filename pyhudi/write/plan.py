@@ -452,7 +452,8 @@ def file_group_routes(txn: "WriteTxn", rows: pa.Table, existing: Existing) -> pa
     pieces = []
     for (partition, _), start, length in runs_of(sorted_parts, np.zeros(n, dtype=np.int64)):
         stored_keys, stored_ids = partition_key_locations(txn.storage, by_partition.get(partition, []),
-                                                          txn.config.layout_version, event_time)
+                                                          txn.config.layout_version, event_time,
+                                                          txn.config.ordering_field)
         if len(stored_keys) == 0:
             pieces.append(pa.nulls(length, pa.string()))
             continue
@@ -523,7 +524,8 @@ def plan_simple_index(txn: "WriteTxn", rows: pa.Table, existing: Existing,
     extra: tuple[np.ndarray, pa.Array] = (np.zeros(0, dtype=np.int64), pa.array([], pa.string()))
     if txn.operation in ("upsert", "delete"):
         locations, extra = tag_locations(txn.storage, existing, partition_runs, ordered.column(RECORD_KEY),
-                                         txn.config.layout_version, txn.config.merge_mode == "EVENT_TIME_ORDERING")
+                                         txn.config.layout_version, txn.config.merge_mode == "EVENT_TIME_ORDERING",
+                                         txn.config.ordering_field)
     else:
         locations = pa.nulls(ordered.num_rows, pa.string())
     dropped = _marked_new_records(ordered, locations)
