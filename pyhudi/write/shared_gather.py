@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.schema import SOFT_DELETE_FIELD
 from pyhudi.write.prepare import integer_key_bounds, latest_sorted
 from pyhudi.write.streamed_rows import StreamedRows
 
@@ -142,6 +143,8 @@ class SharedGather:
             columns = [self.record_key] if self.ordering is None else [self.record_key, self.ordering]
             if self.integer_key is not None and self.integer_key not in columns:
                 columns.append(self.integer_key)
+            if self.ordering is not None and SOFT_DELETE_FIELD in self.source.column_names:
+                columns.append(SOFT_DELETE_FIELD)  # (a delete without an ordering value wins: rule 3)
             order = latest_sorted(self.source.select(columns).take(indices), self.ordering, self.integer_key)
         if len(order) == len(indices) and (len(order) < 2 or bool(np.all(order[1:] > order[:-1]))):
             return indices  # already in key order (order is 0..n-1)
