@@ -132,3 +132,24 @@ def test_a_soft_delete_without_an_ordering_value_releases_its_key_under_event_ti
     hudi = pytest.importorskip("hudi")
     got = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(path).build().read())
     assert sorted((r["id"], r["b"], r["c"]) for r in got.to_pylist()) == expected
+
+
+def test_keys_of_a_file_larger_than_an_eighth_of_the_cache_are_not_kept(tmp_path, monkeypatch):
+    """A few large files' keys would push out the footers and layouts reads rely on, to no use:
+    a file whose keys take more than an eighth of the metadata cache is read each time."""
+    path = str(tmp_path / "t")
+    t = pyhudi.create_table(path, SCHEMA, "id", partition_fields="day")
+    t.insert(_rows(range(3000), 0))  # (1,000 keys per partition: ~5 KB each)
+    simple.METADATA_CACHE.clear()
+    monkeypatch.setattr(simple.METADATA_CACHE, "max_bytes", 8 * 4096)
+    reads = _count_reads(monkeypatch)
+    t.upsert(_rows([1, 2, 3], 1))
+    t.upsert(_rows([4, 5, 6], 2))
+    assert len([r for r in reads if r.endswith(".parquet")]) == 6  # (each upsert read the 3 base files)
+    monkeypatch.setattr(simple.METADATA_CACHE, "max_bytes", 64 << 20)
+    reads.clear()
+    t.upsert(_rows([7, 8, 9], 3))
+    t.upsert(_rows([10, 11, 12], 4))
+    assert len([r for r in reads if r.endswith(".parquet")]) == 3  # (read once, then kept)
+    assert _values(path)[:13] == sorted([(i, 0.0) for i in (0,)] + [(i, 1.0) for i in (1, 2, 3)] + [
+        (i, 2.0) for i in (4, 5, 6)] + [(i, 3.0) for i in (7, 8, 9)] + [(i, 4.0) for i in (10, 11, 12)])

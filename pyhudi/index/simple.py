@@ -141,8 +141,15 @@ def _kept(storage: Storage, data_file: BaseFile | LogFile, read: Callable[[], An
     if found is None:
         found = read()
         arrays = [found] if isinstance(found, pa.Array) else [keys for _, keys in found]
-        METADATA_CACHE.put(kind, identity, found, 64 + sum(a.nbytes for a in arrays))
+        _keep(kind, identity, found, 64 + sum(a.get_total_buffer_size() for a in arrays))
     return found
+
+
+def _keep(kind: tuple, identity: object, value: Any, cost: int) -> None:
+    """Keep ``value`` unless one file's keys would take more than an eighth of the cache: the keys
+    of a few large files would push out the footers and layouts reads rely on, to no use."""
+    if cost <= METADATA_CACHE.max_bytes // 8:
+        METADATA_CACHE.put(kind, identity, value, cost)
 
 
 def remember_file_keys(storage: Storage, relpath: str, size: int, keys: pa.Array | pa.ChunkedArray,
@@ -157,13 +164,17 @@ def remember_file_keys(storage: Storage, relpath: str, size: int, keys: pa.Array
     keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     if keys.type != pa.string():
         keys = keys.cast(pa.string())
+    if keys.nbytes > METADATA_CACHE.max_bytes // 8:
+        return
+    if keys.get_total_buffer_size() > 2 * keys.nbytes + 4096:  # (a slice of the whole write's keys: a copy)
+        keys = pa.concat_arrays([keys, pa.array([], pa.string())])
     try:
         stat = os.stat(storage.full_path(relpath))
     except OSError:
         return
     identity = file_identity(storage, relpath, stat.st_size if size < 0 else size, stat.st_mtime_ns)
     value = [(False, keys)] if log else keys
-    METADATA_CACHE.put((_KEPT_KEYS, _ANY_RULE), identity, value, 64 + keys.nbytes)
+    _keep((_KEPT_KEYS, _ANY_RULE), identity, value, 64 + keys.get_total_buffer_size())
 
 
 def _group_keys(storage: Storage, group: FileGroup, layout_version: int, event_time: bool = True,
