@@ -37,11 +37,12 @@ from pyhudi.read.merge import Versions
 from pyhudi.read.metadata_cache import METADATA_CACHE
 from pyhudi.read.pruning import KeyRange, excluded_mask, key_range_of, range_covered, row_group_may_match
 from pyhudi.value import Record
+from pyhudi.schema import SOFT_DELETE_FIELD
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
-SOFT_DELETE = "_hoodie_is_deleted"
+SOFT_DELETE = SOFT_DELETE_FIELD  # (Hudi's soft-delete column, declared in pyhudi.schema)
 ORDERED = "ordered"
 """Metadata cache kind: a file declaring its rows sorted by key was read whole and found so."""
 

@@ -60,11 +60,11 @@ from pyhudi.logformat.parquet_options import (
 from pyhudi.read.file_slice import read_file_slices
 from pyhudi.read.plan import _output_schema
 from pyhudi.read.task import DEFAULT_BATCH_SIZE
-from pyhudi.schema import META_FIELDS
+from pyhudi.schema import META_FIELDS, SOFT_DELETE_FIELD
 from pyhudi.write.handle import META_PARQUET_OPTIONS
 
 COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_FIELDS
-SOFT_DELETE = "_hoodie_is_deleted"
+SOFT_DELETE = SOFT_DELETE_FIELD  # (Hudi's soft-delete column, declared in pyhudi.schema)
 _FRESH_META = (COMMIT_TIME, SEQNO, FILE_NAME)
 """Meta columns encoded anew. The record key and partition path are copied: the keys are proven
 equal, and a file group's rows all have its partition's path."""

@@ -38,9 +38,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.config.families import ColumnFamily
+from pyhudi.schema import SOFT_DELETE_FIELD
 
-SOFT_DELETE = "_hoodie_is_deleted"
-"""Hudi's soft-delete column: a true value marks the record deleted."""
+SOFT_DELETE = SOFT_DELETE_FIELD  # (Hudi's soft-delete column, declared in pyhudi.schema)
 
 Group = tuple[str, int]  # (partition path, bucket)
 
