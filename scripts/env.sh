@@ -28,5 +28,5 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
 fi
 # Build pyhudi's JVM merge reader for Spark now (javac, a few seconds, cached per user) rather than
 # at the first Spark read that merges log files; without a JDK those reads use the Python source.
-"$VENV_PY" -m pyhudi.spark.jvm || echo "note: the JVM merge reader is not built; Spark reads of log files use the Python source" >&2
+"$VENV_PY" -c "from pyhudi.spark.jvm import main; raise SystemExit(main())" || echo "note: the JVM merge reader is not built; Spark reads of log files use the Python source" >&2
 export PATH="$ROOT/.venv/bin:$PATH"

@@ -88,7 +88,7 @@ def _install(bin_dir: Path, root: Path, editable: bool) -> Path:
     for name in ("pyhudi", "pyspark_pyhudi"):
         shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     # offline when this environment can build wheels itself, else pip fetches setuptools
-    offline = _version(importlib.metadata.version("setuptools")) >= (70, 1) if _has("setuptools") else False
+    offline = _version(importlib.metadata.version("setuptools")) >= (77, 0) if _has("setuptools") else False
     command = [str(bin_dir / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
                *(["--no-build-isolation"] if offline else []), *(["-e"] if editable else []), str(source)]
     subprocess.run(command, check=True, cwd=root, env=_clean_env(), capture_output=True, text=True)

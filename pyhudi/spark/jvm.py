@@ -235,7 +235,11 @@ def _loadable(spark: Any) -> bool:
 
 
 def main() -> int:
-    """``python -m pyhudi.spark.jvm``: build the merge reader's jar now; print its path or why not."""
+    """Build the merge reader's jar now (``scripts/env.sh`` calls it at set-up); print its path or why not.
+
+    (``python -m pyhudi.spark.jvm`` works too, with a harmless runpy warning, since the package
+    ``pyhudi.spark`` imports this module first.)
+    """
     jar = merge_jar()
     print(jar if isinstance(jar, Path) else f"not built: {jar}")
     return 0 if isinstance(jar, Path) else 1
