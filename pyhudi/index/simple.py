@@ -6,14 +6,26 @@ reads the record keys of every file group in the partitions it touches (the
 with ``pyarrow.compute.index_in`` — vectorised, no per-record Python.
 
 The keys of a file group are those of its latest file slice: the latest base file and the data
-blocks of the log files after it, minus the keys of later delete blocks (and, under commit-time
-ordering, of later rows marked deleted by ``_hoodie_is_deleted``). Log files matter on
+blocks of the log files after it, less the keys the slice deletes. Log files matter on
 merge-on-read tables: inserts padded into a small file group (:mod:`pyhudi.write.small_files`) and
 file groups written by other engines (Apache Hudi with a bucket index, Flink) may hold keys only
 in log files — or have no base file at all — and an upsert of such a key must update that group,
 not insert a duplicate elsewhere. A key deleted in a group is no longer held there: once it has
 been written again elsewhere (an insert never looks keys up), an upsert must reach only that copy
-— in the deleted group it would bring a row back.
+— in the deleted group it would bring a row back. The rule, the reader's (:mod:`pyhudi.record_merge`):
+
+- a delete that always wins — every delete under commit-time ordering; under event-time ordering
+  one without an ordering value (a plain ``delete``, a row marked ``_hoodie_is_deleted`` with a
+  null ordering value: rule 3) — removes its key from the base file and the blocks before it;
+  a later data block holds the key again;
+- under event-time ordering a delete *with* an ordering value (a marked row with a value, a
+  delete-block entry with one, as Apache Hudi writes them) is contested: the slice no longer holds
+  its key exactly when a read of the slice shows no row of it — the delete's value was >= the
+  stored version's and no later version of the group won over it. The versions of those keys
+  alone are merged by the reader's merge (:func:`_merge_contested`); a losing delete leaves its
+  key held, and the stored row is updated where it lives. Only slices whose logs hold such
+  deletes read ordering values, and the answer is kept by the identities of all their files.
+
 Keys are unique per partition (not globally), as with Hudi's non-global simple index.
 """
 
@@ -29,19 +41,26 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import ConfigError
-from pyhudi.fsview.view import BaseFile, FileGroup, LogFile
+from pyhudi.fsview.view import BaseFile, FileGroup, FileSlice, LogFile
 from pyhudi.logformat.block import DeleteBlock
 from pyhudi.logformat.data_block import DataBlock
 from pyhudi.logformat.reader import LogReader
 from pyhudi.read.damage import decoding
 from pyhudi.read.family_reader import file_identity
-from pyhudi.read.metadata_cache import METADATA_CACHE
+from pyhudi.read.keys import KeySpec
+from pyhudi.read.merge import Versions, merge_versions
+from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
+from pyhudi.read.sources import Prefilter, ReadSpec, block_input, filter_versions
 from pyhudi.record_merge import commit_time_deletes
 from pyhudi.schema import META_FIELDS
 from pyhudi.schema import SOFT_DELETE_FIELD as SOFT_DELETE
 from pyhudi.storage.fs import Storage
 
 RECORD_KEY = META_FIELDS[2]
+
+DATA, DELETE, CONTESTED = 0, 1, 2
+"""What a log file's keys are to the file group (:func:`_log_keys`): keys of a data block, keys
+its delete always removes, keys of deletes with an ordering value (they may win or lose)."""
 
 
 def _base_keys(storage: Storage, relpath: str) -> pa.Array:
@@ -56,27 +75,31 @@ def _base_keys(storage: Storage, relpath: str) -> pa.Array:
 
 
 def _log_keys(storage: Storage, relpath: str, event_time: bool = True,
-              ordering_field: str | None = None) -> list[tuple[bool, pa.Array]]:
-    """``(is_delete, record keys)`` of the data and delete blocks of one log file, in order
-    (command blocks hold none).
+              ordering_field: str | None = None) -> list[tuple[int, pa.Array]]:
+    """``(role, record keys)`` of the data and delete blocks of one log file, in order (command
+    blocks hold none): :data:`DATA`, :data:`DELETE` or :data:`CONTESTED`.
 
-    A delete counts only for keys whose delete always wins (the merge rule's commit-time-ordering
-    deletes, :func:`~pyhudi.record_merge.commit_time_deletes`): every delete under commit-time
-    ordering (``event_time=False``), a delete with the default ordering value (what pyhudi
-    writes) under event-time ordering. A delete carrying an ordering value may lose to the
-    stored record under event-time ordering, so its key stays located here (an upsert of it then
-    goes to this group, where the reader merges it, instead of making a second live copy).
+    A delete whose delete always wins (the merge rule's commit-time-ordering deletes,
+    :func:`~pyhudi.record_merge.commit_time_deletes`) is a :data:`DELETE`: every delete under
+    commit-time ordering (``event_time=False``), a delete with the default ordering value (what
+    pyhudi writes) under event-time ordering. A delete carrying an ordering value (Apache Hudi
+    writes them) may win or lose to the stored record under event-time ordering: it is
+    :data:`CONTESTED`, decided against the whole file slice (:func:`_merge_contested`) — a fact
+    of this file alone is only that the key's delete carries a value.
     """
     keys = []
     with LogReader(storage, relpath) as reader:
         for block in reader:
             if isinstance(block, DeleteBlock):
                 deletes = block.deletes()
-                always_wins = deletes.column("is_default_ordering").combine_chunks()
-                deleted = deletes.column("record_key").combine_chunks()
-                if event_time and (always_wins.null_count or not pc.all(always_wins).as_py()):
-                    deleted = deleted.filter(pa.array(commit_time_deletes(True, always_wins, len(deleted))))
-                keys.append((True, deleted.cast(pa.string())))
+                default = deletes.column("is_default_ordering").combine_chunks()
+                deleted = deletes.column("record_key").combine_chunks().cast(pa.string())
+                if event_time and (default.null_count or not pc.all(default).as_py()):
+                    always = pa.array(commit_time_deletes(True, default, len(deleted)))
+                    keys.append((DELETE, deleted.filter(always)))
+                    keys.append((CONTESTED, deleted.filter(pc.invert(always))))
+                else:
+                    keys.append((DELETE, deleted))
                 continue
             if not isinstance(block, DataBlock):
                 continue
@@ -89,27 +112,35 @@ def _log_keys(storage: Storage, relpath: str, event_time: bool = True,
     return keys
 
 
-def _data_block_keys(block: DataBlock, event_time: bool, ordering_field: str | None = None) -> list[tuple[bool, pa.Array]]:
-    """``(is_delete, keys)`` of one data block: its keys, then the keys of its rows marked deleted
-    (a true ``_hoodie_is_deleted``: Hudi's soft delete) whose delete always wins, which a reader
-    removes as a delete block's: every one under commit-time ordering; under event-time ordering
-    (by ``ordering_field``) those without an ordering value — commit-time-ordering deletes, rule 3
-    (the block lacks the column, or the row's value is null). A marked row with an ordering value
-    may lose to the stored record, so its key stays located here (as a delete with an ordering
-    value, :func:`_log_keys`); so does every marked key when the ordering field is not known."""
+def _data_block_keys(block: DataBlock, event_time: bool,
+                     ordering_field: str | None = None) -> list[tuple[int, pa.Array]]:
+    """``(role, keys)`` of one data block: its keys (:data:`DATA`), then those of its rows
+    marked deleted (a true ``_hoodie_is_deleted``: Hudi's soft delete). A marked row whose delete
+    always wins is a :data:`DELETE`, which a reader removes as a delete block's: every one under
+    commit-time ordering; under event-time ordering (by ``ordering_field``) those without an
+    ordering value — commit-time-ordering deletes, rule 3 (the block lacks the column, or the
+    row's value is null). A marked row with an ordering value may lose to the stored record: it
+    is :data:`CONTESTED` (as a delete block's entry with a value, :func:`_log_keys`), and so is
+    every marked row when the ordering field is not known."""
     names = block.arrow_schema().names
-    marked = SOFT_DELETE in names and (not event_time or ordering_field is not None)
-    ordered = marked and event_time and ordering_field in names
+    marked = SOFT_DELETE in names
+    ordered = marked and event_time and ordering_field is not None and ordering_field in names
     rows = block.read([RECORD_KEY, SOFT_DELETE, *([ordering_field] if ordered else [])] if marked else [RECORD_KEY])
     record_keys = rows.column(RECORD_KEY).combine_chunks().cast(pa.string())
-    out = [(False, record_keys)]
-    if marked:
-        flags = rows.column(SOFT_DELETE).combine_chunks().fill_null(False)
-        if ordered:  # (event time: only the marked rows without a value always win)
-            flags = pc.and_(flags, rows.column(ordering_field).combine_chunks().is_null())
-        if pc.any(flags).as_py():
-            out.append((True, record_keys.filter(flags)))
-    return out
+    out = [(DATA, record_keys)]
+    if not marked:
+        return out
+    flags = rows.column(SOFT_DELETE).combine_chunks().fill_null(False)
+    if not pc.any(flags).as_py():
+        return out
+    if event_time and ordering_field is None:
+        return [*out, (CONTESTED, record_keys.filter(flags))]
+    if not ordered:
+        return [*out, (DELETE, record_keys.filter(flags))]
+    valued = rows.column(ordering_field).combine_chunks().is_valid()
+    always, contested = pc.and_not(flags, valued), pc.and_(flags, valued)
+    return [*out, *((role, record_keys.filter(mask)) for role, mask in ((DELETE, always), (CONTESTED, contested))
+                    if pc.any(mask).as_py())]
 
 
 _KEPT_KEYS = "index:keys"
@@ -118,22 +149,29 @@ _ANY_RULE = "any"
 """The keys of a file whose rows mark no delete: the same under every merge rule."""
 
 
-def _kept(storage: Storage, data_file: BaseFile | LogFile, read: Callable[[], Any], rule: tuple) -> Any:
-    """``read()`` — the record keys of ``data_file`` — kept in the process's metadata cache by the
-    file's identity: a writer that upserts again and again reads only the files written since
-    (a table without a bucket index looks up every stored key of the partitions it touches). A
-    log file the listing gave without its size is identified by a ``stat`` of it (local files;
-    remote ones are read each time)."""
+def _identity(storage: Storage, data_file: BaseFile | LogFile) -> FileKey | None:
+    """The file's identity in the metadata cache (None: unknown). A log file the listing gave
+    without its size is identified by a ``stat`` of it (local files; remote ones are not)."""
     size, mtime = data_file.size, data_file.mtime_ns
     if (size is None or size < 0) and storage.is_local:
         try:
             stat = os.stat(storage.full_path(data_file.relpath))
         except OSError:
-            return read()  # (gone: the read names it)
+            return None  # (gone: the read names it)
         size, mtime = stat.st_size, stat.st_mtime_ns
     if size is None or size < 0:
+        return None
+    return file_identity(storage, data_file.relpath, size, mtime)
+
+
+def _kept(storage: Storage, data_file: BaseFile | LogFile, read: Callable[[], Any], rule: tuple) -> Any:
+    """``read()`` — the record keys of ``data_file`` — kept in the process's metadata cache by the
+    file's identity (:func:`_identity`; files without one are read each time): a writer that
+    upserts again and again reads only the files written since (a table without a bucket index
+    looks up every stored key of the partitions it touches)."""
+    identity = _identity(storage, data_file)
+    if identity is None:
         return read()
-    identity = file_identity(storage, data_file.relpath, size, mtime)
     kind = (_KEPT_KEYS, *rule)  # (delete rules change what a log's keys are; a writer's own files: any rule)
     found = METADATA_CACHE.get((_KEPT_KEYS, _ANY_RULE), identity)
     if found is None:
@@ -173,14 +211,15 @@ def remember_file_keys(storage: Storage, relpath: str, size: int, keys: pa.Array
     except OSError:
         return
     identity = file_identity(storage, relpath, stat.st_size if size < 0 else size, stat.st_mtime_ns)
-    value = [(False, keys)] if log else keys
+    value = [(DATA, keys)] if log else keys
     _keep((_KEPT_KEYS, _ANY_RULE), identity, value, 64 + keys.get_total_buffer_size())
 
 
 def _group_keys(storage: Storage, group: FileGroup, layout_version: int, event_time: bool = True,
                 ordering_field: str | None = None) -> pa.Array:
     """Every record key of the latest file slice of ``group``: base file plus log data blocks,
-    without the keys a later delete block removed (one vectorised filter per delete block)."""
+    without the keys a later delete block removed (one vectorised filter per delete block) and
+    the keys whose contested deletes won (:func:`_released_keys`)."""
     current = group.latest_slice(None, False, layout_version)
     files = [f.relpath for f in ((current.base_file,) if current.base_file else ())] + [
         lf.relpath for lf in current.log_files]
@@ -189,17 +228,94 @@ def _group_keys(storage: Storage, group: FileGroup, layout_version: int, event_t
         rule = (event_time, ordering_field)
         pieces = [_kept(storage, base, lambda: _base_keys(storage, base.relpath).cast(pa.string()), rule)
                   ] if base else []
+        contested = []
         for log in current.log_files:
-            for is_delete, keys in _kept(storage, log, lambda: _log_keys(storage, log.relpath, event_time,
-                                                                          ordering_field), rule):
-                if not is_delete:
+            for role, keys in _kept(storage, log, lambda: _log_keys(storage, log.relpath, event_time,
+                                                                     ordering_field), rule):
+                if role == DATA:
                     pieces.append(keys)
-                elif len(keys):
+                elif not len(keys):
+                    continue
+                elif role == DELETE:
                     pieces = [p.filter(pc.invert(pc.is_in(p, value_set=keys))) for p in pieces]
+                else:
+                    contested.append(keys)
+        if contested:  # (the common case has none: no ordering value is read)
+            released = _released_keys(storage, current, pa.concat_arrays(contested), ordering_field)
+            if len(released):
+                pieces = [p.filter(pc.invert(pc.is_in(p, value_set=released))) for p in pieces]
     pieces = [p for p in pieces if len(p)]
     if not pieces:
         return pa.array([], pa.string())
     return pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0]
+
+
+_RELEASED_KEYS = "index:released"
+"""The metadata cache's kind for the contested keys a file slice no longer holds."""
+
+
+def _released_keys(storage: Storage, current: FileSlice, contested: pa.Array, ordering_field: str | None) -> pa.Array:
+    """The keys among ``contested`` (keys of deletes with an ordering value in the log files of
+    file slice ``current``) that the slice holds no live row of: :func:`_merge_contested`.
+
+    The answer depends on every file of the slice — the delete wins or loses against the
+    versions before it, and a later version may come after it — so it is kept by the
+    identities of all of them: by the slice's last file under a kind naming the others. Upserts
+    that leave the slice as it was merge it once."""
+    files = [*((current.base_file,) if current.base_file else ()), *current.log_files]
+    identities = [_identity(storage, f) for f in files]
+    last = identities[-1] if None not in identities else None  # (a file without identity: merged each time)
+    kind = (_RELEASED_KEYS, ordering_field, tuple(identities[:-1]))
+    found = METADATA_CACHE.get(kind, last)
+    if found is None:
+        found = _merge_contested(storage, current, pc.unique(contested), ordering_field)
+        if last is not None:
+            _keep(kind, last, found, 64 + found.get_total_buffer_size())
+    return found
+
+
+def _merge_contested(storage: Storage, current: FileSlice, contested: pa.Array, ordering_field: str | None) -> pa.Array:
+    """The keys of ``contested`` without a live row in file slice ``current`` under event-time
+    ordering: the versions of those keys alone (base file, then every block in log order, with
+    their ordering values and delete flags, built as the reader builds them:
+    :class:`~pyhudi.read.sources.ReadSpec`) merged by the reader's merge
+    (:func:`~pyhudi.read.merge.merge_versions`, rule 3 of :mod:`pyhudi.record_merge` for the
+    deletes). So a delete releases its key exactly when a read of the slice shows no row of it:
+    it won over the base file and earlier blocks, and no later version won over it. The ordering
+    values are compared as the newest file holding the ordering column types them."""
+    spec = ReadSpec([], ordering_field, KeySpec((), True), Prefilter(pa.schema([])))
+    batches: list[Versions] = []
+    ordering_type = None
+
+    def add(versions: Versions) -> None:
+        mask = pc.is_in(versions.keys, value_set=contested)
+        if pc.any(mask).as_py():
+            batches.append(filter_versions(versions, mask))
+
+    def add_rows(table: pa.Table) -> None:
+        nonlocal ordering_type
+        if ordering_field is not None and ordering_field in table.column_names:
+            ordering_type = table.schema.field(ordering_field).type
+        add(spec.versions(table, prefilter=False))
+
+    def wanted(names: Sequence[str]) -> list[str]:
+        return [c for c in (RECORD_KEY, ordering_field, SOFT_DELETE) if c is not None and c in names]
+
+    base_rows = 0
+    if current.base_file:
+        with storage.open_input(current.base_file.relpath) as source:
+            parquet = pq.ParquetFile(source)
+            add_rows(parquet.read(columns=wanted(parquet.schema_arrow.names)))
+        base_rows = len(batches[0].keys) if batches else 0
+    for log in current.log_files:
+        with LogReader(storage, log.relpath) as reader:
+            for block in reader:
+                if isinstance(block, DeleteBlock):
+                    add(block_input(block, spec, pa.schema([]), log.relpath).versions)
+                elif isinstance(block, DataBlock):
+                    add_rows(block.read(wanted(block.arrow_schema().names)))
+    live = merge_versions(batches, [], True, ordering_type, base_rows=base_rows)
+    return contested.filter(pc.invert(pc.is_in(contested, value_set=live.column("_key").combine_chunks())))
 
 
 def partition_key_locations(storage: Storage, groups: Sequence[FileGroup], layout_version: int = 2,
