@@ -32,6 +32,7 @@ from pyhudi.config.keys import format_value, lookup
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
 from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.keygen import partition_layout, timestamp_table_properties
+from pyhudi.metadata_table import first_write_guard
 from pyhudi.schema import META_FIELDS, avro_schema_json, check_soft_delete_field, has_order
 from pyhudi.storage.fs import Storage
 from pyhudi.table_services import PostCommitListing, TableServices, _string_options
@@ -334,13 +335,15 @@ class Table(TableServices):
 
         ``options``: write options whose ``hoodie.write.lock.*`` keys (over the table's) shape
         the timeline lock a write takes."""
+        settings = {**self.config.props, **(options or {})}
         timeline = Timeline(
             self.storage,
             timeline_dir=self.config.timeline_dir,
             layout_version=self.config.layout_version,
             timezone=self.config.timezone,
-            lock=create_lock(self.storage, {**self.config.props, **(options or {})}),
+            lock=create_lock(self.storage, settings),
             history_path=self.config.get(tc.TIMELINE_HISTORY_PATH),
+            before_first_write=first_write_guard(self.storage, self.config, settings),
         )
         return timeline.load()
 

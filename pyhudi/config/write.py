@@ -88,3 +88,14 @@ FULL_ROW_INSERT = ConfigKey(
     "group still gets one file per family when the input lacks a family or holds it partially, and "
     "always with false.",
 )
+
+METADATA_ENABLE = ConfigKey(
+    "hoodie.metadata.enable", bool, False,
+    "Apache Hudi's metadata table. pyhudi maintains none: before its first commit on a table that has "
+    "one (Apache Hudi creates it by default), pyhudi turns it off as Apache Hudi's writer does with this "
+    "key false — it "
+    "empties hoodie.table.metadata.partitions and deletes .hoodie/metadata, so every reader lists storage "
+    "and sees pyhudi's commits; Apache Hudi rebuilds it at its next write. Set true to have such a write "
+    "refused instead (the table is left unchanged).",
+)
+

@@ -64,6 +64,7 @@ class Timeline(InstantTransitions):
         lock: TimelineLock | None = None,
         time_generator: InstantTimeGenerator | None = None,
         history_path: str = "history",
+        before_first_write: Callable[[], None] | None = None,
     ) -> None:
         if layout_version not in (1, 2):
             raise TimelineError(f"unsupported timeline layout version {layout_version!r} (expected 1 or 2)")
@@ -82,6 +83,9 @@ class Timeline(InstantTransitions):
         self._archived: Any = None
         self._archive_listed: bool | None = None
         self._follows_archival = False
+        # run once, under the lock, before this timeline writes its first instant (the table's
+        # metadata table turned off: pyhudi.metadata_table.first_write_guard)
+        self._before_first_write = before_first_write
         self._views: tuple[list[Instant], dict[str, Any]] | None = None  # (the instants, views of them)
 
     @property

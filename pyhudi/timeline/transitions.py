@@ -162,6 +162,10 @@ class InstantTransitions:
     def _check_writable(self) -> None:
         if self.layout_version != 2:
             raise TimelineError("writing layout 1 timelines is not supported")
+        if self._before_first_write is not None:
+            with Locked(self.lock):  # (two writers never turn the metadata table off at once)
+                self._before_first_write()
+            self._before_first_write = None
 
     def _create(self, instant: Instant, content: bytes) -> None:
         name = instant.file_name(self.layout_version)

@@ -29,6 +29,7 @@ from pyhudi.errors import ConfigError, SchemaError
 from pyhudi.fsview.view import FileSystemView
 from pyhudi.index.bucket import SPLIT_ROWS, bucket_ids, integer_keys_and_bucket_ids
 from pyhudi.keygen import partition_layout
+from pyhudi.metadata_table import first_write_guard
 from pyhudi.storage.fs import Storage
 from pyhudi.storage.naming import WriteToken
 from pyhudi.timeline.instant import Action
@@ -127,9 +128,11 @@ class WriteTxn:
 
     def timeline(self) -> Timeline:
         config = self.config
+        settings = {**config.props, **self.options}
         return Timeline(self.storage, timeline_dir=config.timeline_dir, layout_version=config.layout_version,
                         timezone=config.timezone, history_path=config.get(TIMELINE_HISTORY_PATH),
-                        lock=create_lock(self.storage, {**config.props, **self.options})).load()
+                        lock=create_lock(self.storage, settings),
+                        before_first_write=first_write_guard(self.storage, config, settings)).load()
 
     # ------------------------------------------------------------------ phases
     def prepare(self, data: Any) -> pa.Table:
