@@ -32,7 +32,7 @@ from pyhudi.fsview.view import FileGroup, FileSystemView
 from pyhudi.keygen import PartitionLayout
 from pyhudi.lazy import pc
 from pyhudi.read.damage import check_written_files, written_partitions
-from pyhudi.read.filters import NULL_REJECTING, Filter, typed_values
+from pyhudi.read.filters import NULL_REJECTING, Filter, filter_table, typed_values
 from pyhudi.read.keys import text_keys
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
 
@@ -175,7 +175,7 @@ def partitions_may_match(paths: Sequence[str], fields: Sequence[str], hive_style
     keep = np.ones(len(paths), dtype=bool)
     for f in relevant:
         try:
-            matched = rows.filter(f.expression(schema.field(f.column))).column(_ROW).to_numpy()
+            matched = filter_table(rows, [f], schema).column(_ROW).to_numpy()
         except _ARROW_ERRORS:
             continue
         passes = np.zeros(len(paths), dtype=bool)

@@ -22,7 +22,7 @@ import pyarrow as pa
 from pyhudi.errors import LogFormatError, ReadError
 from pyhudi.lazy import pc
 from pyhudi.logformat import AvroDataBlock, DataBlock, DeleteBlock, ParquetDataBlock
-from pyhudi.read.filters import Filter, filter_expression
+from pyhudi.read.filters import Filter, filter_table
 from pyhudi.read.keys import (
     MAX_INTEGER_KEY,
     RECORD_KEY,
@@ -106,7 +106,7 @@ class Prefilter(Record):
         if not usable:
             return table
         try:
-            return table.filter(filter_expression(usable, self.schema))
+            return filter_table(table, usable, self.schema)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return table  # a file stores the column with another type: keep every row (sound)
 

@@ -29,7 +29,7 @@ from pyhudi.fsview.view import FileSlice, Visibility
 from pyhudi.lazy import pc
 from pyhudi.read.damage import blame, is_decode_error
 from pyhudi.read.family_reader import FamilyScan, OpenedBase, base_input, file_key, read_family, slice_inputs
-from pyhudi.read.filters import Filter, filter_expression
+from pyhudi.read.filters import Filter, filter_table
 from pyhudi.read.keys import text_keys
 from pyhudi.read.merge import columns_of
 from pyhudi.read.metadata_cache import METADATA_CACHE, FileKey
@@ -186,8 +186,7 @@ class ReadTask(Record):
         self.metrics.update(recipe.metrics)
         self.metrics["replayed"] = 1
         settings = self.settings
-        expression = filter_expression(settings.filters, settings.table_schema) if settings.filters else None
-        table = self._output(table, expression) if table.num_rows else None
+        table = self._output(table) if table.num_rows else None
         return [table] if table is not None and table.num_rows else []
 
     def _raise_corrupt(self, exc: Exception) -> None:
@@ -312,11 +311,10 @@ class ReadTask(Record):
             streams = [read_family(inputs, scan, settings.batch_size, len(kept) > 1, settings.strategy, self.metrics)
                        for scan, inputs in kept]
         incremental = pa.array(settings.incremental, pa.string()) if settings.incremental is not None else None
-        expression = filter_expression(settings.filters, settings.table_schema) if settings.filters else None
         learning = self._blocks_to_learn(kept, redundant, anchor_of, opened, prefilter)
         coverage: dict | None = {} if learning else None
         for window in join_streams(streams, incremental, coverage):
-            table = self._output(window, expression)
+            table = self._output(window)
             if table is not None and table.num_rows:
                 yield table
         for stream, anchor, blocks, base_key in learning:
@@ -480,7 +478,7 @@ class ReadTask(Record):
                 window = window.append_column(pa.field(name, value.type), column)
         return window
 
-    def _output(self, window: pa.Table, expression) -> pa.Table | None:
+    def _output(self, window: pa.Table) -> pa.Table | None:
         """A joined window as output rows: filtered, projected and cast to ``settings.output``."""
         output = self.settings.output
         names = window.column_names
@@ -492,12 +490,12 @@ class ReadTask(Record):
                                        pc.fill_null(window.column(PARTITION_PATH), self.partition_path))
         if self.partition_values:
             window = self._with_partition_values(window)
-        if expression is not None:
+        if self.settings.filters:
             for f in self.settings.filters:
                 if f.column not in set(window.column_names):  # a family with no rows in this file group
                     field = self.settings.table_schema.field(f.column)
                     window = window.append_column(field, pa.nulls(window.num_rows, field.type))
-            window = window.filter(expression)
+            window = filter_table(window, self.settings.filters, self.settings.table_schema)
             if not window.num_rows:
                 return None
         positions = {name: i for i, name in enumerate(window.column_names)}
