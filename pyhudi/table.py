@@ -28,7 +28,7 @@ from pyhudi.config.families import (
     is_family_key,
     validate_families,
 )
-from pyhudi.config.keys import format_value, lookup
+from pyhudi.config.keys import format_value, lookup, warn_misspelled
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
 from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.keygen import partition_layout, timestamp_table_properties
@@ -136,6 +136,7 @@ def create_table(
     validation fails.
     """
     schema = _check_schema(schema)
+    warn_misspelled(options)  # (a typo would be persisted, to no effect)
     storage_options, options = split_storage_options(options)  # access settings, never persisted
     storage = Storage(path, options=storage_options)
     family_options, extra = _split_options(options)
@@ -407,6 +408,7 @@ class Table(TableServices):
         timeline if an earlier ALTER crashed in between (``t.alter()`` alone does only that). A refused ALTER raises :class:`ColumnFamilyError`,
         :class:`ConfigError` or :class:`SchemaError` and leaves the table unchanged.
         """
+        warn_misspelled(set_properties)
         instant, self.config = alter_table(self, set_properties, unset_properties, new_columns)
         return instant
 

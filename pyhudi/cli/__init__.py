@@ -22,6 +22,7 @@ import re
 import sys
 import threading
 import traceback
+import warnings
 from typing import Any, NoReturn, Sequence
 
 from pyhudi import gc_freeze
@@ -191,7 +192,9 @@ def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
         return int(exc.code or 0), False
     read_only = bool(getattr(args, "read_only", False))
     try:
-        return args.func(args, stdout_console()), read_only
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.func(args, stdout_console()), read_only
     except HudiError as exc:
         return _report(exc, args.debug, EXIT_ERROR), read_only
     except KeyboardInterrupt:
@@ -199,6 +202,16 @@ def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
         return 130, False
     except Exception as exc:  # an unexpected failure: still one line, the traceback on --debug
         return _report(exc, args.debug, EXIT_INTERNAL, f"{type(exc).__name__}: "), False
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """A warning as one line on stderr, as errors are (``warning: ...``): not Python's
+    ``file:line: Category: message`` and source line, which point into pyhudi, not at the command."""
+    from pyhudi.errors import UnknownOptionWarning
+
+    kind = "" if category in (UserWarning, UnknownOptionWarning) else f"{category.__name__}: "
+    print(f"warning: {kind}{' '.join(str(message).split())}", file=sys.stderr)
 
 
 def _report(exc: BaseException, debug: bool, status: int, prefix: str = "") -> int:

@@ -81,6 +81,7 @@ def cmd_create(args: argparse.Namespace, console: Console) -> int:
         num_buckets=args.buckets,
         ordering_field=args.ordering,
         column_families=families or None,
+        options=parse_options(args.option) or None,
     )
     if args.json:
         emit_json(table.describe())
@@ -108,7 +109,7 @@ def cmd_write(args: argparse.Namespace, console: Console) -> int:
     table = open_table(args.path)
     data = cli_io.load_input(args.input, args.format, table.schema)
     with engine_for(args.engine) as engine, progress(f"{args.operation} of {len(data)} rows"):
-        instant = getattr(table, args.operation)(data, engine=engine)
+        instant = getattr(table, args.operation)(data, engine=engine, options=parse_options(args.option) or None)
     result = table.last_write
     summary = {"instant": instant, "operation": args.operation, "rows": len(data),
                "rows_per_family": result.rows_per_family, "files": result.files,
@@ -224,6 +225,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     create.add_argument("--family", action="append", metavar="NAME=COLUMNS",
                         help='a column family: NAME="c1,c2" or NAME="c1,c2;ts" with its own ordering column ts '
                              "(repeatable; every non-key column in exactly one family)")
+    create.add_argument("--option", action="append", metavar="KEY=VALUE",
+                        help="a hoodie.* table property to persist, e.g. hoodie.cleaner.commits.retained=5 (repeatable)")
     create.add_argument("--json", action="store_true")
     create.set_defaults(func=cmd_create)
     describe = sub.add_parser("describe", parents=[common], help="the table's shape and hoodie.properties")
@@ -237,6 +240,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     write.add_argument("--format", choices=cli_io.INPUT_FORMATS, help="default: from the input's suffix")
     write.add_argument("--engine", default="local", choices=["local", "spark"],
                        help="run the write tasks in process (default) or on Spark (local mode if no session)")
+    write.add_argument("--option", action="append", metavar="KEY=VALUE",
+                       help="a hoodie.* write option, e.g. hoodie.compact.inline=true (repeatable)")
     write.add_argument("--json", action="store_true")
     write.set_defaults(func=cmd_write)
     read = sub.add_parser("read", aliases=["show"], parents=[common],
