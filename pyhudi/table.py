@@ -540,8 +540,10 @@ class Table(TableServices):
         ``"snapshot"`` or ``"read_optimized"`` (base files only); ``with_meta``: prepend the five
         ``_hoodie_*`` columns; ``filters``: ``[(column, op, value)]`` ANDed, applied exactly.
         """
+        from pyhudi.read.plan import check_read_keywords
         from pyhudi.read.task import READ_BATCH_SIZE
 
+        check_read_keywords(self.read, options)
         options.setdefault("batch_size", READ_BATCH_SIZE)
         return self._plan_scan_retried(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_table()
 
@@ -550,6 +552,9 @@ class Table(TableServices):
              **options: Any) -> pa.RecordBatchReader:
         """Like :meth:`read`, streamed: memory stays bounded by the batch size (``batch_size=``,
         default 16384 rows), not by the table or file-group size."""
+        from pyhudi.read.plan import check_read_keywords
+
+        check_read_keywords(self.scan, options)
         return self._plan_scan_retried(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_reader()
 
     def read_incremental(self, start: Any, end: Any = None, columns: Sequence[str] | None = None,
@@ -558,8 +563,10 @@ class Table(TableServices):
         (default: latest). Rows deleted by ``end`` are not returned. As for ``as_of``, the value a
         write returned stands for its completion time (``start`` = a write's instant: rows changed
         after that write). ``start`` after ``end`` is a ReadError."""
+        from pyhudi.read.plan import check_read_keywords
         from pyhudi.read.task import READ_BATCH_SIZE
 
+        check_read_keywords(self.read_incremental, options)
         options.setdefault("batch_size", READ_BATCH_SIZE)
         return self._plan_scan_retried(columns, filters, None, "incremental", start, end, with_meta,
                                        **options).to_table()

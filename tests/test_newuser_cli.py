@@ -97,3 +97,15 @@ def test_help_describes_every_command_and_its_arguments(capsys):
         assert text in out, text
     out = run(capsys, "rollback", "--help").out
     assert "--schedule" not in out and "--run" not in out and "instant" in out
+
+
+def test_create_says_which_flag_a_missing_key_or_bucket_count_needs(tmp_path, capsys):
+    path = str(tmp_path / "t")
+    assert run(capsys, "create", path, "--schema", "user:string,x:long", code=2).err == (
+        "error: --schema has no column 'id', the default record key: name the key column with --record-key COLUMN "
+        "(columns: user, x)\n")
+    assert run(capsys, "create", path, "--schema", "id:string,x:long", "--family", "f=x", code=2).err == (
+        "error: --family needs --buckets N: column families need a MERGE_ON_READ table with a bucket index (RFC-80)\n")
+    assert not (tmp_path / "t").exists()
+    run(capsys, "create", path, "--schema", "user:string,x:long", "--record-key", "user")
+    assert pyhudi.open_table(path).record_key_fields == ("user",)

@@ -64,3 +64,34 @@ def test_bad_rows_name_the_problem_and_change_nothing(tmp_path, data, message):
     assert str(caught.value) == message
     assert [str(i) for i in t.timeline] == before
     assert t.read(columns=["id", "n"]).to_pylist() == [{"id": "z", "n": 0}]
+
+
+def test_a_misspelled_read_keyword_names_the_method_and_the_closest_keyword(tmp_path):
+    t = _table(tmp_path, num_buckets=1)
+    t.upsert([{"id": "a", "n": 1}])
+    cases = [(t.read, {"colums": ["n"]}, "read() got an unexpected keyword argument 'colums'; did you mean 'columns'?"),
+             (t.read, {"asof": "20200101"}, "read() got an unexpected keyword argument 'asof'; did you mean 'as_of'?"),
+             (t.scan, {"filter": [("n", "=", 1)]},
+              "scan() got an unexpected keyword argument 'filter'; did you mean 'filters'?"),
+             (t.read, {"zzz": 1}, "read() got an unexpected keyword argument 'zzz'")]
+    for method, kwargs, message in cases:
+        with pytest.raises(TypeError) as caught:
+            method(**kwargs)
+        assert str(caught.value) == message
+    with pytest.raises(TypeError) as caught:
+        t.read_incremental("20200101", colums=["n"])
+    assert str(caught.value) == "read_incremental() got an unexpected keyword argument 'colums'; did you mean 'columns'?"
+    assert t.read(batch_size=1, max_rows_per_task=10, strategy="hash").to_pylist() == [
+        {"id": "a", "n": 1, "at": None, "score": None}]  # (what plan_scan takes still passes)
+
+
+def test_a_write_to_a_version_6_table_says_what_pyhudi_does_with_it(unzip_fixture):
+    path = str(unzip_fixture("sample_table/mor/parquet/v6_nonpartitioned.zip"))
+    t = pyhudi.open_table(path)
+    before, rows = [str(i) for i in t.timeline], t.read().num_rows
+    with pytest.raises(pyhudi.TimelineError) as caught:
+        t.upsert(t.read(columns=["id", "name"]).slice(0, 1))
+    assert str(caught.value) == (
+        f"writing layout 1 timelines is not supported: the table at {path} has timeline layout 1 (table version 6), "
+        "which pyhudi reads but does not write; upgrade it to version 8 with Apache Hudi to write it")
+    assert [str(i) for i in pyhudi.open_table(path).timeline] == before and t.read().num_rows == rows

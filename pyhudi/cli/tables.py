@@ -70,11 +70,18 @@ def cmd_create(args: argparse.Namespace, console: Console) -> int:
         if not found or not name:
             raise cli_io.CliInputError(f"--family {item!r}: expected NAME=COLUMNS, e.g. \"geo=lat,lon\"")
         families[name] = columns
+    if families and args.buckets is None:
+        raise cli_io.CliInputError("--family needs --buckets N: column families need a MERGE_ON_READ table with "
+                                   "a bucket index (RFC-80)")
+    schema = parse_schema_spec(args.schema)
+    if args.record_key == "id" and "id" not in schema.names:
+        raise cli_io.CliInputError(f"--schema has no column 'id', the default record key: name the key column "
+                                   f"with --record-key COLUMN (columns: {', '.join(schema.names)})")
     import pyhudi
 
     table = pyhudi.create_table(
         args.path,
-        parse_schema_spec(args.schema),
+        schema,
         args.record_key,
         partition_fields=args.partition or (),
         table_type=args.type,
