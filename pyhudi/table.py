@@ -518,13 +518,16 @@ class Table(TableServices):
 
         return plan_scan(self, columns, filters, as_of, query_type, begin, end, with_meta, **options)
 
-    def _plan_scan_retried(self, *args: Any, **options: Any):
-        """:meth:`plan_scan`, planned once more on a fresh listing when a clean that completed
-        after the read listed the timeline deleted files of its snapshot (a compaction or
-        clustering it listed as pending completed meanwhile): nothing was read yet, and the
-        fresh listing's snapshot is whole (:class:`~pyhudi.errors.StaleSnapshotError`)."""
+    def _plan_scan_retried(self, method: Callable[..., Any], *args: Any, **options: Any):
+        """:meth:`plan_scan` for ``method`` (a keyword it does not take names it), planned once more
+        on a fresh listing when a clean that completed after the read listed the timeline deleted
+        files of its snapshot (a compaction or clustering it listed as pending completed
+        meanwhile): nothing was read yet, and the fresh listing's snapshot is whole
+        (:class:`~pyhudi.errors.StaleSnapshotError`)."""
         from pyhudi.errors import StaleSnapshotError
+        from pyhudi.read.plan import check_read_keywords
 
+        check_read_keywords(method, options)
         try:
             return self.plan_scan(*args, **options)
         except StaleSnapshotError:
@@ -540,22 +543,17 @@ class Table(TableServices):
         ``"snapshot"`` or ``"read_optimized"`` (base files only); ``with_meta``: prepend the five
         ``_hoodie_*`` columns; ``filters``: ``[(column, op, value)]`` ANDed, applied exactly.
         """
-        from pyhudi.read.plan import check_read_keywords
         from pyhudi.read.task import READ_BATCH_SIZE
 
-        check_read_keywords(self.read, options)
         options.setdefault("batch_size", READ_BATCH_SIZE)
-        return self._plan_scan_retried(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_table()
+        return self._plan_scan_retried(self.read, columns, filters, as_of, query_type, with_meta=with_meta, **options).to_table()
 
     def scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
              as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot",
              **options: Any) -> pa.RecordBatchReader:
         """Like :meth:`read`, streamed: memory stays bounded by the batch size (``batch_size=``,
         default 16384 rows), not by the table or file-group size."""
-        from pyhudi.read.plan import check_read_keywords
-
-        check_read_keywords(self.scan, options)
-        return self._plan_scan_retried(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_reader()
+        return self._plan_scan_retried(self.scan, columns, filters, as_of, query_type, with_meta=with_meta, **options).to_reader()
 
     def read_incremental(self, start: Any, end: Any = None, columns: Sequence[str] | None = None,
                          filters: Sequence[tuple] | None = None, with_meta: bool = False, **options: Any) -> pa.Table:
@@ -563,13 +561,11 @@ class Table(TableServices):
         (default: latest). Rows deleted by ``end`` are not returned. As for ``as_of``, the value a
         write returned stands for its completion time (``start`` = a write's instant: rows changed
         after that write). ``start`` after ``end`` is a ReadError."""
-        from pyhudi.read.plan import check_read_keywords
         from pyhudi.read.task import READ_BATCH_SIZE
 
-        check_read_keywords(self.read_incremental, options)
         options.setdefault("batch_size", READ_BATCH_SIZE)
-        return self._plan_scan_retried(columns, filters, None, "incremental", start, end, with_meta,
-                                       **options).to_table()
+        return self._plan_scan_retried(self.read_incremental, columns, filters, None, "incremental", start, end,
+                                       with_meta, **options).to_table()
 
     def file_groups(self, as_of: Any = None) -> list:
         """Visible file groups (file-system view of the completed timeline, as of ``as_of``)."""
