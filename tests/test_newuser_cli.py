@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pyarrow as pa
+
 import pyhudi
 from cli_helpers import run
 
@@ -109,3 +111,33 @@ def test_create_says_which_flag_a_missing_key_or_bucket_count_needs(tmp_path, ca
     assert not (tmp_path / "t").exists()
     run(capsys, "create", path, "--schema", "user:string,x:long", "--record-key", "user")
     assert pyhudi.open_table(path).record_key_fields == ("user",)
+
+
+def test_read_output_a_file_cannot_take_is_a_one_line_error(tmp_path, capsys):
+    path = str(tmp_path / "t")
+    run(capsys, "create", path, "--schema", "id:string,v:long", "--buckets", "1")
+    t = pyhudi.open_table(path)
+    t.upsert({"id": ["a"], "v": [1]})
+    err = run(capsys, "read", path, "--output", str(tmp_path / "rows.txt"), code=2).err
+    assert err == f"error: --output '{tmp_path / 'rows.txt'}': name the file *.parquet, *.csv or *.json (the suffix says the format)\n"
+    err = run(capsys, "read", path, "--output", str(tmp_path / "no" / "rows.json"), code=2).err
+    assert err == f"error: cannot write '{tmp_path / 'no' / 'rows.json'}': No such file or directory\n"
+    err = run(capsys, "read", path, "--output", str(tmp_path / "no" / "rows.parquet"), code=2).err
+    assert err.startswith(f"error: cannot write '{tmp_path / 'no' / 'rows.parquet'}': ") and err.count("\n") == 1
+    nested = str(tmp_path / "n")
+    pyhudi.create_table(nested, pa.schema([pa.field("id", pa.string(), False), ("tags", pa.list_(pa.string()))]),
+                        "id").upsert({"id": ["a"], "tags": [["x", "y"]]})
+    err = run(capsys, "read", nested, "--output", str(tmp_path / "n.csv"), code=2).err
+    assert err == (f"error: --output '{tmp_path / 'n.csv'}': column 'tags' has type list<element: string>, which CSV "
+                   "cannot hold; write a .parquet or .json file (or leave it out with --columns)\n")
+    run(capsys, "read", nested, "--output", str(tmp_path / "n.csv"), "--columns", "id")
+    assert (tmp_path / "n.csv").read_text() == '"id"\n"a"\n'
+
+
+def test_a_delete_counts_deletes_per_family(tmp_path, capsys):
+    path = _family_table(tmp_path, capsys)
+    run(capsys, "write", path, str(tmp_path / "rows.csv"))
+    out = run(capsys, "write", path, str(tmp_path / "clicks.csv"), "--operation", "delete").out.splitlines()
+    assert out[0].startswith("delete of 1 row committed at instant ")
+    assert out[1:] == ["  family activity: 1 delete", "  family profile: 1 delete"]
+    assert pyhudi.open_table(path).read(columns=["id"]).to_pylist() == [{"id": "b"}]

@@ -127,8 +127,13 @@ def cmd_write(args: argparse.Namespace, console: Console) -> int:
     console.print(f"{args.operation} of {_count(len(data), 'row')} committed at instant [bold]{instant}[/bold] "
                   f"({_count(len(result.files), 'file')}, {result.bytes_written:,} bytes, {result.elapsed_ms} ms)")
     if len(result.rows_per_family) > 1 or table.column_families:  # (a plain table has one, unnamed)
+        deletes: dict[str, int] = {}
+        for status in result.statuses:
+            deletes[status.family] = deletes.get(status.family, 0) + status.num_deletes
         for family, rows in sorted(result.rows_per_family.items()):
-            console.print(f"  {f'family {family}' if family else 'full rows (every family)'}: {_count(rows, 'row')}")
+            counts = [_count(rows, "row")] if rows or not deletes.get(family) else []
+            counts += [_count(deletes[family], "delete")] if deletes.get(family) else []
+            console.print(f"  {f'family {family}' if family else 'full rows (every family)'}: {', '.join(counts)}")
     return 0
 
 
