@@ -141,3 +141,23 @@ def test_a_delete_counts_deletes_per_family(tmp_path, capsys):
     assert out[0].startswith("delete of 1 row committed at instant ")
     assert out[1:] == ["  family activity: 1 delete", "  family profile: 1 delete"]
     assert pyhudi.open_table(path).read(columns=["id"]).to_pylist() == [{"id": "b"}]
+
+
+def test_a_spark_engine_write_keeps_sparks_own_log_off_the_terminal(tmp_path):
+    """``--engine spark`` without a running session starts a local one whose JVM output (log4j's
+    banner, hostname and native-library warnings) goes to a log file, as the demo's does."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    path = str(tmp_path / "t")
+    pyhudi.create_table(path, pa.schema([pa.field("id", pa.string(), False), ("v", pa.int64())]), "id", num_buckets=2)
+    (tmp_path / "in.csv").write_text("id,v\na,1\nb,2\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "pyhudi", "write", path, str(tmp_path / "in.csv"), "--engine", "spark"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0 and done.stderr == ""
+    assert re.fullmatch(r"upsert of 2 rows committed at instant \d{17} \(2 files, [\d,]+ bytes, \d+ ms\)\n", done.stdout)
+    assert pyhudi.open_table(path).read().sort_by("id").to_pylist() == [{"id": "a", "v": 1}, {"id": "b", "v": 2}]

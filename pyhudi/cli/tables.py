@@ -52,12 +52,21 @@ def engine_for(name: str) -> Iterator[Any]:
     if name != "spark":
         yield None
         return
+    import os
+    import sys
+    import tempfile
+
     from pyhudi.engine.spark import SparkEngine
     from pyhudi.spark.session import active_or_local_session  # only --engine spark pays for pyspark
 
-    spark, owned = active_or_local_session("pyhudi-cli")
+    # Spark's own log goes there (appended run after run), not to the terminal
+    log_dir = os.path.join(tempfile.gettempdir(), f"pyhudi-spark-{os.getuid()}" if hasattr(os, "getuid") else "pyhudi-spark")
+    spark, owned = active_or_local_session("pyhudi-cli", log_dir=log_dir)
     try:
         yield SparkEngine(spark)
+    except BaseException:
+        print(f"(Spark's own log: {log_dir}/spark.log)", file=sys.stderr)
+        raise
     finally:
         if owned:
             spark.stop()

@@ -76,11 +76,12 @@ def local_session(app_name: str = "pyhudi", log_dir: Path | None = None) -> Any:
     return spark
 
 
-def active_or_local_session(app_name: str = "pyhudi") -> tuple[Any, bool]:
-    """The running Spark session, else a new local one; and whether the caller owns (stops) it."""
+def active_or_local_session(app_name: str = "pyhudi", log_dir: Path | None = None) -> tuple[Any, bool]:
+    """The running Spark session, else a new local one (its log in ``log_dir``, as
+    :func:`local_session`); and whether the caller owns (stops) it."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
-    return local_session(app_name), True
+    return local_session(app_name, log_dir=log_dir), True
