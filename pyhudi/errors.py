@@ -124,8 +124,13 @@ class ClusteredMeanwhileError(CommitConflictError):
     (its files would never be read). In allow mode the write client plans the write again."""
 
 
+class UnknownOptionWarning(UserWarning):
+    """An option pyhudi does not read, spelled like one it does (a typo: it would have no effect)."""
+
+
 __all__ = [
     "HudiError",
+    "UnknownOptionWarning",
     "ConfigError",
     "ColumnFamilyError",
     "WorkerEnvironmentError",

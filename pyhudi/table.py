@@ -28,7 +28,7 @@ from pyhudi.config.families import (
     is_family_key,
     validate_families,
 )
-from pyhudi.config.keys import format_value, lookup
+from pyhudi.config.keys import format_value, lookup, warn_misspelled
 from pyhudi.errors import AlreadyExistsError, ConfigError, SchemaError, TableExistsError
 from pyhudi.evolution import SchemaHistory, alter_table
 from pyhudi.keygen import partition_layout, timestamp_table_properties
@@ -137,6 +137,7 @@ def create_table(
     validation fails.
     """
     schema = _check_schema(schema)
+    warn_misspelled(options)  # (a typo would be persisted, to no effect)
     storage_options, options = split_storage_options(options)  # access settings, never persisted
     storage = Storage(path, options=storage_options)
     family_options, extra = _split_options(options)
@@ -410,6 +411,7 @@ class Table(TableServices):
         timeline if an earlier ALTER crashed in between (``t.alter()`` alone does only that). A refused ALTER raises :class:`ColumnFamilyError`,
         :class:`ConfigError` or :class:`SchemaError` and leaves the table unchanged.
         """
+        warn_misspelled(set_properties)
         instant, self.config = alter_table(self, set_properties, unset_properties, new_columns)
         return instant
 
@@ -519,13 +521,16 @@ class Table(TableServices):
 
         return plan_scan(self, columns, filters, as_of, query_type, begin, end, with_meta, **options)
 
-    def _plan_scan_retried(self, *args: Any, **options: Any):
-        """:meth:`plan_scan`, planned once more on a fresh listing when a clean that completed
-        after the read listed the timeline deleted files of its snapshot (a compaction or
-        clustering it listed as pending completed meanwhile): nothing was read yet, and the
-        fresh listing's snapshot is whole (:class:`~pyhudi.errors.StaleSnapshotError`)."""
+    def _plan_scan_retried(self, method: Callable[..., Any], *args: Any, **options: Any):
+        """:meth:`plan_scan` for ``method`` (a keyword it does not take names it), planned once more
+        on a fresh listing when a clean that completed after the read listed the timeline deleted
+        files of its snapshot (a compaction or clustering it listed as pending completed
+        meanwhile): nothing was read yet, and the fresh listing's snapshot is whole
+        (:class:`~pyhudi.errors.StaleSnapshotError`)."""
         from pyhudi.errors import StaleSnapshotError
+        from pyhudi.read.plan import check_read_keywords
 
+        check_read_keywords(method, options)
         try:
             return self.plan_scan(*args, **options)
         except StaleSnapshotError:
@@ -544,14 +549,14 @@ class Table(TableServices):
         from pyhudi.read.task import READ_BATCH_SIZE
 
         options.setdefault("batch_size", READ_BATCH_SIZE)
-        return self._plan_scan_retried(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_table()
+        return self._plan_scan_retried(self.read, columns, filters, as_of, query_type, with_meta=with_meta, **options).to_table()
 
     def scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
              as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot",
              **options: Any) -> pa.RecordBatchReader:
         """Like :meth:`read`, streamed: memory stays bounded by the batch size (``batch_size=``,
         default 16384 rows), not by the table or file-group size."""
-        return self._plan_scan_retried(columns, filters, as_of, query_type, with_meta=with_meta, **options).to_reader()
+        return self._plan_scan_retried(self.scan, columns, filters, as_of, query_type, with_meta=with_meta, **options).to_reader()
 
     def read_incremental(self, start: Any, end: Any = None, columns: Sequence[str] | None = None,
                          filters: Sequence[tuple] | None = None, with_meta: bool = False, **options: Any) -> pa.Table:
@@ -562,8 +567,8 @@ class Table(TableServices):
         from pyhudi.read.task import READ_BATCH_SIZE
 
         options.setdefault("batch_size", READ_BATCH_SIZE)
-        return self._plan_scan_retried(columns, filters, None, "incremental", start, end, with_meta,
-                                       **options).to_table()
+        return self._plan_scan_retried(self.read_incremental, columns, filters, None, "incremental", start, end,
+                                       with_meta, **options).to_table()
 
     def file_groups(self, as_of: Any = None) -> list:
         """Visible file groups (file-system view of the completed timeline, as of ``as_of``)."""

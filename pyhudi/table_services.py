@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from pyhudi.config.keys import format_value
+from pyhudi.config.keys import format_value, warn_misspelled
 from pyhudi.timeline.instant import Instant
 from pyhudi.timeline.timeline import Timeline
 
@@ -44,6 +44,13 @@ class TableServices:
 
     # (the handle provides ``storage``, ``config`` and ``active_timeline(options)``)
 
+    def _options(self, options: Mapping[str, Any] | None) -> dict[str, str]:
+        """A service's options as strings; a misspelled key is warned of (it would have no effect),
+        unless the table's properties hold it (a write passes them on to its inline services)."""
+        if options:
+            warn_misspelled([k for k in options if k not in self.config.props])
+        return _string_options(options)
+
     def table_context(self, timeline: Timeline | None = None) -> TableContext:
         """What services and file-slice readers need of the table now (picklable)."""
         from pyhudi.context import TableContext  # (services only: a read imports less, issue 15)
@@ -57,7 +64,7 @@ class TableServices:
         one full-row base file. Returns the instant, or None when nothing qualifies."""
         from pyhudi.services.compaction import schedule_compaction
 
-        opts = _string_options(options)
+        opts = self._options(options)
         timeline = self.active_timeline(opts)
         return schedule_compaction(self.table_context(timeline), timeline, families=families, full=full,
                                    options=opts)
@@ -67,7 +74,7 @@ class TableServices:
         """What :meth:`schedule_compaction` would plan now, as rows; nothing is written (a dry run)."""
         from pyhudi.services.compaction import describe_plan, plan_compaction
 
-        opts = _string_options(options)
+        opts = self._options(options)
         timeline = self.active_timeline(opts)
         plan = plan_compaction(self.table_context(timeline), timeline, timeline.new_instant_time(),
                                families=families, full=full, options=opts)
@@ -77,7 +84,7 @@ class TableServices:
         """Execute the compaction planned at ``instant`` (completes as a ``commit``); returns it."""
         from pyhudi.services.compaction import run_compaction
 
-        opts = _string_options(options)
+        opts = self._options(options)
         timeline = self.active_timeline(opts)
         return run_compaction(self.table_context(timeline), timeline, instant, engine=engine,
                               options=opts).requested_time
@@ -110,7 +117,7 @@ class TableServices:
         from pyhudi.errors import ConcurrentWriteError, TimelineError
 
         ran = []
-        timeline = timeline if timeline is not None else self.active_timeline(_string_options(options))
+        timeline = timeline if timeline is not None else self.active_timeline(self._options(options))
         for instant in timeline.pending():
             if not selected(instant):
                 continue
@@ -130,7 +137,7 @@ class TableServices:
         latest completed commit (:mod:`pyhudi.services.rollback`). Returns the rollback instant."""
         from pyhudi.services.rollback import rollback
 
-        opts = {**self.config.props, **_string_options(options)}
+        opts = {**self.config.props, **self._options(options)}
         return rollback(self.storage, self.active_timeline(opts), instant, opts).requested_time
 
     def _listing(self, options: Mapping[str, str], listing: PostCommitListing | None) -> PostCommitListing:
@@ -166,7 +173,7 @@ class TableServices:
         instant, or None when nothing is eligible. Refused on bucketed tables."""
         from pyhudi.services.clustering import schedule_clustering
 
-        opts = _string_options(options)
+        opts = self._options(options)
         timeline = self.active_timeline(opts)
         return schedule_clustering(self.table_context(timeline), timeline, sort_columns=sort_columns, options=opts)
 
@@ -175,7 +182,7 @@ class TableServices:
         """What :meth:`schedule_clustering` would plan now, as rows; nothing is written (a dry run)."""
         from pyhudi.services.clustering import describe_plan, plan_clustering
 
-        opts = _string_options(options)
+        opts = self._options(options)
         timeline = self.active_timeline(opts)
         return describe_plan(plan_clustering(self.table_context(timeline), timeline, timeline.new_instant_time(),
                                              sort_columns=sort_columns, options=opts))
@@ -184,7 +191,7 @@ class TableServices:
         """Execute the clustering planned at ``instant`` (completes as a ``replacecommit``); returns it."""
         from pyhudi.services.clustering_run import run_clustering
 
-        opts = _string_options(options)
+        opts = self._options(options)
         timeline = self.active_timeline(opts)
         return run_clustering(self.table_context(timeline), timeline, instant, engine=engine,
                               options=opts).requested_time
@@ -247,7 +254,7 @@ class TableServices:
         instant, or None when there is nothing to delete (nothing is written then)."""
         from pyhudi.services.clean import schedule_clean
 
-        opts = _string_options(options)
+        opts = self._options(options)
         timeline = self.active_timeline(opts)
         return schedule_clean(self.table_context(timeline), timeline, opts)
 
@@ -255,7 +262,7 @@ class TableServices:
         """The files :meth:`schedule_clean` would delete now, as rows; nothing is written (a dry run)."""
         from pyhudi.services.clean_plan import describe_plan, plan_clean
 
-        opts = _string_options(options)
+        opts = self._options(options)
         timeline = self.active_timeline(opts)
         return describe_plan(plan_clean(self.table_context(timeline), timeline, timeline.new_instant_time(), opts))
 
@@ -263,7 +270,7 @@ class TableServices:
         """Execute the clean planned at ``instant`` (from its stored plan); returns it."""
         from pyhudi.services.clean import run_clean
 
-        opts = _string_options(options)
+        opts = self._options(options)
         timeline = self.active_timeline(opts)
         return run_clean(self.table_context(timeline), timeline, instant, opts).requested_time
 
@@ -274,7 +281,7 @@ class TableServices:
         are refused with :class:`~pyhudi.errors.CleanedSnapshotError`."""
         from pyhudi.services.clean import clean
 
-        opts = _string_options(options)
+        opts = self._options(options)
         timeline = self.active_timeline(opts)
         return clean(self.table_context(timeline), timeline, opts)
 
@@ -327,7 +334,7 @@ class TableServices:
         Returns the archived instants' requested times (empty when nothing was due)."""
         from pyhudi.services.archive import archive
 
-        opts = {**self.config.props, **_string_options(options)}
+        opts = {**self.config.props, **self._options(options)}
         result = archive(self.active_timeline(opts), opts, self.config.table_type)
         return [i.requested_time for i in result.instants]
 

@@ -72,7 +72,7 @@ def test_delete_time_travel_incremental_and_output_file(tmp_path, capsys):
     first = pyhudi.open_table(path).timeline[-1].completion_time
     (tmp_path / "del.csv").write_text("id\nb\n")
     assert main(["write", path, str(tmp_path / "del.csv"), "--operation", "delete"]) == 0
-    assert "delete of 1 rows committed" in capsys.readouterr().out
+    assert "delete of 1 row committed" in capsys.readouterr().out
     assert [r["id"] for r in _read_json(capsys, path, "--sort", "id")] == ["a", "c"]
     assert [r["id"] for r in _read_json(capsys, path, "--as-of", first, "--sort", "id")] == ["a", "b", "c"]
     (tmp_path / "up.csv").write_text("id,qty\nc,7\n")
@@ -136,7 +136,7 @@ def test_write_insert_overwrite_table_replaces_every_row(tmp_path, capsys):
     path = _make_table(tmp_path, capsys)
     (tmp_path / "new.csv").write_text("id,price,qty,day\nz,7.0,1,2025-05-05\n")
     assert main(["write", path, str(tmp_path / "new.csv"), "--operation", "insert_overwrite_table"]) == 0
-    assert "insert_overwrite_table of 1 rows committed" in capsys.readouterr().out
+    assert "insert_overwrite_table of 1 row committed" in capsys.readouterr().out
     assert _read_json(capsys, path) == [{"id": "z", "price": 7.0, "qty": 1, "day": "2025-05-05"}]
     last = pyhudi.open_table(path).timeline[-1]
     assert (last.action, last.state) == ("replacecommit", "COMPLETED")

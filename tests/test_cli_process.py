@@ -35,7 +35,7 @@ def test_errors_exit_2_with_one_line_on_stderr_and_debug_adds_the_traceback(tmp_
     assert debug.stderr.rstrip().endswith(f"error: no Hudi table at {missing}: .hoodie/hoodie.properties not found")
     bad = pyhudi_cmd("timeline", missing, "--bogus")
     assert (bad.returncode, bad.stdout) == (2, "")
-    assert bad.stderr == "error: pyhudi: unrecognized arguments: --bogus (see pyhudi --help)\n"
+    assert bad.stderr == "error: pyhudi timeline: unrecognized arguments: --bogus (see pyhudi timeline --help)\n"
     unknown = pyhudi_cmd("frobnicate")
     assert unknown.returncode == 2 and unknown.stderr.startswith(
         "error: pyhudi: argument COMMAND: invalid choice: 'frobnicate'")

@@ -477,7 +477,7 @@ BAD_INPUTS = [
      SchemaError, "input column '_hoodie_record_key' is a Hudi meta column; pyhudi fills it in"),
     ("unsupported object", lambda: object(),
      SchemaError, "unsupported data type object: expected a pyarrow Table, RecordBatch(Reader), "
-                  "iterable of RecordBatches or pandas DataFrame"),
+                  "iterable of RecordBatches, pandas DataFrame, list of row dicts or dict of column lists"),
     ("empty batch list", lambda: [],
      SchemaError, "data is empty: an iterable with no record batches"),
     ("path escape", lambda: pa.table({"id": [1], "a": [1.0], "p": [".."]}),

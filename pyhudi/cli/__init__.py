@@ -16,10 +16,13 @@ status 2 (1 for an unexpected failure), ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
 import threading
 import traceback
+import warnings
 from typing import Any, NoReturn, Sequence
 
 from pyhudi import gc_freeze
@@ -33,12 +36,55 @@ EXIT_INTERNAL = 1
 """Exit status of an unexpected failure (a bug or an environment problem): see ``--debug``."""
 
 
+_COMMON_HELP = {
+    "path": "the table's base path (the folder that holds .hoodie/; a local path or s3://bucket/path)",
+    "--json": "print one JSON document to stdout instead of tables",
+}
+"""Help of the arguments most commands share, given where a command does not say more."""
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad command line as one line (not the usage block) and exit 2."""
+    """argparse that reports a bad command line as one line (not the usage block) and exit 2,
+    with the closest command, choice or option when a name is misspelled."""
+
+    def add_argument(self, *names: Any, **kwargs: Any) -> argparse.Action:
+        if "help" not in kwargs and names and names[-1] in _COMMON_HELP:
+            kwargs["help"] = _COMMON_HELP[names[-1]]
+        return super().add_argument(*names, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        print(f"error: {self.prog}: {message}{_suggestion(message)} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(EXIT_ERROR)
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> argparse.Namespace:
+        """As argparse's, but unknown arguments are reported by the command they were given to
+        (``pyhudi read: unrecognized arguments: --colums``, with its closest option)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parser(getattr(parsed, "command", None))
+            options = list(command._option_string_actions) if command is not None else []
+            flag = next((e.partition("=")[0] for e in extras if e.startswith("-")), None)
+            close = difflib.get_close_matches(flag, options, n=1, cutoff=0.6) if flag else []
+            hint = f"; did you mean {close[0]}?" if close else ""
+            (command or self).error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return parsed
+
+    def _command_parser(self, name: str | None) -> argparse.ArgumentParser | None:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                return action.choices[name]
+        return None
+
+
+def _suggestion(message: str) -> str:
+    """``; did you mean 'read'?`` for argparse's ``invalid choice: 'reed' (choose from ...)``."""
+    match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if match is None:
+        return ""
+    choices = re.findall(r"'([^']*)'", match.group(2))
+    by_lower = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(match.group(1).lower(), list(by_lower), n=1, cutoff=0.6)
+    return f"; did you mean {by_lower[close[0]]!r}?" if close else ""
 
 
 def _version() -> str:
@@ -87,12 +133,15 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     names = [only] if only else ["tables", "inspect", "stats", "services", "draw", "demo"]
     for name in names:
         importlib.import_module(f"pyhudi.cli.{name}").register(sub, common)
-    if only:
-        return parser
-    docs = sub.add_parser("docs", parents=[common], help="generated documentation (the configuration reference)")
-    docs.add_argument("topic", choices=["config"])
-    docs.add_argument("--output", help="write to this file instead of stdout")
-    docs.set_defaults(func=cmd_docs)
+    if not only:
+        docs = sub.add_parser("docs", parents=[common], help="generated documentation (the configuration reference)")
+        docs.add_argument("topic", choices=["config"], help="config: every hoodie.* key pyhudi reads (Markdown)")
+        docs.add_argument("--output", help="write to this file instead of stdout")
+        docs.set_defaults(func=cmd_docs)
+    for choice in sub._choices_actions:  # `pyhudi COMMAND --help` opens with what `pyhudi --help` says of it
+        command = sub.choices[choice.dest]
+        if command.description is None:
+            command.description = choice.help[:1].upper() + choice.help[1:] + "."
     return parser
 
 
@@ -143,7 +192,9 @@ def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
         return int(exc.code or 0), False
     read_only = bool(getattr(args, "read_only", False))
     try:
-        return args.func(args, stdout_console()), read_only
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.func(args, stdout_console()), read_only
     except HudiError as exc:
         return _report(exc, args.debug, EXIT_ERROR), read_only
     except KeyboardInterrupt:
@@ -151,6 +202,16 @@ def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
         return 130, False
     except Exception as exc:  # an unexpected failure: still one line, the traceback on --debug
         return _report(exc, args.debug, EXIT_INTERNAL, f"{type(exc).__name__}: "), False
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """A warning as one line on stderr, as errors are (``warning: ...``): not Python's
+    ``file:line: Category: message`` and source line, which point into pyhudi, not at the command."""
+    from pyhudi.errors import UnknownOptionWarning
+
+    kind = "" if category in (UserWarning, UnknownOptionWarning) else f"{category.__name__}: "
+    print(f"warning: {kind}{' '.join(str(message).split())}", file=sys.stderr)
 
 
 def _report(exc: BaseException, debug: bool, status: int, prefix: str = "") -> int:

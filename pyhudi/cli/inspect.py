@@ -242,7 +242,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     files = sub.add_parser("files", aliases=["fsview"], parents=[common],
                            help="file groups, families, slices, sizes and log-file counts")
     files.add_argument("path")
-    files.add_argument("--as-of", help="the view as of an instant or timestamp (time travel)")
+    files.add_argument("--as-of", metavar="TIME", help="the view as of an instant or timestamp (time travel)")
     files.add_argument("--json", action="store_true")
     files.set_defaults(func=cmd_files, read_only=True)
 

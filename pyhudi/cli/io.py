@@ -116,8 +116,23 @@ def _typed(raw: str, kind: pa.DataType, text: str) -> Any:
 
 
 def write_output(table: pa.Table, path: str) -> None:
-    """Write rows to a Parquet, CSV or JSON-lines file chosen by the suffix."""
-    fmt = input_format(path, None)
+    """Write rows to a Parquet, CSV or JSON-lines file chosen by the suffix; a file that cannot be
+    written (no such folder, nested columns in CSV) is an input error naming the file."""
+    fmt = _SUFFIXES.get(os.path.splitext(os.path.basename(path.rstrip("/")))[1].lower())
+    if fmt is None:
+        raise CliInputError(f"--output {path!r}: name the file *.parquet, *.csv or *.json (the suffix says the format)")
+    if fmt == "csv":
+        nested = next((f for f in table.schema if pa.types.is_nested(f.type)), None)
+        if nested is not None:
+            raise CliInputError(f"--output {path!r}: column {nested.name!r} has type {nested.type}, which CSV cannot "
+                                "hold; write a .parquet or .json file (or leave it out with --columns)")
+    try:
+        _write_output(table, path, fmt)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise CliInputError(f"cannot write {path!r}: {getattr(exc, 'strerror', None) or exc}") from exc
+
+
+def _write_output(table: pa.Table, path: str, fmt: str) -> None:
     if fmt == "parquet":
         import pyarrow.parquet as pq
 

@@ -80,9 +80,10 @@ def table_view(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
     return view
 
 
-def print_rows(console: Console, title: str, rows: list[dict[str, Any]]) -> None:
-    """Rows (dicts with the same keys) as a table titled ``title``."""
-    columns = list(rows[0]) if rows else []
+def print_rows(console: Console, title: str, rows: list[dict[str, Any]], columns: Sequence[str] | None = None) -> None:
+    """Rows (dicts with the same keys) as a table titled ``title``; ``columns`` names them when
+    there may be no row (an empty result still shows its title and header)."""
+    columns = list(columns) if columns is not None else list(rows[0]) if rows else []
     console.print(table_view(title, columns, (r.values() for r in rows)))
 
 

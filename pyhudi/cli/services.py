@@ -79,7 +79,8 @@ def _compaction_plan(table: Any, args: argparse.Namespace, opts: dict[str, str])
 def _compaction_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--families", help="comma-separated families to compact (default: every family)")
     parser.add_argument("--full", action="store_true", help="merge every family into one full-row base file")
-    parser.add_argument("--engine", default="local", choices=["local", "spark"])
+    parser.add_argument("--engine", default="local", choices=["local", "spark"],
+                        help="run the rewrite in process (default) or on Spark (local mode if no session)")
 
 
 # ------------------------------------------------------------------------------ clean
@@ -155,7 +156,7 @@ SERVICES: tuple[Service, ...] = (
             no_plan="archival writes no plan: run it, or see what it would take with --dry-run"),
     Service("rollback", "rollback", "roll back a pending instant of a gone process, or the latest completed commit",
             "nothing to roll back", _rollback_both, _rollback_plan, "files would be deleted",
-            ("partition", "file", "source"), arguments=lambda p: p.add_argument("instant"),
+            ("partition", "file", "source"), arguments=lambda p: p.add_argument("instant", help="the instant to roll back (its requested time, as `pyhudi timeline` lists)"),
             no_plan="a rollback's plan is written and executed at once: run it, or see it with --dry-run"),
 )
 
@@ -183,7 +184,8 @@ def _clustering_both(table: Any, args: argparse.Namespace, opts: dict[str, str])
 def _clustering_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sort-columns", help="comma-separated columns to sort by (default: "
                         "hoodie.clustering.plan.strategy.sort.columns)")
-    parser.add_argument("--engine", default="local", choices=["local", "spark"])
+    parser.add_argument("--engine", default="local", choices=["local", "spark"],
+                        help="run the rewrite in process (default) or on Spark (local mode if no session)")
 
 
 def _available_services() -> tuple[Service, ...]:
@@ -257,9 +259,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parser.add_argument("path")
         if service.arguments is not None:
             service.arguments(parser)
-        parser.add_argument("--schedule", action="store_true", help="only write the plan (a .requested instant)")
-        parser.add_argument("--run", metavar="INSTANT", help="execute the plan scheduled at INSTANT")
-        parser.add_argument("--dry-run", action="store_true", help="print the plan a schedule would write; write nothing")
-        parser.add_argument("--option", action="append", help="hoodie.* KEY=VALUE (repeatable)")
+        planned = service.schedule is not None  # (archive and rollback refuse both, saying why: not listed)
+        parser.add_argument("--schedule", action="store_true",
+                            help="only write the plan (a .requested instant)" if planned else argparse.SUPPRESS)
+        parser.add_argument("--run", metavar="INSTANT",
+                            help="execute the plan scheduled at INSTANT" if planned else argparse.SUPPRESS)
+        parser.add_argument("--dry-run", action="store_true",
+                            help=("print the plan a schedule would write" if planned else "print what it would do")
+                            + "; write nothing")
+        parser.add_argument("--option", action="append", metavar="KEY=VALUE",
+                            help="a hoodie.* option for this run, e.g. hoodie.cleaner.commits.retained=1 (repeatable)")
         parser.add_argument("--json", action="store_true")
         parser.set_defaults(func=lambda args, console, s=service: run_service(s, args, console))

@@ -41,7 +41,9 @@ Every configuration key pyhudi reads, by area: its name (and the older names it 
 default, allowed values and meaning. Keys are Apache Hudi's where Hudi has them, with Hudi's defaults.
 Table properties are persisted in `.hoodie/hoodie.properties` at create time; the others are options of a
 write, a read or a table service (`options={{...}}` in Python, `.option(...)` in Spark, `--option KEY=VALUE`
-on the command line).
+on the command line). A key pyhudi does not read is ignored, as Hudi ignores keys it does not know; one
+within two edits of a key below (`hoodie.compact.inlin`, or `cleaner.policy` without its `hoodie.`) is
+taken for a typo and warned of (`pyhudi.UnknownOptionWarning`, naming the key meant).
 
 Column families (RFC-80) are declared with pattern keys: `{family_prefix}<name>` = `col1,col2[;ordering]`
 (older spelling: `{alias_prefix}<name>`), one per family, at create time or with `ALTER TABLE ... SET

@@ -8,6 +8,8 @@ up by its string or any alias (and lets docs be generated from the declarations)
 
 from __future__ import annotations
 
+import difflib
+import functools
 from typing import Any, Callable, Generic, Mapping, TypeVar
 
 from pyhudi.errors import ConfigError
@@ -129,6 +131,96 @@ def load_areas() -> None:
         for area in AREA_MODULES:
             importlib.import_module(f"pyhudi.config.{area}")
         _areas_loaded = True
+
+
+_FAMILY_PREFIXES = ("hoodie.colfamily.", "hoodie.columnfamily.")  # (pattern keys: pyhudi.config.families)
+
+
+def misspelled_key(name: str) -> str | None:
+    """The declared key ``name`` is a typo of, or None: ``hoodie.compact.inlin`` →
+    ``hoodie.compact.inline``; ``cleaner.commits.retained`` → ``hoodie.cleaner.commits.retained``.
+
+    Hudi ignores keys it does not know, and so does pyhudi (a Spark job passes many keys meant for
+    others), so a misspelled key silently has no effect. A key counts as a typo only when it is at
+    most two edits from a declared key (case aside): Hudi's own keys that pyhudi does not read are
+    further from every declared one (``hoodie.datasource.write.table.name`` is three from
+    ``...table.type``).
+    """
+    if not isinstance(name, str) or lookup(name) is not None:
+        return None
+    return _closest_key(name)
+
+
+@functools.lru_cache(maxsize=256)
+def _closest_key(name: str) -> str | None:
+    lowered = name.lower()
+    if lowered.startswith(_FAMILY_PREFIXES):
+        return None
+    declared = {key.lower(): key for key in REGISTRY}
+    if lowered in declared:  # (a case variant: Spark lower-cases option keys and pyhudi maps them back)
+        return None
+    candidates = [lowered] if lowered.startswith("hoodie.") else [lowered, f"hoodie.{lowered}"]
+    for candidate in candidates:
+        if candidate in declared:
+            return declared[candidate]
+        for close in difflib.get_close_matches(candidate, list(declared), n=3, cutoff=0.8):
+            if _edits(candidate, close) <= 2:
+                return declared[close]
+    return None
+
+
+def _edits(a: str, b: str) -> int:
+    """Edit distance (insertions, deletions, substitutions, adjacent swaps) of two short strings."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, previous2[j - 2] + 1)
+            current.append(cost)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def warn_misspelled(options: Mapping[str, Any] | None) -> None:
+    """Warn (:class:`~pyhudi.errors.UnknownOptionWarning`) of each option that is a typo of a
+    declared key (:func:`misspelled_key`); other unknown keys pass silently, as in Hudi.
+
+    The warning names the caller's line outside pyhudi, and is given once per call there however
+    many of pyhudi's functions look at the options (``t.compact()`` schedules, then runs)."""
+    for name in options or ():
+        close = misspelled_key(name)
+        if close is not None:
+            import warnings
+
+            from pyhudi.errors import UnknownOptionWarning
+
+            message = f"option {name!r} is not a key pyhudi reads, so it has no effect; did you mean {close!r}?"
+            level, frame = _caller()
+            seen = (message, id(frame), getattr(frame, "f_lasti", None))
+            if seen not in _WARNED:
+                _WARNED[seen] = None
+                while len(_WARNED) > 64:
+                    del _WARNED[next(iter(_WARNED))]
+                warnings.warn(message, UnknownOptionWarning, stacklevel=level)
+
+
+_WARNED: dict[tuple[str, int, int | None], None] = {}
+"""The latest warnings given, by message and the caller's frame and instruction (see above)."""
+
+
+def _caller() -> tuple[int, Any]:
+    """The ``stacklevel`` and frame of :func:`warn_misspelled`'s first caller outside pyhudi."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(2), 2  # (1: warn_misspelled)
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level, frame
 
 
 def lookup(name: str) -> ConfigKey[Any] | None:

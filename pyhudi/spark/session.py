@@ -46,7 +46,8 @@ def _stderr_to(path: Path) -> Iterator[None]:
 
 
 def local_session(app_name: str = "pyhudi", log_dir: Path | None = None) -> Any:
-    """A new (or the running) local[2] session; see the module docstring."""
+    """A new (or the running) local[2] session; see the module docstring. ``log_dir`` is created
+    when missing (the tour's ``python examples/tour_spark.py DIR`` names a folder not made yet)."""
     from pyspark.sql import SparkSession
 
     from pyhudi.spark.conf import configure
@@ -62,6 +63,7 @@ def local_session(app_name: str = "pyhudi", log_dir: Path | None = None) -> Any:
     if log_dir is None:
         spark = builder.getOrCreate()
     else:
+        Path(log_dir).mkdir(parents=True, exist_ok=True)  # (a folder the caller names but has not made yet)
         config = Path(log_dir) / "log4j2.properties"
         config.write_text(LOG4J2)
         java_options = f"-Dlog4j2.configurationFile={config.as_uri()}"
@@ -74,11 +76,12 @@ def local_session(app_name: str = "pyhudi", log_dir: Path | None = None) -> Any:
     return spark
 
 
-def active_or_local_session(app_name: str = "pyhudi") -> tuple[Any, bool]:
-    """The running Spark session, else a new local one; and whether the caller owns (stops) it."""
+def active_or_local_session(app_name: str = "pyhudi", log_dir: Path | None = None) -> tuple[Any, bool]:
+    """The running Spark session, else a new local one (its log in ``log_dir``, as
+    :func:`local_session`); and whether the caller owns (stops) it."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
-    return local_session(app_name), True
+    return local_session(app_name, log_dir=log_dir), True

@@ -161,7 +161,9 @@ class InstantTransitions:
     # ------------------------------------------------------------------ helpers
     def _check_writable(self) -> None:
         if self.layout_version != 2:
-            raise TimelineError("writing layout 1 timelines is not supported")
+            raise TimelineError(f"writing layout 1 timelines is not supported: the table at {self.storage.base_uri} "
+                                "has timeline layout 1 (table version 6), which pyhudi reads but does not write; "
+                                "upgrade it to version 8 with Apache Hudi to write it")
         if self._before_first_write is not None:
             with Locked(self.lock):  # (two writers never turn the metadata table off at once)
                 self._before_first_write()

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 
 from pyhudi.config.concurrency import SINGLE_WRITER, WRITE_CONCURRENCY_MODE, ConcurrencyPolicy, resolve_concurrency
-from pyhudi.config.keys import lookup
+from pyhudi.config.keys import lookup, warn_misspelled
 from pyhudi.context import TableHandle
 from pyhudi.engine.base import Engine, get_engine
 from pyhudi.errors import (
@@ -359,11 +359,13 @@ def write_stat_of(status: WriteStatus) -> WriteStat:
 
 
 def _check_options(options: Mapping[str, str]) -> None:
-    """Parse every declared key among the write options (ConfigError naming the key)."""
+    """Parse every declared key among the write options (ConfigError naming the key); warn of a
+    misspelled one (it would have no effect)."""
     for name, value in options.items():
         key = lookup(name)
         if key is not None:
             key.parse(value)
+    warn_misspelled(options)
 
 
 def _check_statuses(txn: WriteTxn, statuses: list[WriteStatus]) -> None:

@@ -8,7 +8,7 @@ merge rule (:mod:`pyhudi.record_merge`).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -21,12 +21,18 @@ from pyhudi.schema import META_FIELDS
 from pyhudi.storage.naming import DEFAULT_PARTITION_PATH
 
 
-def to_arrow_table(data: Any, schema: pa.Schema | None = None) -> pa.Table:
-    """Accept a pyarrow Table/RecordBatch/RecordBatchReader, an iterable of batches, or pandas.
+_ACCEPTED = ("a pyarrow Table, RecordBatch(Reader), iterable of RecordBatches, pandas DataFrame, "
+             "list of row dicts or dict of column lists")
 
-    A pandas DataFrame is converted with the types of ``schema`` (the table's) for its columns:
-    pandas keeps lists, structs, maps, decimals and dates as Python objects, whose types Arrow
-    cannot always infer back (a map whose values hold a null comes out as pairs with floats).
+
+def to_arrow_table(data: Any, schema: pa.Schema | None = None) -> pa.Table:
+    """Accept a pyarrow Table/RecordBatch/RecordBatchReader, an iterable of batches, pandas, a
+    list of rows (dicts) or a dict of columns (lists).
+
+    A pandas DataFrame, rows and columns are converted with the types of ``schema`` (the
+    table's) for their columns: pandas keeps lists, structs, maps, decimals and dates as Python
+    objects, whose types Arrow cannot always infer back (a map whose values hold a null comes out
+    as pairs with floats), and Python's ``int`` would otherwise become int64 whatever the column.
     """
     if isinstance(data, pa.Table):
         return data
@@ -37,17 +43,51 @@ def to_arrow_table(data: Any, schema: pa.Schema | None = None) -> pa.Table:
     module = type(data).__module__
     if module.startswith("pandas"):
         return _from_pandas(data, schema)
+    if isinstance(data, Mapping):
+        return _from_python({str(k): list(v) for k, v in data.items()}, schema, "columns")
+    if isinstance(data, (list, tuple)) and data and all(isinstance(row, Mapping) for row in data):
+        return _from_rows(data, schema)
     if isinstance(data, (list, tuple, Iterator)) or hasattr(data, "__iter__"):
         batches = [b if isinstance(b, pa.RecordBatch) else None for b in data]
         if any(b is None for b in batches):
-            raise SchemaError("data must be a pyarrow Table, RecordBatch(Reader), iterable of RecordBatches or pandas DataFrame")
+            raise SchemaError(f"data must be {_ACCEPTED}")
         if not batches:
             raise SchemaError("data is empty: an iterable with no record batches")
         return pa.Table.from_batches(batches)
-    raise SchemaError(
-        f"unsupported data type {type(data).__name__}: expected a pyarrow Table, RecordBatch(Reader), "
-        "iterable of RecordBatches or pandas DataFrame"
-    )
+    raise SchemaError(f"unsupported data type {type(data).__name__}: expected {_ACCEPTED}")
+
+
+def _from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None) -> pa.Table:
+    """Rows (dicts) as Arrow, in C (``Table.from_pylist``) under the table's types; a key missing
+    from a row reads null. Only a failed conversion goes column by column, to name the column."""
+    names = list(rows[0])
+    extra = set().union(*rows).difference(names)  # (keys the first row lacks)
+    if extra:
+        order = {n: i for i, n in enumerate(schema.names)} if schema is not None else {}
+        names += sorted(extra, key=lambda n: (order.get(n, len(order)), str(n)))
+    if schema is not None and all(n in schema.names for n in names):
+        try:
+            return pa.Table.from_pylist(rows, schema=pa.schema([(n, schema.field(n).type) for n in names]))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
+            pass  # (diagnosed below)
+    return _from_python({n: [row.get(n) for row in rows] for n in names}, schema, "rows")
+
+
+def _from_python(columns: dict[str, list[Any]], schema: pa.Schema | None, what: str) -> pa.Table:
+    """Python values per column as Arrow, typed by ``schema`` where it names the column (other
+    columns are inferred, and refused later as unknown); the error names the column that fails."""
+    arrays = {}
+    for name, values in columns.items():
+        kind = schema.field(name).type if schema is not None and name in schema.names else None
+        try:
+            arrays[name] = pa.array(values, type=kind)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError) as exc:
+            against = f"the column's type {kind}" if kind is not None else "one Arrow type"
+            raise SchemaError(f"{what}: column {name!r} cannot be converted to {against}: {exc}") from None
+    lengths = {len(a) for a in arrays.values()}
+    if len(lengths) > 1:
+        raise SchemaError(f"{what}: the columns have different lengths ({', '.join(f'{n}: {len(a)}' for n, a in arrays.items())})")
+    return pa.table(arrays)
 
 
 def _from_pandas(frame: Any, schema: pa.Schema | None) -> pa.Table:
