@@ -338,11 +338,8 @@ class Table(TableServices):
         the timeline lock a write takes."""
         settings = {**self.config.props, **(options or {})}
         timeline = Timeline(
-            self.storage,
-            timeline_dir=self.config.timeline_dir,
-            layout_version=self.config.layout_version,
-            timezone=self.config.timezone,
-            lock=create_lock(self.storage, settings),
+            self.storage, timeline_dir=self.config.timeline_dir, layout_version=self.config.layout_version,
+            timezone=self.config.timezone, lock=create_lock(self.storage, settings),
             history_path=self.config.get(tc.TIMELINE_HISTORY_PATH),
             before_first_write=first_write_guard(self.storage, self.config, settings),
         )
@@ -528,7 +525,7 @@ class Table(TableServices):
         meanwhile): nothing was read yet, and the fresh listing's snapshot is whole
         (:class:`~pyhudi.errors.StaleSnapshotError`)."""
         from pyhudi.errors import StaleSnapshotError
-        from pyhudi.read.plan import check_read_keywords
+        from pyhudi.read.reader import check_read_keywords
 
         check_read_keywords(method, options)
         try:

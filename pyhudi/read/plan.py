@@ -357,27 +357,6 @@ _PLANS_KEPT = 8
 """Scan plans a table handle keeps for its repeated reads (see :func:`plan_scan`)."""
 
 
-_READ_KEYWORDS = frozenset(("batch_size", "strategy", "max_rows_per_task", "options"))
-"""The keyword-only arguments of :func:`plan_scan`: given alone, nothing to check."""
-
-
-def check_read_keywords(method: Callable[..., Any], given: Mapping[str, Any]) -> None:
-    """A keyword ``Table.read`` / ``scan`` / ``read_incremental`` pass on to :func:`plan_scan` that it
-    does not take is a TypeError naming ``method`` and the closest keyword (``read(colums=...)``)."""
-    if given.keys() <= _READ_KEYWORDS:
-        return
-    import difflib
-    import inspect
-
-    takes = [p for p in inspect.signature(plan_scan).parameters if p != "table"]
-    unknown = next((k for k in given if k not in takes), None)
-    if unknown is not None:
-        names = [p for p in dict.fromkeys((*inspect.signature(method).parameters, *takes)) if p != "self"]
-        close = difflib.get_close_matches(unknown, names, n=1)
-        raise TypeError(f"{method.__name__}() got an unexpected keyword argument {unknown!r}"
-                        + (f"; did you mean {close[0]!r}?" if close else ""))
-
-
 def plan_scan(table: Any, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
               as_of: Any = None, query_type: str = "snapshot", begin: Any = None, end: Any = None,
               with_meta: bool = False, *, batch_size: int | None = None, strategy: str = "auto",

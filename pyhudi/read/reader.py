@@ -1,16 +1,29 @@
-"""Whole-table reads on top of scan planning (kept for callers of the first read API)."""
+"""The arguments of a table's reads: ``Table.read`` / ``scan`` / ``read_incremental`` pass their
+keyword arguments on to :func:`~pyhudi.read.plan.plan_scan`; a misspelled one is named, with the
+closest keyword, as the method's own ``TypeError`` (``read(colums=...)``), not ``plan_scan``'s."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-import pyarrow as pa
+from typing import Any, Callable, Mapping
 
 from pyhudi.read.plan import plan_scan
 
+_READ_KEYWORDS = frozenset(("batch_size", "strategy", "max_rows_per_task", "options"))
+"""The keyword-only arguments of :func:`plan_scan`: given alone, nothing to check."""
 
-def read_table(table: Any, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
-               as_of: Any = None, with_meta: bool = False) -> pa.Table:
-    """Snapshot (or time-travel) read of a whole table as one Arrow table."""
-    return plan_scan(table, columns, filters, as_of, with_meta=with_meta).to_table()
+
+def check_read_keywords(method: Callable[..., Any], given: Mapping[str, Any]) -> None:
+    """A keyword ``Table.read`` / ``scan`` / ``read_incremental`` pass on to :func:`plan_scan` that it
+    does not take is a TypeError naming ``method`` and the closest keyword (``read(colums=...)``)."""
+    if given.keys() <= _READ_KEYWORDS:
+        return
+    import difflib
+    import inspect
+
+    takes = [p for p in inspect.signature(plan_scan).parameters if p != "table"]
+    unknown = next((k for k in given if k not in takes), None)
+    if unknown is not None:
+        names = [p for p in dict.fromkeys((*inspect.signature(method).parameters, *takes)) if p != "self"]
+        close = difflib.get_close_matches(unknown, names, n=1)
+        raise TypeError(f"{method.__name__}() got an unexpected keyword argument {unknown!r}"
+                        + (f"; did you mean {close[0]!r}?" if close else ""))
