@@ -103,6 +103,8 @@ class TimestampKeyGen(Value):
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
         textual = pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+        if textual and self.timestamp_type not in ("DATE_STRING", "MIXED"):
+            column, textual = self._epoch_digits(column), False
         text = self._from_strings(column) if textual else self._from_numbers(column)
         return pc.binary_join_element_wise(f"{self.field}=", text, "") if self.hive_style else text
 
@@ -116,6 +118,18 @@ class TimestampKeyGen(Value):
             wanted = "date strings" if strings else "numbers, dates or timestamps"
             raise SchemaError(f"partition column {self.field!r} has type {type_}, but "
                               f"{kg.TIMESTAMP_TYPE.key}={self.timestamp_type} takes {wanted}")
+
+    def _epoch_digits(self, column: pa.Array) -> pa.Array:
+        """A string column of an epoch timestamp type as the numbers it spells: Apache Hudi's
+        Spark writer records such a partition column as a string in the table's schema (what its
+        reads return) while its files hold the numbers, so rows read from its table come back
+        as strings of digits. Anything else is refused, naming the value."""
+        try:
+            return column.cast(pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            bad = column.filter(pc.invert(pc.match_substring_regex(column, r"^\s*[-+]?[0-9]+\s*$")))
+            raise SchemaError(f"partition column {self.field!r}: value {bad[0].as_py()!r} is not an epoch "
+                              f"number, as {kg.TIMESTAMP_TYPE.key}={self.timestamp_type} needs") from None
 
     def _from_numbers(self, column: pa.Array) -> pa.Array:
         self.check_type(column.type)

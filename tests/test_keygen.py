@@ -238,3 +238,39 @@ def test_integer_keys_of_many_rows_are_cast_in_two_halves_with_the_same_strings(
     table = pa.table({"id": pa.array(values, pa.int64())})
     assert keygen.record_keys(table, ["id"]).to_pylist() == [str(v) for v in values]
     assert keygen.as_strings(pa.chunked_array([pa.array([1, 2], pa.int8())])).to_pylist() == ["1", "2"]  # (below)
+
+
+def test_apache_hudis_epoch_millis_table_takes_back_the_rows_it_reads(unzip_fixture):
+    """Apache Hudi's Spark writer records an epoch-millis TIMESTAMP partition column as a string
+    in the table's schema (what reads return) while its files hold the numbers: rows read from
+    the table, changed and upserted back, land in their own partition and file group; a string
+    that spells no epoch number is refused, naming it, and nothing is written."""
+    import warnings
+
+    import hudi
+    import pyarrow.compute as pc
+
+    path = unzip_fixture("sample_table/cow/v9_timebasedkeygen_epochmillis.zip")
+    table = pyhudi.open_table(str(path))
+    assert table.schema.field("ts_millis").type == pa.string()
+    row = table.read(filters=[("txn_id", "=", "TXN-002")])
+    row = row.select([c for c in row.column_names if not c.startswith("_hoodie_")])
+    assert row.column("ts_millis").to_pylist() == ["1705315500000"]
+    changed = row.set_column(row.column_names.index("txn_ts"), "txn_ts", pa.array([1700001000002]))
+    bad = changed.set_column(changed.column_names.index("ts_millis"), "ts_millis", pa.array(["2024-01-15"]))
+    files = sorted(p.name for p in path.rglob("*") if p.is_file())
+    with pytest.raises(SchemaError, match=r"^partition column 'ts_millis': value '2024-01-15' is not an epoch "
+                                          r"number, as hoodie.keygen.timebased.timestamp.type=EPOCHMILLISECONDS needs$"):
+        table.upsert(bad)
+    assert sorted(p.name for p in path.rglob("*") if p.is_file()) == files
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the metadata table is turned off: tests/test_metadata_table.py)
+        table.upsert(changed)
+    after = pyhudi.open_table(str(path)).read(columns=["txn_id", "txn_ts", "ts_millis", "_hoodie_partition_path"],
+                                             filters=[("txn_id", "=", "TXN-002")])
+    assert after.to_pylist() == [{"txn_id": "TXN-002", "txn_ts": 1700001000002, "ts_millis": "1705315500000",
+                                  "_hoodie_partition_path": "2024/01/15/10"}]
+    theirs = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(str(path)).build().read())
+    mine = theirs.filter(pc.equal(theirs.column("txn_id"), "TXN-002"))
+    assert mine.column("txn_ts").to_pylist() == [1700001000002]
+    assert mine.column("_hoodie_partition_path").to_pylist() == ["2024/01/15/10"]
