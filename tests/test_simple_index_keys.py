@@ -16,6 +16,8 @@ import subprocess
 import sys
 
 import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 
 import pyhudi
@@ -153,3 +155,40 @@ def test_keys_of_a_file_larger_than_an_eighth_of_the_cache_are_not_kept(tmp_path
     assert len([r for r in reads if r.endswith(".parquet")]) == 3  # (read once, then kept)
     assert _values(path)[:13] == sorted([(i, 0.0) for i in (0,)] + [(i, 1.0) for i in (1, 2, 3)] + [
         (i, 2.0) for i in (4, 5, 6)] + [(i, 3.0) for i in (7, 8, 9)] + [(i, 4.0) for i in (10, 11, 12)])
+
+
+def _reference_holders(wanted: list[str], stored: list[str], ids: list[str]):
+    """Per wanted row the file id of the key's first stored copy, and the (first wanted row of
+    the key, other file id) pairs of its other holders: the index's contract, by hand."""
+    first_row = {}
+    for row, key in enumerate(wanted):
+        first_row.setdefault(key, row)
+    located, extra = [], set()
+    for key in wanted:
+        at = [i for i, s in enumerate(stored) if s == key]
+        located.append(ids[at[0]] if at else None)
+        for i in at[1:]:
+            if ids[i] != ids[at[0]]:
+                extra.add((first_row[key], ids[i]))
+    return located, extra
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from("abcdefgh"), max_size=12),
+       st.lists(st.tuples(st.sampled_from("abcdefghij"), st.sampled_from(["g1", "g2", "g3"])), max_size=20))
+def test_the_holders_of_wanted_keys_are_found_by_probing_the_stored_keys(wanted, stored):
+    """``_stored_copies`` + ``_other_holders`` (a probe of the stored keys against the wanted
+    ones) give what looking each wanted key up among the stored ones gives, with keys wanted
+    twice and keys stored in several file groups."""
+    from pyhudi.index.simple import _other_holders, _stored_copies
+
+    keys = [k for k, _ in stored]
+    ids = [g for _, g in stored]
+    first, copies = _stored_copies(pa.chunked_array([pa.array(wanted, pa.string())]), pa.array(keys, pa.string()))
+    stored_ids = pa.array(ids, pa.string())
+    located = stored_ids.take(pa.array(first, mask=first < 0)).to_pylist()
+    rows, other_ids = _other_holders(first, copies, stored_ids)
+    expected_located, expected_extra = _reference_holders(wanted, keys, ids)
+    assert located == expected_located
+    assert set(zip(rows.tolist(), other_ids.to_pylist())) == expected_extra
+    assert len(rows) == len(expected_extra)  # (each pair once)
