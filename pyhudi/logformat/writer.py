@@ -32,7 +32,7 @@ from pyhudi.logformat.block import (
     normalize_header,
 )
 from pyhudi.schema import avro_schema_json
-from pyhudi.storage.fs import Storage
+from pyhudi.storage.fs import Storage, make_parent
 
 _FIXED_LEN = 4 + 4 + 8 + 8
 """Bytes of blockLen not taken by header, content or footer: version, type, contentLen, trailer."""
@@ -122,10 +122,14 @@ def _part_size(part: bytes | pa.Buffer) -> int:
 
 
 def _open_exclusive(path: str) -> int:
-    """A new local file opened for writing (``O_EXCL``: a log file is never written twice)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    """A new local file opened for writing (``O_EXCL``: a log file is never written twice); its
+    folder is made only when missing (a log of an existing file group: one ``open``)."""
     try:
-        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileNotFoundError:
+            make_parent(path)
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError as exc:
         raise AlreadyExistsError(f"file already exists: {path}") from exc
 

@@ -44,8 +44,21 @@ def open_local(path: str, flags: int, mode: int = 0o644) -> int:
     try:
         return os.open(path, flags, mode)
     except FileNotFoundError:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        make_parent(path)
         return os.open(path, flags, mode)
+
+
+def make_parent(path: str) -> None:
+    """Create the missing parent folder of a local ``path``: one ``mkdir`` when only the last
+    level is missing (a partition's marker folder), ``os.makedirs`` otherwise — which first
+    stats every level (each metadata call costs ~0.5 ms on some file systems, per file written)."""
+    parent = os.path.dirname(path)
+    try:
+        os.mkdir(parent)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        os.makedirs(parent, exist_ok=True)
 
 
 class FileInfo(Value):

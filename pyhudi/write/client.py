@@ -318,7 +318,11 @@ class WriteClient:
         )
 
     def _write_partition_metafiles(self, statuses: list[WriteStatus], instant: str) -> None:
-        for partition in sorted({s.partition_path for s in statuses}):
+        """``.hoodie_partition_metadata`` of each partition that gets its first file group. A
+        partition where the write found a file group has one already: the listing knows
+        partitions by it (no ``stat`` per touched partition, ~0.5 ms each on some file systems)."""
+        listed = {s.partition_path for s in statuses if not s.is_new_file_group}
+        for partition in sorted({s.partition_path for s in statuses} - listed):
             if not partition:
                 continue
             relpath = f"{partition}/{PARTITION_METAFILE}"
