@@ -27,7 +27,7 @@ Rules (table version 8, RFC-66 completion-time slicing; DESIGN §4 for families)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any
 
 from pyhudi.errors import FileNameError
@@ -70,9 +70,15 @@ class _DataFile(Value):
         return self.__class__(self.partition_path, self.name, self.size, self.completion_time, self.mtime_ns,
                               committed)
 
-    @cached_property
+    @property
     def relpath(self) -> str:
-        return f"{self.partition_path}/{self.name.name}" if self.partition_path else self.name.name
+        # computed once per file, kept in the instance (not functools.cached_property: in Python
+        # 3.11 it takes one lock for every instance, which a read's threads queue on)
+        relpath = self.__dict__.get("_relpath")
+        if relpath is None:
+            relpath = self.__dict__["_relpath"] = (f"{self.partition_path}/{self.name.name}" if self.partition_path
+                                                   else self.name.name)
+        return relpath
 
     @property
     def instant(self) -> str:
