@@ -30,3 +30,44 @@ def test_a_dry_run_leaves_the_metadata_table_alone(unzip_fixture, dry_run):
     after = _state(path)
     after.pop(".hoodie/.aux/.instant_time")  # (the time generator's state: drawing a time keeps it)
     assert after == before  # before the fix: hoodie.properties emptied, .hoodie/metadata deleted
+
+
+EPOCH_MILLIS = {"hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+                "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd/HH"}
+
+
+def test_a_string_epoch_column_takes_the_signs_javas_long_parse_takes():
+    """Digits with a sign, as ``Long.parseLong`` reads them; a null is Hudi's 1 ms."""
+    import pyarrow as pa
+
+    from pyhudi.keygen import TimestampKeyGen
+
+    keygen = TimestampKeyGen.from_properties(EPOCH_MILLIS, "ts", False)
+    assert keygen.paths(pa.array(["+1705315500000", "-1", "1705315500000", None])).to_pylist() == [
+        "2024/01/15/10", "1969/12/31/23", "2024/01/15/10", "1970/01/01/00"]
+
+
+@pytest.mark.parametrize("value", [" 1705315500000", "1705315500000 ", "99999999999999999999", "+-1", "0x10"])
+def test_a_string_that_spells_no_epoch_number_is_refused_naming_it(value):
+    """Before the fix, values the error's own pattern took for numbers (whitespace, too many
+    digits) raised IndexError from building the message."""
+    import pyarrow as pa
+
+    from pyhudi.errors import SchemaError
+    from pyhudi.keygen import TimestampKeyGen
+
+    keygen = TimestampKeyGen.from_properties(EPOCH_MILLIS, "ts", False)
+    with pytest.raises(SchemaError) as info:
+        keygen.paths(pa.array(["1705315500000", value, None]))
+    assert str(info.value) == (f"partition column 'ts': value {value!r} is not an epoch number, as "
+                               "hoodie.keygen.timebased.timestamp.type=EPOCHMILLISECONDS needs")
+
+
+def test_a_read_filter_on_such_a_column_with_a_value_that_spells_no_number_reads_nothing(unzip_fixture):
+    """Partition pruning formats the filter's value: one it cannot format prunes nothing (before
+    the fix: IndexError from the read)."""
+    path = unzip_fixture("sample_table/cow/v9_timebasedkeygen_epochmillis.zip")
+    table = pyhudi.open_table(str(path))
+    assert table.read(columns=["txn_id"], filters=[("ts_millis", "=", " 1705315500000")]).num_rows == 0
+    assert table.read(columns=["txn_id"], filters=[("ts_millis", "=", "1705315500000")]).column(
+        "txn_id").to_pylist() == ["TXN-002"]
