@@ -71,3 +71,36 @@ def test_a_read_filter_on_such_a_column_with_a_value_that_spells_no_number_reads
     assert table.read(columns=["txn_id"], filters=[("ts_millis", "=", " 1705315500000")]).num_rows == 0
     assert table.read(columns=["txn_id"], filters=[("ts_millis", "=", "1705315500000")]).column(
         "txn_id").to_pylist() == ["TXN-002"]
+
+
+@pytest.mark.parametrize("current,older", [
+    ("hoodie.clean.policy", "hoodie.cleaner.policy"),
+    ("hoodie.clean.commits.retained", "hoodie.cleaner.commits.retained"),
+    ("hoodie.clean.hours.retained", "hoodie.cleaner.hours.retained"),
+    ("hoodie.clean.fileversions.retained", "hoodie.cleaner.fileversions.retained"),
+    ("hoodie.clean.incremental.enabled", "hoodie.cleaner.incremental.mode"),
+    ("hoodie.clean.async.enabled", "hoodie.clean.async"),
+])
+def test_apache_hudi_1_cleaner_key_names_are_read_and_not_taken_for_typos(current, older):
+    """Apache Hudi 1.x renamed its cleaner keys ``hoodie.cleaner.*`` → ``hoodie.clean.*`` (the
+    old names are its alternatives). Before the fix pyhudi read only the old names: the new
+    ones had no effect and were warned of as typos of the old ones."""
+    from pyhudi.config.keys import lookup, misspelled_key
+
+    assert lookup(current) is lookup(older) is not None
+    assert misspelled_key(current) is None
+
+
+def test_a_clean_honours_hoodie_clean_commits_retained_without_a_warning(tmp_path):
+    import pyarrow as pa
+
+    table = pyhudi.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("v", pa.string())]), "id",
+                                table_type="COPY_ON_WRITE")
+    for value in "abc":
+        table.upsert(pa.table({"id": [1], "v": [value]}), options={"hoodie.clean.automatic": "false"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new = table.plan_clean(options={"hoodie.clean.commits.retained": "1"})
+    assert new == table.plan_clean(options={"hoodie.cleaner.commits.retained": "1"})
+    assert len(new) == 2  # (the two older versions; the default keeps 10 commits: nothing to clean)
+    assert table.plan_clean() == []
