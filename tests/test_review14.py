@@ -104,3 +104,32 @@ def test_a_clean_honours_hoodie_clean_commits_retained_without_a_warning(tmp_pat
     assert new == table.plan_clean(options={"hoodie.cleaner.commits.retained": "1"})
     assert len(new) == 2  # (the two older versions; the default keeps 10 commits: nothing to clean)
     assert table.plan_clean() == []
+
+
+def test_a_read_with_default_keywords_checks_them_without_difflib_or_inspect(tmp_path):
+    """``read`` passes ``with_meta`` (and ``batch_size``) on as keywords: checking them must not
+    load the misspelling machinery (before the fix every read imported ``difflib`` and called
+    ``inspect.signature``: a cold read imported one more module)."""
+    import os
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+
+    path = str(tmp_path / "t")
+    pyhudi.create_table(path, pa.schema([("id", pa.int64()), ("v", pa.string())]), "id").upsert(
+        pa.table({"id": [1], "v": ["a"]}))
+    code = (f"import sys, pyhudi\nt = pyhudi.open_table({path!r})\n"
+            "assert t.read().num_rows == 1 and t.read_incremental('20000101').num_rows == 1\n"
+            "assert sum(b.num_rows for b in t.scan()) == 1\n"
+            "print('difflib' in sys.modules)\n")
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False"
+    table = pyhudi.open_table(path)
+    with pytest.raises(TypeError, match=r"^read\(\) got an unexpected keyword argument 'colums'; did you mean "
+                                        r"'columns'\?$"):
+        table.read(colums=["id"])
+    with pytest.raises(TypeError, match=r"^scan\(\) got an unexpected keyword argument 'batchsize'; did you mean "
+                                        r"'batch_size'\?$"):
+        table.scan(batchsize=10)
