@@ -133,3 +133,24 @@ def test_a_read_with_default_keywords_checks_them_without_difflib_or_inspect(tmp
     with pytest.raises(TypeError, match=r"^scan\(\) got an unexpected keyword argument 'batchsize'; did you mean "
                                         r"'batch_size'\?$"):
         table.scan(batchsize=10)
+
+
+def test_a_dict_of_numpy_or_arrow_columns_is_taken_whole_not_value_by_value():
+    """A dict of columns may hold numpy or Arrow arrays: they convert in one call, sharing their
+    buffers (before the fix each was first made a Python list: ~300 ms a million numpy values,
+    ~1 s a million Arrow values, against ~0)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from pyhudi.write.prepare import to_arrow_table
+
+    schema = pa.schema([("id", pa.int64()), ("v", pa.float64()), ("s", pa.string())])
+    ids, values, texts = np.arange(4), np.array([0.5, 1.5, np.nan, 2.5]), pa.array(["a", None, "c", "d"])
+    table = to_arrow_table({"id": ids, "v": values, "s": texts}, schema)
+    assert table.schema == schema
+    assert table.column("id").to_pylist() == [0, 1, 2, 3] and table.column("s").to_pylist() == ["a", None, "c", "d"]
+    assert str(table.column("v").to_pylist()) == "[0.5, 1.5, nan, 2.5]"
+    assert table.column("v").chunk(0).buffers()[1].address == values.ctypes.data  # (no copy)
+    assert table.column("s").chunk(0).buffers()[2].address == texts.buffers()[2].address
+    with pytest.raises(Exception, match=r"column 'id' cannot be converted to the column's type int8"):
+        to_arrow_table({"id": np.array([1 << 40])}, pa.schema([("id", pa.int8())]))
