@@ -123,13 +123,17 @@ class TimestampKeyGen(Value):
         """A string column of an epoch timestamp type as the numbers it spells: Apache Hudi's
         Spark writer records such a partition column as a string in the table's schema (what its
         reads return) while its files hold the numbers, so rows read from its table come back
-        as strings of digits. Anything else is refused, naming the value."""
-        try:
-            return column.cast(pa.int64())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            bad = column.filter(pc.invert(pc.match_substring_regex(column, r"^\s*[-+]?[0-9]+\s*$")))
-            raise SchemaError(f"partition column {self.field!r}: value {bad[0].as_py()!r} is not an epoch "
-                              f"number, as {kg.TIMESTAMP_TYPE.key}={self.timestamp_type} needs") from None
+        as strings of digits. The syntax is Java's ``Long.parseLong`` (a sign, digits; Arrow's
+        cast alone would also take ``0x`` hexadecimal); anything else is refused, naming the value."""
+        spelled = pc.match_substring_regex(column, r"^[-+]?[0-9]+$").fill_null(True)
+        if pc.all(spelled).as_py():
+            try:
+                return pc.replace_substring_regex(column, r"^\+", "").cast(pa.int64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # (out of the long range)
+                spelled = pa.array([v is None or -(1 << 63) <= int(v) < 1 << 63 for v in column.to_pylist()])
+        bad = column.filter(pc.invert(spelled))[0].as_py()
+        raise SchemaError(f"partition column {self.field!r}: value {bad!r} is not an epoch "
+                          f"number, as {kg.TIMESTAMP_TYPE.key}={self.timestamp_type} needs")
 
     def _from_numbers(self, column: pa.Array) -> pa.Array:
         self.check_type(column.type)

@@ -76,7 +76,7 @@ class TableServices:
 
         opts = self._options(options)
         timeline = self.active_timeline(opts)
-        plan = plan_compaction(self.table_context(timeline), timeline, timeline.new_instant_time(),
+        plan = plan_compaction(self.table_context(timeline), timeline, timeline.new_instant_time(dry_run=True),
                                families=families, full=full, options=opts)
         return describe_plan(plan)
 
@@ -184,7 +184,7 @@ class TableServices:
 
         opts = self._options(options)
         timeline = self.active_timeline(opts)
-        return describe_plan(plan_clustering(self.table_context(timeline), timeline, timeline.new_instant_time(),
+        return describe_plan(plan_clustering(self.table_context(timeline), timeline, timeline.new_instant_time(dry_run=True),
                                              sort_columns=sort_columns, options=opts))
 
     def run_clustering(self, instant: str, *, engine: Any = None, options: Mapping[str, Any] | None = None) -> str:
@@ -264,7 +264,7 @@ class TableServices:
 
         opts = self._options(options)
         timeline = self.active_timeline(opts)
-        return describe_plan(plan_clean(self.table_context(timeline), timeline, timeline.new_instant_time(), opts))
+        return describe_plan(plan_clean(self.table_context(timeline), timeline, timeline.new_instant_time(dry_run=True), opts))
 
     def run_clean(self, instant: str, options: Mapping[str, Any] | None = None) -> str:
         """Execute the clean planned at ``instant`` (from its stored plan); returns it."""

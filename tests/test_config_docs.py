@@ -26,7 +26,7 @@ def test_every_registered_key_and_alias_is_documented_once_in_its_area():
     titles = [title for title, _, _ in sections()]
     assert titles[:3] == ["Table properties (hoodie.properties)", "Key generators", "Writing"]
     assert "Other" not in titles  # every key sits in an area module
-    assert "| `hoodie.cleaner.commits.retained` | int | `10` |" in text
+    assert "| `hoodie.cleaner.commits.retained`<br>alias: `hoodie.clean.commits.retained` | int | `10` |" in text
     assert "| `hoodie.table.type` | string | `COPY_ON_WRITE` | `COPY_ON_WRITE`, `MERGE_ON_READ` |" in text
 
 

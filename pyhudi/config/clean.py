@@ -1,5 +1,8 @@
 """Cleaning settings (Hudi's ``HoodieCleanConfig`` keys, names and defaults).
 
+Apache Hudi 1.x renamed the ``hoodie.cleaner.*`` keys ``hoodie.clean.*`` (and ``hoodie.clean.async``
+``hoodie.clean.async.enabled``), keeping the old names as alternatives: both spellings are read.
+
 Declared once here so the cleaner, the write client's automatic trigger, the CLI and a docs
 generator read the same keys (reference: hudi-internals-services.md §3).
 """
@@ -25,25 +28,30 @@ ASYNC_CLEAN = ConfigKey(
     "Run the automatic clean in a background thread of the writing process: the write returns as soon "
     "as it commits (Table.wait_for_clean() waits for it). A clean cut short by the process exiting is "
     "pending and is executed from its plan by the next clean.",
+    aliases=("hoodie.clean.async.enabled",),
 )
 CLEANER_POLICY = ConfigKey(
     "hoodie.cleaner.policy", str, KEEP_LATEST_COMMITS,
     "Which file versions the cleaner keeps: every file the snapshots of the last N commits read "
     "(KEEP_LATEST_COMMITS), of the commits of the last N hours (KEEP_LATEST_BY_HOURS), or the newest N "
     "file slices of every file group (KEEP_LATEST_FILE_VERSIONS, no time-travel guarantee).",
+    aliases=("hoodie.clean.policy",),
     choices=POLICIES,
 )
 COMMITS_RETAINED = ConfigKey(
     "hoodie.cleaner.commits.retained", int, 10,
     "KEEP_LATEST_COMMITS: time travel to each of the last N completed commits keeps working.",
+    aliases=("hoodie.clean.commits.retained",),
 )
 HOURS_RETAINED = ConfigKey(
     "hoodie.cleaner.hours.retained", int, 24,
     "KEEP_LATEST_BY_HOURS: time travel to each commit requested in the last N hours keeps working.",
+    aliases=("hoodie.clean.hours.retained",),
 )
 FILE_VERSIONS_RETAINED = ConfigKey(
     "hoodie.cleaner.fileversions.retained", int, 3,
     "KEEP_LATEST_FILE_VERSIONS: file slices kept per file group and family (the latest one included).",
+    aliases=("hoodie.clean.fileversions.retained",),
 )
 TRIGGER_STRATEGY = ConfigKey(
     "hoodie.clean.trigger.strategy", str, "NUM_COMMITS",
@@ -59,6 +67,7 @@ INCREMENTAL_MODE = ConfigKey(
     "hoodie.cleaner.incremental.mode", bool, True,
     "List only the partitions written since the previous clean's earliest retained commit (plus those "
     "where a reader's pin held files back); otherwise list every partition.",
+    aliases=("hoodie.clean.incremental.enabled",),
 )
 
 

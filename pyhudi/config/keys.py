@@ -8,7 +8,6 @@ up by its string or any alias (and lets docs be generated from the declarations)
 
 from __future__ import annotations
 
-import difflib
 import functools
 from typing import Any, Callable, Generic, Mapping, TypeVar
 
@@ -159,6 +158,8 @@ def _closest_key(name: str) -> str | None:
     declared = {key.lower(): key for key in REGISTRY}
     if lowered in declared:  # (a case variant: Spark lower-cases option keys and pyhudi maps them back)
         return None
+    import difflib  # (only for a key pyhudi does not declare: ``import pyhudi`` loads none of it)
+
     candidates = [lowered] if lowered.startswith("hoodie.") else [lowered, f"hoodie.{lowered}"]
     for candidate in candidates:
         if candidate in declared:

@@ -28,9 +28,15 @@ class InstantTransitions:
     the storage, the lock and the time generator they use)."""
 
     # ------------------------------------------------------------------ transitions
-    def new_instant_time(self) -> str:
-        """A fresh instant time, greater than every time on the (cached) timeline."""
-        self._check_writable()
+    def new_instant_time(self, *, dry_run: bool = False) -> str:
+        """A fresh instant time, greater than every time on the (cached) timeline.
+
+        ``dry_run``: the time of a plan that is only shown, never written — the
+        ``before_first_write`` guard (which changes the table) does not run for it."""
+        if dry_run:
+            self._check_layout()
+        else:
+            self._check_writable()
         return self.time_generator.next_time(floor=self.latest_time())
 
     def create_requested(
@@ -160,14 +166,19 @@ class InstantTransitions:
 
     # ------------------------------------------------------------------ helpers
     def _check_writable(self) -> None:
-        if self.layout_version != 2:
-            raise TimelineError(f"writing layout 1 timelines is not supported: the table at {self.storage.base_uri} "
-                                "has timeline layout 1 (table version 6), which pyhudi reads but does not write; "
-                                "upgrade it to version 8 with Apache Hudi to write it")
+        """Refuse a layout pyhudi does not write; before the timeline's first change, run the
+        ``before_first_write`` guard (once, under the lock)."""
+        self._check_layout()
         if self._before_first_write is not None:
             with Locked(self.lock):  # (two writers never turn the metadata table off at once)
                 self._before_first_write()
             self._before_first_write = None
+
+    def _check_layout(self) -> None:
+        if self.layout_version != 2:
+            raise TimelineError(f"writing layout 1 timelines is not supported: the table at {self.storage.base_uri} "
+                                "has timeline layout 1 (table version 6), which pyhudi reads but does not write; "
+                                "upgrade it to version 8 with Apache Hudi to write it")
 
     def _create(self, instant: Instant, content: bytes) -> None:
         name = instant.file_name(self.layout_version)

@@ -44,7 +44,7 @@ def to_arrow_table(data: Any, schema: pa.Schema | None = None) -> pa.Table:
     if module.startswith("pandas"):
         return _from_pandas(data, schema)
     if isinstance(data, Mapping):
-        return _from_python({str(k): list(v) for k, v in data.items()}, schema, "columns")
+        return _from_python({str(k): _column_values(v) for k, v in data.items()}, schema, "columns")
     if isinstance(data, (list, tuple)) and data and all(isinstance(row, Mapping) for row in data):
         return _from_rows(data, schema)
     if isinstance(data, (list, tuple, Iterator)) or hasattr(data, "__iter__"):
@@ -73,14 +73,25 @@ def _from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None) -> p
     return _from_python({n: [row.get(n) for row in rows] for n in names}, schema, "rows")
 
 
-def _from_python(columns: dict[str, list[Any]], schema: pa.Schema | None, what: str) -> pa.Table:
+def _column_values(values: Any) -> Any:
+    """One column of a dict of columns as :func:`_from_python` converts it: numpy and Arrow arrays
+    whole (one vectorised conversion, buffers shared), any other iterable as a list."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray, np.ndarray)):
+        return values
+    return list(values)
+
+
+def _from_python(columns: dict[str, Any], schema: pa.Schema | None, what: str) -> pa.Table:
     """Python values per column as Arrow, typed by ``schema`` where it names the column (other
     columns are inferred, and refused later as unknown); the error names the column that fails."""
     arrays = {}
     for name, values in columns.items():
         kind = schema.field(name).type if schema is not None and name in schema.names else None
         try:
-            arrays[name] = pa.array(values, type=kind)
+            if isinstance(values, (pa.Array, pa.ChunkedArray)):
+                arrays[name] = values if kind is None or values.type == kind else values.cast(kind)
+            else:
+                arrays[name] = pa.array(values, type=kind)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError) as exc:
             against = f"the column's type {kind}" if kind is not None else "one Arrow type"
             raise SchemaError(f"{what}: column {name!r} cannot be converted to {against}: {exc}") from None
