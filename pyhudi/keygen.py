@@ -47,6 +47,8 @@ from pyhudi.timeformat import (
 
 _MS_PER_UNIT = {"NANOSECONDS": (1, 1_000_000), "MICROSECONDS": (1, 1000), "MILLISECONDS": (1, 1), "SECONDS": (1000, 1),
                 "MINUTES": (60_000, 1), "HOURS": (3_600_000, 1), "DAYS": (86_400_000, 1)}
+_MIN_PATH_MILLIS, _MAX_PATH_MILLIS = -62_135_596_800_000, 253_402_300_799_999
+"""0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the instants a date path can name."""
 _EPOCH_UNITS = {"EPOCHMILLISECONDS": "MILLISECONDS", "EPOCHMICROSECONDS": "MICROSECONDS", "UNIX_TIMESTAMP": "SECONDS"}
 _ORDERS = ("yMdHmsS", "yDHmsS")
 _RANGE_OPS = (">", ">=", "<", "<=")
@@ -147,12 +149,18 @@ class TimestampKeyGen(Value):
             raise SchemaError(f"partition column {self.field!r} holds a value that is not an epoch number: "
                               f"{exc}") from None
         multiply, divide = _MS_PER_UNIT[self.unit]
-        with np.errstate(over="raise"):
-            try:
-                millis = numbers * multiply if multiply > 1 else _truncating_divide(numbers, divide)
-            except FloatingPointError:
-                raise SchemaError(f"partition column {self.field!r} holds a value out of range for "
-                                  f"{self.unit.lower()} since 1970") from None
+        # years 1-9999 only (a date path names a calendar day): NumPy integers wrap silently on
+        # overflow, and an instant past year 9999 formats into no date at all
+        if multiply > 1:
+            outside = (numbers < -(-_MIN_PATH_MILLIS // multiply)) | (numbers > _MAX_PATH_MILLIS // multiply)
+            millis = np.where(outside, 0, numbers) * multiply
+        else:
+            millis = _truncating_divide(numbers, divide)
+            outside = (millis < _MIN_PATH_MILLIS) | (millis > _MAX_PATH_MILLIS)
+        if outside.any():
+            bad = int(numbers[np.flatnonzero(outside)[0]])
+            raise SchemaError(f"partition column {self.field!r} holds {bad}, out of range for "
+                              f"{self.unit.lower()} since 1970 (a date path needs a year from 1 to 9999)")
         return format_millis(pa.array(millis), self.output, self.output_zone or "UTC")
 
     def _from_strings(self, column: pa.Array) -> pa.Array:

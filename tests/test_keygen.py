@@ -274,3 +274,27 @@ def test_apache_hudis_epoch_millis_table_takes_back_the_rows_it_reads(unzip_fixt
     mine = theirs.filter(pc.equal(theirs.column("txn_id"), "TXN-002"))
     assert mine.column("txn_ts").to_pylist() == [1700001000002]
     assert mine.column("_hoodie_partition_path").to_pylist() == ["2024/01/15/10"]
+
+
+@pytest.mark.parametrize(("timestamp_type", "value", "unit"), [
+    ("EPOCHMILLISECONDS", 9_223_372_036_854_775_807, "milliseconds"),  # (formatted as 2404/04/06/-2547115198423)
+    ("EPOCHMILLISECONDS", 253_402_300_800_000, "milliseconds"),  # 10000-01-01
+    ("EPOCHMILLISECONDS", -62_135_596_800_001, "milliseconds"),  # just before 0001-01-01
+    ("UNIX_TIMESTAMP", 9_223_372_036_854_775, "seconds"),  # (wrapped around when multiplied)
+    ("EPOCHMICROSECONDS", 9_223_372_036_854_775_807, "microseconds"),
+])
+def test_epoch_values_beyond_the_years_a_date_path_names_are_refused(tmp_path, timestamp_type, value, unit):
+    options = {**EPOCH_MS, "hoodie.keygen.timebased.timestamp.type": timestamp_type}
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", partition_fields="ts", options=options)
+    with pytest.raises(SchemaError) as info:
+        t.upsert(_rows(["a", "b"], [T0 * 1000 if unit == "microseconds" else T0 // (1000 if unit == "seconds" else 1),
+                                    value], [1, 2]))
+    assert str(info.value) == (f"partition column 'ts' holds {value}, out of range for {unit} since 1970 "
+                               "(a date path needs a year from 1 to 9999)")
+    assert _partitions(t.path) == [] and t.read().num_rows == 0
+
+
+def test_epoch_values_at_the_ends_of_the_years_a_date_path_names_are_written(tmp_path):
+    t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", partition_fields="ts", options=EPOCH_MS)
+    t.upsert(_rows(["a", "b"], [-62_135_596_800_000, 253_402_300_799_999], [1, 2]))
+    assert _partitions(t.path) == ["0001/01/01/00", "9999/12/31/23"]
