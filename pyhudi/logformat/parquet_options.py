@@ -45,6 +45,8 @@ name are never used to skip data (the record key, commit time and data columns a
 statistics cost a comparison per value (~15% of a family file's write time)."""
 
 _SAMPLE_ROWS = 512
+_FEW_ROWS = 32
+"""Files of at most this many rows take :func:`_few_rows_options` (no sample)."""
 _DICTIONARY_MAX_DISTINCT = 0.25
 """A column gets a dictionary when a sample of it has at most this share of distinct values."""
 _COMPRESS_MIN_SAVING = 0.10
@@ -179,6 +181,8 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
     fixed = dict(fixed or {})
     if n == 0 and not fixed:
         return default_parquet_options(table.schema)
+    if n <= _FEW_ROWS:
+        return _few_rows_options(table.schema, fixed)
     step = max(1, -(-n // _SAMPLE_ROWS))  # (at most _SAMPLE_ROWS rows: a 1,000-row write samples 500)
     # the sampled columns (name -> dictionary-typed): a dictionary-typed column is judged by its
     # values, like the same plain column — files are the same whichever form a column reaches the
@@ -220,6 +224,17 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
     if encoding:
         out["column_encoding"] = encoding
     return out
+
+
+def _few_rows_options(schema: pa.Schema, fixed: Mapping[str, tuple[bool, str]]) -> dict[str, Any]:
+    """The settings of a file of a few rows, chosen without sampling: snappy, and a dictionary
+    only for the ``fixed`` columns that ask for one — whichever form (plain or dictionary-typed)
+    a column comes in, as for sampled files. No choice pays for its sampling there (~0.3 ms a
+    file: a write of 2,000 rows over 300 partitions writes 300 files of 7 rows)."""
+    compression = {f.name: "snappy" for f in schema if f.name not in fixed}
+    compression.update((name, codec) for name, (_, codec) in fixed.items())
+    dictionary = [name for name, (use, _) in fixed.items() if use]
+    return {"compression": compression, "use_dictionary": dictionary, **_statistics_option(schema, fixed)}
 
 
 def _delta_packable(t: pa.DataType) -> bool:
