@@ -7,7 +7,8 @@ Run as ``python tests/hunt_procs.py '<json args>'``. Args: ``mode`` ("services" 
 archive), ``options`` (passed to every call; none by default).
 
 Prints one JSON line per step: services ``{"action", "result"}`` or ``{"action", "error", "type"}``;
-reader ``{"kind": "snapshot", "rows": [...]}``, ``{"kind": "as_of", "as_of", "rows"}`` or
+reader ``{"kind": "snapshot", "rows": [...]}``, ``{"kind": "as_of", "as_of", "rows"}``,
+``{"kind": "incremental", "start", "end", "rows"}`` or
 ``{"kind": ..., "error", "type"}``.
 """
 
@@ -82,7 +83,8 @@ def reader(args: dict) -> None:
     rng = random.Random(args["seed"])
     _wait_go(args)
     while not os.path.exists(args["stop_file"]):
-        kind = rng.choice(["snapshot", "snapshot", "as_of"])
+        kind = rng.choice(["snapshot", "as_of", "incremental"])
+        time.sleep(args.get("pause_ms", 0) / 1000)
         out: dict = {"kind": kind}
         try:
             if kind == "snapshot":
@@ -90,11 +92,16 @@ def reader(args: dict) -> None:
             else:
                 done = [i for i in table.active_timeline().completed()
                         if i.action in COMMIT_ACTIONS and not i.is_compaction and i.completion_time]
-                if not done:
+                if len(done) < 2:
                     continue
-                as_of = rng.choice(done).completion_time
-                out["as_of"] = as_of
-                out["rows"] = _rows(table.read(as_of=as_of))
+                if kind == "as_of":
+                    as_of = rng.choice(done).completion_time
+                    out["as_of"] = as_of
+                    out["rows"] = _rows(table.read(as_of=as_of))
+                else:
+                    start, end = sorted(rng.sample([i.completion_time for i in done], 2))
+                    out.update(start=start, end=end)
+                    out["rows"] = _rows(table.read_incremental(start, end))
         except HudiError as exc:
             traceback.print_exc()
             out.update(error=str(exc), type=type(exc).__name__)
