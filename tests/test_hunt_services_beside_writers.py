@@ -1,11 +1,12 @@
 """Table services in their own process beside several writer processes, default options.
 
 Three writers upsert their own families of one bucketed merge-on-read table (NBCC by default)
-while a fourth process compacts (per family, full, default), cleans and archives in a loop, and a
-fifth reads the latest snapshot and time-travels. Checked: every write commits; the final read
+while two more processes each compact (per family, full, default), clean and archive in a loop,
+and another reads the latest snapshot, time-travels and reads incrementally. Checked: every write commits; the final read
 equals the model of every committed write applied in completion-time order; every read a reader
 made mid-run equals the model after some prefix of the writes (never a half-applied commit); a
-time-travel read equals the model at its instant or is refused with CleanedSnapshotError.
+time-travel read equals the model at its instant, and an incremental read the rows its window's
+writes touched as of its end — or is refused with CleanedSnapshotError.
 """
 
 from __future__ import annotations
@@ -55,13 +56,15 @@ def check_reads(writer_plans, results, reads) -> int:
 def test_family_writers_with_a_service_process_and_a_reader_default_options(tmp_path):
     t = family_table(tmp_path)
     writer_plans = plans([FAMILY_COLUMNS["fa"], FAMILY_COLUMNS["fc"], FAMILY_COLUMNS["fd"]], 25, seed=31)
-    service = {"mode": "services", "seed": 5, "min_steps": 12,
-               "actions": ["compact_family", "compact_family", "compact_full", "compact", "clean", "archive"]}
-    reader = {"mode": "reader", "seed": 6}
-    results, (service_out, reads), errs = run_all(tmp_path, t.path, writer_plans, [service, reader])
+    actions = ["compact_family", "compact_family", "compact_full", "compact", "clean", "archive"]
+    services = [{"mode": "services", "seed": seed, "min_steps": 12, "actions": actions, "pause_ms": 5}
+                for seed in (5, 7)]  # two at once: the same services race each other too
+    reader = {"mode": "reader", "seed": 6, "pause_ms": 20}
+    results, (*service_outs, reads), errs = run_all(tmp_path, t.path, writer_plans, [*services, reader])
     assert [r for rs in results for r in rs if "error" in r] == [], errs
-    assert [s for s in service_out if "error" in s] == [], errs
-    assert sum(1 for s in service_out if s["action"].startswith("compact") and s["result"]) >= 3
+    steps = [s for out in service_outs for s in out]
+    assert [s for s in steps if "error" in s] == [], errs
+    assert sum(1 for s in steps if s["action"].startswith("compact") and s["result"]) >= 3
     t = pyhudi.open_table(t.path)
     assert read_rows(t) == model(writer_plans, results)
     assert check_reads(writer_plans, results, reads) >= 5

@@ -315,7 +315,7 @@ class ReadTask(Record):
         expression = filter_expression(settings.filters, settings.table_schema) if settings.filters else None
         learning = self._blocks_to_learn(kept, redundant, anchor_of, opened, prefilter)
         coverage: dict | None = {} if learning else None
-        for window in join_streams(streams, incremental, coverage):
+        for window in join_streams(streams, incremental, coverage, settings.visibility.completions):
             table = self._output(window, expression)
             if table is not None and table.num_rows:
                 yield table
