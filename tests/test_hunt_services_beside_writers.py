@@ -2,11 +2,11 @@
 
 Three writers upsert their own families of one bucketed merge-on-read table (NBCC by default)
 while two more processes each compact (per family, full, default), clean and archive in a loop,
-and another reads the latest snapshot, time-travels and reads incrementally. Checked: every write commits; the final read
-equals the model of every committed write applied in completion-time order; every read a reader
-made mid-run equals the model after some prefix of the writes (never a half-applied commit); a
-time-travel read equals the model at its instant, and an incremental read the rows its window's
-writes touched as of its end — or is refused with CleanedSnapshotError.
+and another reads the latest snapshot, time-travels and reads incrementally. Checked: every
+write commits; the final read equals the model of every committed write applied in completion-time
+order; every read a reader made mid-run equals the model after some prefix of the writes (never a
+half-applied commit); a time-travel read equals the model at its instant, and an incremental read
+the rows its window's writes touched as of its end — or is refused with CleanedSnapshotError.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
@@ -194,7 +195,8 @@ class WriteClient:
                                          heartbeat_misses=self.policy.heartbeat_misses, plan=requested_content(txn))
             if attempt == _YOUNG_ATTEMPTS - 1 or not self._overtaken_while_young(timeline, requested_time):
                 break
-            active.abort(lambda: timeline.delete_pending(active.instant))  # (nothing written yet)
+            active.abort(partial(timeline.delete_pending, active.instant))  # (nothing written yet)
+            timeline.reload()  # (a write that completed meanwhile ends the young case)
         self._open[requested_time] = _OpenTxn(active, started, rolled_back, timeline)
         return txn
 
