@@ -533,6 +533,23 @@ class Table(TableServices):
         except StaleSnapshotError:
             return self.plan_scan(*args, **options)
 
+    def _collected(self, *args: Any, **options: Any) -> pa.Table:
+        """The rows of :meth:`_plan_scan_retried`'s plan, planned and read once more when a data
+        file of its snapshot vanished while the tasks read (a clean that began after the plan
+        deleted it): on the fresh listing a time travel the clean broke is refused
+        (:class:`~pyhudi.errors.CleanedSnapshotError`), a missing file no clean explains is
+        damage (:class:`~pyhudi.errors.CorruptFileError`), and a snapshot still whole reads."""
+        from pyhudi.errors import StorageError
+
+        try:
+            return self._plan_scan_retried(*args, **options).to_table()
+        except (StorageError, FileNotFoundError) as exc:  # (a memory-mapped file: Arrow's own error)
+            gone = isinstance(exc, FileNotFoundError) or isinstance(exc.__cause__, FileNotFoundError) or \
+                str(exc).startswith("file not found")
+            if not gone:
+                raise
+        return self._plan_scan_retried(*args, **options).to_table()
+
     def read(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
              as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot", **options: Any) -> pa.Table:
         """Snapshot read into one Arrow table.
@@ -546,7 +563,7 @@ class Table(TableServices):
         from pyhudi.read.task import READ_BATCH_SIZE
 
         options.setdefault("batch_size", READ_BATCH_SIZE)
-        return self._plan_scan_retried(self.read, columns, filters, as_of, query_type, with_meta=with_meta, **options).to_table()
+        return self._collected(self.read, columns, filters, as_of, query_type, with_meta=with_meta, **options)
 
     def scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
              as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot",
@@ -564,8 +581,8 @@ class Table(TableServices):
         from pyhudi.read.task import READ_BATCH_SIZE
 
         options.setdefault("batch_size", READ_BATCH_SIZE)
-        return self._plan_scan_retried(self.read_incremental, columns, filters, None, "incremental", start, end,
-                                       with_meta, **options).to_table()
+        return self._collected(self.read_incremental, columns, filters, None, "incremental", start, end, with_meta,
+                               **options)
 
     def file_groups(self, as_of: Any = None) -> list:
         """Visible file groups (file-system view of the completed timeline, as of ``as_of``)."""

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from pyhudi.context import TableContext
 
 
+_LISTING_ATTEMPTS = 3  # (listings a service takes when concurrent archival moves a commit it reads)
+
+
 def _string_options(options: Mapping[str, Any] | None) -> dict[str, str]:
     return {k: v if isinstance(v, str) else format_value(v) for k, v in (options or {}).items()}
 
@@ -52,10 +55,23 @@ class TableServices:
         return _string_options(options)
 
     def table_context(self, timeline: Timeline | None = None) -> TableContext:
-        """What services and file-slice readers need of the table now (picklable)."""
-        from pyhudi.context import TableContext  # (services only: a read imports less, issue 15)
+        """What services and file-slice readers need of the table now (picklable).
 
-        return TableContext.of(self, timeline if timeline is not None else self.active_timeline())
+        It reads commits of ``timeline`` (the schema, when families were added); when another
+        process archives one of them meanwhile (writers archive after every commit), ``timeline``
+        is listed again — in place: the service that passed it decides on the fresh listing."""
+        from pyhudi.context import TableContext  # (services only: a read imports less, issue 15)
+        from pyhudi.errors import StaleTimelineError
+
+        timeline = timeline if timeline is not None else self.active_timeline()
+        for attempt in range(_LISTING_ATTEMPTS):
+            try:
+                return TableContext.of(self, timeline)
+            except StaleTimelineError:
+                if attempt == _LISTING_ATTEMPTS - 1:
+                    raise
+                timeline.reload()
+        raise AssertionError("unreachable")
 
     def schedule_compaction(self, families: Sequence[str] | str | None = None, full: bool = False,
                             options: Mapping[str, Any] | None = None) -> str | None:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from pyhudi.errors import FileNameError
+from pyhudi.errors import FileNameError, HudiError
 from pyhudi.storage.fs import FileInfo, Storage
 from pyhudi.storage.naming import PARTITION_METAFILE, BaseFileName, LogFileName, parse_data_file_name
 from pyhudi.timeline.archive_times import ArchivedCompletions
@@ -225,10 +225,14 @@ class Visibility(Value):
     #: Completion times from the LSM history (asked only about instants before the active
     #: timeline; None: the requested time stands in for them).
     archive: Any = None
+    #: Instants a pending rollback is undoing: missing from the listing (claimed) while their
+    #: files are still being deleted — never taken for archived ones.
+    rolled_back: frozenset = frozenset()
 
     def __init__(self, completions: dict[str, str], archived_before: str | None = None, as_of: str | None = None,
-                 archive: Any = None) -> None:
-        self._set(completions=completions, archived_before=archived_before, as_of=as_of, archive=archive)
+                 archive: Any = None, rolled_back: frozenset = frozenset()) -> None:
+        self._set(completions=completions, archived_before=archived_before, as_of=as_of, archive=archive,
+                  rolled_back=frozenset(rolled_back))
 
     def completion_of(self, instant: str | None) -> str | None:
         """When ``instant`` completed, or None if it is not visible."""
@@ -237,6 +241,8 @@ class Visibility(Value):
         done = self.completions.get(instant)
         if done is not None or self.archived_before is None or instant >= self.archived_before:
             return done
+        if instant in self.rolled_back:
+            return None
         exact = self.archive.get(instant) if self.archive is not None else None
         if exact is None and self.archive is not None and self.archive.covers(instant):
             return None  # in the archive's range but not in it: never completed
@@ -306,12 +312,30 @@ class FileSystemView:
             # listed too late — and its files are not committed.
             archived_before = None
         archive = ArchivedCompletions(storage, history) if history is not None else None
-        self.visibility = Visibility(self.completion, archived_before, self.as_of, archive)
+        self.visibility = Visibility(self.completion, archived_before, self.as_of, archive, self._rolling_back())
         self.replaced = self._replaced_file_groups()
         self.layout_version = getattr(timeline, "layout_version", 2)
         self.compactions = frozenset(
             i.requested_time for i in instants if i.is_compaction and self.completion_of(i.requested_time) is None
         )
+
+    def _rolling_back(self) -> frozenset:
+        """The instants pending rollbacks undo (read from their plans; none pending: nothing
+        read). A rollback claims its target — removes it from the timeline — before it deletes
+        the target's files, so a listing between the two lacks the target: on a table that never
+        archived anything, an instant older than the listing would otherwise count as archived."""
+        targets = set()
+        for instant in self.timeline.pending():
+            if str(instant.action) != "rollback":
+                continue
+            try:
+                plan = self.timeline.read_metadata(instant.as_requested())
+            except (HudiError, OSError, ValueError):
+                continue  # (completed and archived meanwhile: its target's files are gone)
+            target = getattr(plan, "instant_to_rollback", None)
+            if target is not None and target.commit_time:
+                targets.add(target.commit_time)
+        return frozenset(targets)
 
     def _resolved(self, as_of: str | None) -> str | None:
         """``as_of`` as a completion time: the requested time of a completed instant (what a write

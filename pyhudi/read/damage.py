@@ -132,6 +132,18 @@ def _cleaned_by(timeline: Any, instant: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _planned_by(timeline: Any, instant: Any) -> tuple[str, ...]:
+    """Relative paths a pending clean's plan deletes (some may be gone already: it is running,
+    or its executor died mid-way and the next clean finishes it)."""
+    try:
+        plan = timeline.read_metadata(instant.as_requested())
+    except (HudiError, OSError, ValueError):
+        return ()
+    files = plan.files_to_delete() if hasattr(plan, "files_to_delete") else {}
+    return tuple(f"{partition}/{name.rpartition('/')[2]}" if partition else name.rpartition("/")[2]
+                 for partition, names in files.items() for name in names)
+
+
 def written_partitions(view: FileSystemView) -> set[str]:
     """The partitions completed commits visible in ``view`` wrote files to (and no clean removed
     every file of): with the listed folders, every partition a read may need to look at."""
@@ -140,13 +152,17 @@ def written_partitions(view: FileSystemView) -> set[str]:
 
 def committed_files(view: FileSystemView) -> dict[str, CommittedFile]:
     """Relative path → what the completed commits visible in ``view`` wrote to it (files of
-    replaced file groups and files any completed clean deleted are left out)."""
+    replaced file groups, files any completed clean deleted and files a pending clean's plan
+    deletes are left out)."""
     timeline, base = view.timeline, view.storage.base_uri
-    # (cleans count whenever they completed: time travel to a snapshot that needs what one
-    # deleted is refused before this check, :func:`pyhudi.read.retention.check_time_travel`)
+    # (cleans count whenever they completed, and pending ones by their plans — a running clean
+    # has deleted some of its files already: time travel to a snapshot that needs what one
+    # deletes is refused before this check, :func:`pyhudi.read.retention.check_time_travel`)
     visible = [i for i in timeline.completed()
                if i.requested_time in view.completion or str(i.action) == "clean"]
-    snapshot = (base, tuple((i.requested_time, str(i.action), i.completion_time) for i in visible))
+    running = [i for i in timeline.pending() if str(i.action) == "clean"]
+    snapshot = (base, tuple((i.requested_time, str(i.action), i.completion_time) for i in visible),
+                tuple(i.requested_time for i in running))
 
     def compute() -> dict[str, CommittedFile]:
         files: dict[str, CommittedFile] = {}
@@ -163,6 +179,9 @@ def committed_files(view: FileSystemView) -> dict[str, CommittedFile]:
                 known = files.get(relpath)
                 ranges = (*(known.ranges if known else ()), (start, end, instant.requested_time))
                 files[relpath] = CommittedFile(partition, file_id, is_log, ranges, instant.requested_time)
+        for instant in running:
+            key = (base, instant.requested_time, "clean plan")
+            cleaned.update(_cached(_BY_INSTANT, key, _MAX_INSTANTS, lambda: _planned_by(timeline, instant)))
         for relpath in cleaned:
             files.pop(relpath, None)
         return {p: f for p, f in files.items() if (f.partition, f.file_id) not in view.replaced}
@@ -215,21 +234,28 @@ def missing_files_error(storage: Any, group: FileGroup, table: Any = None,
     more = f" (and {len(group.missing) - 1} more of its file group)" if len(group.missing) > 1 else ""
     cleans = _cleans_since(table, listed) if table is not None and listed is not None else []
     if cleans:
+        clean, done = cleans[0]
+        when = "completed after this read listed the timeline" if done else \
+            "began after this read listed the timeline (it is still running)"
         return StaleSnapshotError(
-            f"data file {relpath} of the table at {storage.base_uri} is gone: clean {cleans[0]} completed after this "
-            f"read listed the timeline and deleted files that listing still counts{more}; plan the read again on a "
-            "fresh listing (retry it)")
+            f"data file {relpath} of the table at {storage.base_uri} is gone: clean {clean} {when} and deleted files "
+            f"that listing still counts{more}; plan the read again on a fresh listing (retry it)")
     return CorruptFileError(f"data file {relpath} of the table at {storage.base_uri} is missing: commit {instant} "
                             f"wrote it and it was neither replaced nor cleaned as of the snapshot read{more}")
 
 
-def _cleans_since(table: Any, listed: Any) -> list[str]:
+def _cleans_since(table: Any, listed: Any) -> list[tuple[str, bool]]:
     """Cleans that completed after ``listed`` was taken (a fresh listing, archived ones too:
-    completion times are issued in order, so theirs are later than every listed one)."""
+    completion times are issued in order, so theirs are later than every listed one), and cleans
+    still running that ``listed`` does not show (planned after it: they may have deleted files);
+    ``(instant, completed)`` each."""
     latest = max((i.sort_time for i in listed.completed()), default="")
+    known = {i.requested_time for i in listed.instants if str(i.action) == "clean"}
     fresh = table.active_timeline()
     done = fresh.completed_with_archived() if hasattr(fresh, "completed_with_archived") else fresh.completed()
-    return [i.requested_time for i in done if str(i.action) == "clean" and i.sort_time > latest]
+    since = [(i.requested_time, True) for i in done if str(i.action) == "clean" and i.sort_time > latest]
+    return since + [(i.requested_time, False) for i in fresh.pending() if str(i.action) == "clean"
+                    and i.requested_time not in known]
 
 
 def _with_ranges(log: LogFile, written: CommittedFile | None) -> LogFile:

@@ -121,7 +121,8 @@ def _unreadable(timeline: Any, instant: Any) -> tuple[tuple[str, str], ...]:
     if recorded is not None:
         found = tuple(tuple(part.split("-", 1)) for part in recorded.split(",") if "-" in part)
     else:  # a clean written by Apache Hudi: snapshots before its earliest retained commit
-        ectr = getattr(metadata, "earliest_commit_to_retain", None) or ""
+        planned = getattr(metadata, "earliest_instant_to_retain", None)  # (a pending clean's plan)
+        ectr = getattr(metadata, "earliest_commit_to_retain", None) or getattr(planned, "timestamp", None) or ""
         found = (("0", ectr),) if ectr else ()
     with _LOCK:
         _INTERVALS[key] = found  # (a completed instant's metadata never changes)
@@ -130,14 +131,16 @@ def _unreadable(timeline: Any, instant: Any) -> tuple[tuple[str, str], ...]:
 
 def check_time_travel(timeline: Any, as_of: str) -> None:
     """Refuse a snapshot ``as_of`` (a completion time) that reads files a completed clean deleted
-    — archived cleans included (archival moves cleans to the history with the commits)."""
+    — archived cleans included (archival moves cleans to the history with the commits) — or that
+    a pending clean's plan deletes (it may be deleting them now, or have died mid-way)."""
     archived = getattr(timeline, "completed_with_archived", None)
-    for instant in archived() if archived is not None else timeline.completed():
-        if str(instant.action) != "clean":
-            continue
+    cleans = [i for i in (archived() if archived is not None else timeline.completed()) if str(i.action) == "clean"]
+    cleans += [i.as_requested() for i in timeline.pending() if str(i.action) == "clean"]
+    for instant in cleans:
         for start, end in _unreadable(timeline, instant):
             if start <= as_of < end:
+                did = "deleted" if instant.is_completed else "deletes (it is pending)"
                 raise CleanedSnapshotError(
                     f"cannot read the table at {timeline.storage.base_uri} as of {as_of}: clean {instant.requested_time} "
-                    f"deleted data files that snapshot reads (snapshots from {start} until {end} are no longer "
+                    f"{did} data files that snapshot reads (snapshots from {start} until {end} are no longer "
                     "retained; the cleaner keeps those of the last hoodie.cleaner.commits.retained commits)")

@@ -5,13 +5,15 @@ by a streaming sort-merge outer join: each step takes the keys up to the smalles
 among the streams' current batches. A row exists if any family has it; a family that lacks a
 key contributes nulls. Key and partition columns live in every family's files and are taken
 from whichever family has the row; the ``_hoodie_*`` meta columns come from the family whose
-version is the newest (highest ``_hoodie_commit_time``).
+version is the newest: written by the commit that completed last (several writers commit in
+completion-time order, which a later requested time does not give; a full compaction keeps that
+commit time, so an incremental read of its window still finds the row).
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -63,7 +65,8 @@ class _TableCursor:
 
 
 def join_streams(streams: Sequence[Iterator[pa.Table]], incremental: pa.Array | None = None,
-                 coverage: dict[int, set[int]] | None = None) -> Iterator[pa.Table]:
+                 coverage: dict[int, set[int]] | None = None,
+                 completions: Mapping[str, str] | None = None) -> Iterator[pa.Table]:
     """Outer-join sorted family streams by ``_key``; meta columns combined (see module doc).
     A window ends at the smallest last key of the streams that have more tables to come
     (:class:`~pyhudi.read.family_reader.FamilyStream` tells); with none, it takes the rest.
@@ -71,7 +74,9 @@ def join_streams(streams: Sequence[Iterator[pa.Table]], incremental: pa.Array | 
     With ``incremental`` (instant times), only rows whose version in some family was written
     by one of those instants are kept. ``coverage`` (optional) learns, per stream of bare keys
     (a family read for row existence), the streams whose keys held all of its keys window by
-    window (-1: a window where they did not).
+    window (-1: a window where they did not). ``completions`` (instant → completion time,
+    :attr:`Visibility.completions <pyhudi.fsview.view.Visibility.completions>`) orders the
+    families' versions of a row (:func:`combine_meta`).
     """
     if len(streams) == 1:
         for table in streams[0]:
@@ -81,13 +86,14 @@ def join_streams(streams: Sequence[Iterator[pa.Table]], incremental: pa.Array | 
                 yield table
         return
     cursors = [_TableCursor(s) for s in streams]
+    order = _completion_order(completions)
     while True:
         active = [c for c in cursors if c.buffer is not None]
         if not active:
             return
         bounding = [c for c in active if not c.final]
         bound = min(c.last_key for c in bounding) if bounding else None
-        window = join_window([c.take_through(bound) for c in cursors], incremental, coverage)
+        window = join_window([c.take_through(bound) for c in cursors], incremental, coverage, order)
         if window.num_rows:
             yield window
 
@@ -102,9 +108,10 @@ def _aligned(live: list[pa.Table]) -> bool:
 
 
 def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = None,
-                coverage: dict[int, set[int]] | None = None) -> pa.Table:
+                coverage: dict[int, set[int]] | None = None,
+                order: tuple[pa.Array, pa.Array] | None = None) -> pa.Table:
     """Join one key range of the family streams (each sorted, one row per key); ``coverage``:
-    see :func:`join_streams`."""
+    see :func:`join_streams`; ``order``: :func:`_completion_order`."""
     indices = [i for i, p in enumerate(pieces) if p is not None and p.num_rows]
     live = [pieces[i] for i in indices]
     if not live:
@@ -138,7 +145,7 @@ def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = No
         keep = changed[0]
         for c in changed[1:]:
             keep = pc.or_(keep, c)
-    out.update(combine_meta(meta))
+    out.update(combine_meta(meta, order))
     for name, arrays in columns.items():
         # key and partition columns are in every family: the first family that has the row
         out[name] = arrays[0] if len(arrays) == 1 else pc.coalesce(*arrays)
@@ -188,8 +195,29 @@ def _union(live: list[pa.Table]) -> tuple:
     return keys, [(p, pc.index_in(keys, value_set=p.column(KEY))) for p in live]
 
 
-def combine_meta(meta: dict[str, list]) -> dict[str, pa.ChunkedArray | pa.Array]:
-    """Meta columns of the newest family version per row (highest commit time, then first)."""
+def _completion_order(completions: Mapping[str, str] | None) -> tuple[pa.Array, pa.Array] | None:
+    """Instants and their completion times as two arrays (what :func:`combine_meta` looks commit
+    times up in); None without any."""
+    if not completions:
+        return None
+    return pa.array(list(completions), pa.string()), pa.array(list(completions.values()), pa.string())
+
+
+def _completed_at(times: pa.Array | pa.ChunkedArray, order: tuple[pa.Array, pa.Array] | None):
+    """The completion times of commit times ``times`` (a time not looked up — archived: it
+    completed before every active commit — stands for itself)."""
+    if order is None:
+        return times
+    if pa.types.is_dictionary(times.type):
+        times = times.cast(pa.string())
+    instants, completions = order
+    return pc.coalesce(pc.take(completions, pc.index_in(times, value_set=instants)), times)
+
+
+def combine_meta(meta: dict[str, list],
+                 order: tuple[pa.Array, pa.Array] | None = None) -> dict[str, pa.ChunkedArray | pa.Array]:
+    """Meta columns of the newest family version per row: the one whose commit completed last
+    (``order``: :func:`_completion_order`; without it, the highest commit time), then the first."""
     if not meta:
         return {}
     if len(next(iter(meta.values()))) == 1:
@@ -198,12 +226,15 @@ def combine_meta(meta: dict[str, list]) -> dict[str, pa.ChunkedArray | pa.Array]
         return {name: pc.coalesce(*arrays) for name, arrays in meta.items()}
     times = meta[COMMIT_TIME]
     best = times[0]
+    best_done = _completed_at(best, order)
     chosen = np.zeros(len(best), dtype=np.int64)
     for i, candidate in enumerate(times[1:], start=1):
-        newer = pc.fill_null(pc.greater(candidate, best), False)
+        done = _completed_at(candidate, order)
+        newer = pc.fill_null(pc.greater(done, best_done), False)
         newer = pc.or_(newer, pc.and_(pc.is_null(best), pc.is_valid(candidate)))
         chosen[np.asarray(newer, dtype=bool)] = i
         best = pc.if_else(newer, candidate, best)
+        best_done = pc.if_else(newer, done, best_done)
     out = {}
     for name, arrays in meta.items():
         if name == COMMIT_TIME:

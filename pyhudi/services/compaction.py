@@ -154,6 +154,10 @@ def _group_units(group: FileGroup, families: Sequence[str | None], family_table:
     if family_table:  # full-row logs are every family's logs: read through the families' slices
         slices = [FileSlice(s.partition_path, s.file_id, None, s.base_file, []) if s.family is None else s
                   for s in slices]
+        # a full-row base file every family has a newer base file of its own over holds nothing
+        # the snapshot reads: the plan leaves it out (a clean may delete it before the plan runs)
+        served = {s.base_file.relpath for s in slices if s.family is not None and s.base_file is not None}
+        slices = [s for s in slices if s.family is not None or s.base_file is None or s.base_file.relpath in served]
     slices = [s for s in slices if not s.is_empty]
     if not full:
         return [_Unit([_operation(s, max_file_size)], [s.family]) for s in slices if s.log_files]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
@@ -45,7 +46,7 @@ from pyhudi.schema import avro_schema_json
 from pyhudi.storage.naming import PARTITION_METAFILE
 from pyhudi.timeline.metadata import CommitMetadata, RuntimeStats, WriteStat
 from pyhudi.timeline.instant import Instant, State
-from pyhudi.timeline.timeline import Timeline
+from pyhudi.timeline.timeline import COMMIT_ACTIONS, Timeline
 from pyhudi.write.clustering_guard import check_clustering_conflicts, replans_after_clustering
 from pyhudi.write.commit import ActiveInstant
 from pyhudi.write.conflicts import check_no_concurrent_base_version, check_write_conflicts
@@ -60,6 +61,7 @@ __all__ = ["OPERATIONS", "WriteClient", "WriteResult", "WriteTxn"]
 MAX_REPLANS = 3
 """Allow mode: how often one write is planned again after clusterings replaced its file groups."""
 _LISTING_ATTEMPTS = 3  # (fresh listings tried when concurrent archival moves a commit being read)
+_YOUNG_ATTEMPTS = 8  # (new times tried by a write overtaken on a young table: WriteClient._overtaken_while_young)
 
 
 @dataclass
@@ -182,15 +184,35 @@ class WriteClient:
         rolled_back = rollback_failed_writes(table.storage, timeline, self.policy, reload=False)
         if self.policy.mode == SINGLE_WRITER:
             self._refuse_second_writer(timeline)
-        requested_time = timeline.new_instant_time()
-        txn = self._txn(operation, schema, instant=requested_time, families=families)
-        if families:  # (a family table: slices cut as readers cut them, see WriteTxn.family_since)
-            txn.family_since = self._families_added(timeline)
-        active = ActiveInstant.begin(table.storage, timeline, txn.action, requested_time,
-                                     heartbeat_interval_ms=self.policy.heartbeat_interval_ms,
-                                     heartbeat_misses=self.policy.heartbeat_misses, plan=requested_content(txn))
+        since = self._families_added(timeline) if families else None
+        for attempt in range(_YOUNG_ATTEMPTS):
+            requested_time = timeline.new_instant_time()
+            txn = self._txn(operation, schema, instant=requested_time, families=families)
+            if families:  # (a family table: slices cut as readers cut them, see WriteTxn.family_since)
+                txn.family_since = since
+            active = ActiveInstant.begin(table.storage, timeline, txn.action, requested_time,
+                                         heartbeat_interval_ms=self.policy.heartbeat_interval_ms,
+                                         heartbeat_misses=self.policy.heartbeat_misses, plan=requested_content(txn))
+            if attempt == _YOUNG_ATTEMPTS - 1 or not self._overtaken_while_young(timeline, requested_time):
+                break
+            active.abort(partial(timeline.delete_pending, active.instant))  # (nothing written yet)
+            timeline.reload()  # (a write that completed meanwhile ends the young case)
         self._open[requested_time] = _OpenTxn(active, started, rolled_back, timeline)
         return txn
+
+    def _overtaken_while_young(self, timeline: Timeline, requested_time: str) -> bool:
+        """Whether a reader may have listed the timeline without this write's instant and
+        without any write older than it, yet with a later one: on such a listing an instant
+        older than the first active write counts as archived (completed), so this write's files
+        would be visible before it commits. Only a young table — no completed write older than
+        this one on the listing it began on — can give such a listing; then the timeline is
+        listed again, and any instant issued after ``requested_time`` that is already there
+        means the write takes a new time (it has written nothing yet)."""
+        if any(i.is_completed and i.action in COMMIT_ACTIONS and i.requested_time < requested_time
+               for i in timeline.instants):
+            return False
+        fresh = self.table.active_timeline(self.options)
+        return any(i.requested_time > requested_time for i in fresh.instants)
 
     def _families_added(self, timeline: Timeline) -> dict[str, str]:
         """When ALTERs added the table's families (``SchemaHistory.families_added``). Its commits
