@@ -313,13 +313,8 @@ class ReadTask(Record):
         incremental = pa.array(settings.incremental, pa.string()) if settings.incremental is not None else None
         learning = self._blocks_to_learn(kept, redundant, anchor_of, opened, prefilter)
         coverage: dict | None = {} if learning else None
-<<<<<<< HEAD
-        for window in join_streams(streams, incremental, coverage):
-            table = self._output(window)
-=======
         for window in join_streams(streams, incremental, coverage, settings.visibility.completions):
-            table = self._output(window, expression)
->>>>>>> hunt
+            table = self._output(window)
             if table is not None and table.num_rows:
                 yield table
         for stream, anchor, blocks, base_key in learning:
