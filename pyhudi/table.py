@@ -518,38 +518,6 @@ class Table(TableServices):
 
         return plan_scan(self, columns, filters, as_of, query_type, begin, end, with_meta, **options)
 
-    def _plan_scan_retried(self, method: Callable[..., Any], *args: Any, **options: Any):
-        """:meth:`plan_scan` for ``method`` (a keyword it does not take names it), planned once more
-        on a fresh listing when a clean that completed after the read listed the timeline deleted
-        files of its snapshot (a compaction or clustering it listed as pending completed
-        meanwhile): nothing was read yet, and the fresh listing's snapshot is whole
-        (:class:`~pyhudi.errors.StaleSnapshotError`)."""
-        from pyhudi.errors import StaleSnapshotError
-        from pyhudi.read.reader import check_read_keywords
-
-        check_read_keywords(method, options)
-        try:
-            return self.plan_scan(*args, **options)
-        except StaleSnapshotError:
-            return self.plan_scan(*args, **options)
-
-    def _collected(self, *args: Any, **options: Any) -> pa.Table:
-        """The rows of :meth:`_plan_scan_retried`'s plan, planned and read once more when a data
-        file of its snapshot vanished while the tasks read (a clean that began after the plan
-        deleted it): on the fresh listing a time travel the clean broke is refused
-        (:class:`~pyhudi.errors.CleanedSnapshotError`), a missing file no clean explains is
-        damage (:class:`~pyhudi.errors.CorruptFileError`), and a snapshot still whole reads."""
-        from pyhudi.errors import StorageError
-
-        try:
-            return self._plan_scan_retried(*args, **options).to_table()
-        except (StorageError, FileNotFoundError) as exc:  # (a memory-mapped file: Arrow's own error)
-            gone = isinstance(exc, FileNotFoundError) or isinstance(exc.__cause__, FileNotFoundError) or \
-                str(exc).startswith("file not found")
-            if not gone:
-                raise
-        return self._plan_scan_retried(*args, **options).to_table()
-
     def read(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
              as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot", **options: Any) -> pa.Table:
         """Snapshot read into one Arrow table.
@@ -563,14 +531,18 @@ class Table(TableServices):
         from pyhudi.read.task import READ_BATCH_SIZE
 
         options.setdefault("batch_size", READ_BATCH_SIZE)
-        return self._collected(self.read, columns, filters, as_of, query_type, with_meta=with_meta, **options)
+        from pyhudi.read.reader import collected
+
+        return collected(self, self.read, columns, filters, as_of, query_type, with_meta=with_meta, **options)
 
     def scan(self, columns: Sequence[str] | None = None, filters: Sequence[tuple] | None = None,
              as_of: Any = None, with_meta: bool = False, query_type: str = "snapshot",
              **options: Any) -> pa.RecordBatchReader:
         """Like :meth:`read`, streamed: memory stays bounded by the batch size (``batch_size=``,
         default 16384 rows), not by the table or file-group size."""
-        return self._plan_scan_retried(self.scan, columns, filters, as_of, query_type, with_meta=with_meta, **options).to_reader()
+        from pyhudi.read.reader import planned
+
+        return planned(self, self.scan, columns, filters, as_of, query_type, with_meta=with_meta, **options).to_reader()
 
     def read_incremental(self, start: Any, end: Any = None, columns: Sequence[str] | None = None,
                          filters: Sequence[tuple] | None = None, with_meta: bool = False, **options: Any) -> pa.Table:
@@ -581,8 +553,10 @@ class Table(TableServices):
         from pyhudi.read.task import READ_BATCH_SIZE
 
         options.setdefault("batch_size", READ_BATCH_SIZE)
-        return self._collected(self.read_incremental, columns, filters, None, "incremental", start, end, with_meta,
-                               **options)
+        from pyhudi.read.reader import collected
+
+        return collected(self, self.read_incremental, columns, filters, None, "incremental", start, end, with_meta,
+                         **options)
 
     def file_groups(self, as_of: Any = None) -> list:
         """Visible file groups (file-system view of the completed timeline, as of ``as_of``)."""
