@@ -449,7 +449,12 @@ class Table(TableServices):
 
     def delete(self, keys: Any, *, engine: Any = None, options: Mapping[str, Any] | None = None,
                on_commit: Callable[[Any], None] | None = None) -> str:
-        """Delete rows by key (a table with the record key and partition columns)."""
+        """Delete rows by key: rows holding the record key and partition columns (a table, rows as
+        dicts, ...), or — for an unpartitioned table with one record key field — the key values
+        themselves (``t.delete(["a", "b"])``)."""
+        from pyhudi.write.prepare import key_rows
+
+        keys = key_rows(keys, self.record_key_fields, self.partition_fields, self.name)
         return self._write(keys, "delete", engine, options, on_commit)
 
     def insert_overwrite(self, data: Any = None, *, partitions: Iterable[str | Mapping[str, Any]] | None = None,

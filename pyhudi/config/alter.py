@@ -193,6 +193,11 @@ def _new_column_fields(new_columns: Mapping[str, Any] | pa.Schema | None) -> dic
     """``{"a": pa.float64()}``, ``{"a": pa.field("a", ...)}`` or a ``pa.Schema`` → nullable fields."""
     if new_columns is None:
         return {}
+    if isinstance(new_columns, (list, tuple)) and all(isinstance(f, pa.Field) for f in new_columns):
+        new_columns = pa.schema(new_columns)  # (a list of fields reads as the schema of the new columns)
+    if not isinstance(new_columns, (pa.Schema, Mapping)):
+        raise ConfigError(f"new_columns must map each new column to its pyarrow type ({{'name': pa.string()}}), "
+                          f"or be a pa.Schema or a list of pa.field(...), got {type(new_columns).__name__}")
     items = [(f.name, f) for f in new_columns] if isinstance(new_columns, pa.Schema) else list(new_columns.items())
     out: dict[str, pa.Field] = {}
     for name, spec in items:

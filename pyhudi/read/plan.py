@@ -224,7 +224,8 @@ def normalize_time(value: Any, what: str, timezone: str = "UTC") -> str | None:
         raise ReadError(f"{what} must be an instant time string like '20240101120000000', got {value!r}")
     digits = _TIME_PUNCTUATION.sub("", value.strip())
     if not digits.isdigit() or len(digits) not in (8, 14, 17):
-        raise ReadError(f"{what} {value!r} is not an instant time (yyyyMMddHHmmssSSS, yyyyMMddHHmmss or yyyyMMdd)")
+        raise ReadError(f"{what} {value!r} is not an instant time (yyyyMMddHHmmssSSS, yyyyMMddHHmmss or yyyyMMdd, "
+                        "also as ISO text like 2024-01-31 or 2024-01-31T12:00:00.000, or a datetime)")
     return {8: digits + "000000000", 14: digits + "999", 17: digits}[len(digits)]
 
 

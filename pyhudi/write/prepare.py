@@ -287,3 +287,16 @@ def latest_sorted(rows: pa.Table, ordering: str | None, integer_key: str | None 
     if n < 2 or _strictly_increasing(rows.column(META_FIELDS[2])):
         return np.arange(n)  # already in key order, one row per key: nothing to sort
     return latest_per_key(rows, [META_FIELDS[2]], ordering)
+
+
+def key_rows(keys: Any, key_fields: Sequence[str], partition_fields: Sequence[str], table_name: str) -> Any:
+    """A delete's input as rows: plain key values (a list, tuple or array of scalars) become rows
+    of the one key column of an unpartitioned table; anything else is taken as rows already."""
+    if not isinstance(keys, (list, tuple, pa.Array, pa.ChunkedArray)) or \
+            any(isinstance(k, Mapping) for k in (keys if isinstance(keys, (list, tuple)) else ())):
+        return keys
+    if len(key_fields) != 1 or partition_fields:
+        raise SchemaError(f"delete of plain key values needs an unpartitioned table with one record key field; "
+                          f"table {table_name!r} needs rows with columns {', '.join((*key_fields, *partition_fields))} "
+                          f"(e.g. a list of dicts)")
+    return {key_fields[0]: keys}
