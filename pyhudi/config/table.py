@@ -68,8 +68,10 @@ PAYLOAD_CLASS = ConfigKey("hoodie.compaction.payload.class", str, None, "Legacy 
 KEYGEN_TYPE = ConfigKey("hoodie.table.keygenerator.type", str, None, "Key generator type (SIMPLE, COMPLEX, ...).")
 KEYGEN_CLASS = ConfigKey("hoodie.table.keygenerator.class", str, None, "Key generator class (pre-1.0 tables).")
 POPULATE_META_FIELDS = ConfigKey("hoodie.populate.meta.fields", bool, True, "Whether files carry _hoodie_* columns.")
-BASE_FILE_FORMAT = ConfigKey("hoodie.table.base.file.format", str, "PARQUET", "Base file format.")
-LOG_FILE_FORMAT = ConfigKey("hoodie.table.log.file.format", str, "HOODIE_LOG", "Log file format.")
+BASE_FILE_FORMAT = ConfigKey("hoodie.table.base.file.format", str, "PARQUET", "Base file format.",
+                             aliases=("hoodie.table.ro.file.format",))  # (Hudi's older names)
+LOG_FILE_FORMAT = ConfigKey("hoodie.table.log.file.format", str, "HOODIE_LOG", "Log file format.",
+                            aliases=("hoodie.table.rt.file.format",))
 HIVE_STYLE_PARTITIONING = ConfigKey(
     "hoodie.datasource.write.hive_style_partitioning", bool, False, "Partition folders named col=value."
 )
