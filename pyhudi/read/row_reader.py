@@ -7,13 +7,15 @@ key contributes nulls. Key and partition columns live in every family's files an
 from whichever family has the row; the ``_hoodie_*`` meta columns come from the family whose
 version is the newest: written by the commit that completed last (several writers commit in
 completion-time order, which a later requested time does not give; a full compaction keeps that
-commit time, so an incremental read of its window still finds the row).
+commit time, so an incremental read of its window still finds the row). Archived commits are
+ordered by their completion times too, from the archive.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +24,9 @@ from pyhudi.lazy import pc
 from pyhudi.read.keys import key_text, single_array, sorted_keys, text_keys
 from pyhudi.read.window import subset_positions
 from pyhudi.schema import META_FIELDS
+
+if TYPE_CHECKING:
+    from pyhudi.fsview.view import Visibility
 
 KEY = "_key"
 COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_FIELDS
@@ -66,7 +71,7 @@ class _TableCursor:
 
 def join_streams(streams: Sequence[Iterator[pa.Table]], incremental: pa.Array | None = None,
                  coverage: dict[int, set[int]] | None = None,
-                 completions: Mapping[str, str] | None = None) -> Iterator[pa.Table]:
+                 visibility: Visibility | None = None) -> Iterator[pa.Table]:
     """Outer-join sorted family streams by ``_key``; meta columns combined (see module doc).
     A window ends at the smallest last key of the streams that have more tables to come
     (:class:`~pyhudi.read.family_reader.FamilyStream` tells); with none, it takes the rest.
@@ -74,9 +79,9 @@ def join_streams(streams: Sequence[Iterator[pa.Table]], incremental: pa.Array | 
     With ``incremental`` (instant times), only rows whose version in some family was written
     by one of those instants are kept. ``coverage`` (optional) learns, per stream of bare keys
     (a family read for row existence), the streams whose keys held all of its keys window by
-    window (-1: a window where they did not). ``completions`` (instant → completion time,
-    :attr:`Visibility.completions <pyhudi.fsview.view.Visibility.completions>`) orders the
-    families' versions of a row (:func:`combine_meta`).
+    window (-1: a window where they did not). ``visibility`` (the snapshot's
+    :class:`~pyhudi.fsview.view.Visibility`) gives the completion times that order the families'
+    versions of a row (:func:`combine_meta`).
     """
     if len(streams) == 1:
         for table in streams[0]:
@@ -86,7 +91,7 @@ def join_streams(streams: Sequence[Iterator[pa.Table]], incremental: pa.Array | 
                 yield table
         return
     cursors = [_TableCursor(s) for s in streams]
-    order = _completion_order(completions)
+    order = _CompletionOrder(visibility) if visibility is not None else None
     while True:
         active = [c for c in cursors if c.buffer is not None]
         if not active:
@@ -109,9 +114,9 @@ def _aligned(live: list[pa.Table]) -> bool:
 
 def join_window(pieces: list[pa.Table | None], incremental: pa.Array | None = None,
                 coverage: dict[int, set[int]] | None = None,
-                order: tuple[pa.Array, pa.Array] | None = None) -> pa.Table:
+                order: _CompletionOrder | None = None) -> pa.Table:
     """Join one key range of the family streams (each sorted, one row per key); ``coverage``:
-    see :func:`join_streams`; ``order``: :func:`_completion_order`."""
+    see :func:`join_streams`; ``order``: :class:`_CompletionOrder`."""
     indices = [i for i, p in enumerate(pieces) if p is not None and p.num_rows]
     live = [pieces[i] for i in indices]
     if not live:
@@ -195,29 +200,47 @@ def _union(live: list[pa.Table]) -> tuple:
     return keys, [(p, pc.index_in(keys, value_set=p.column(KEY))) for p in live]
 
 
-def _completion_order(completions: Mapping[str, str] | None) -> tuple[pa.Array, pa.Array] | None:
-    """Instants and their completion times as two arrays (what :func:`combine_meta` looks commit
-    times up in); None without any."""
-    if not completions:
-        return None
-    return pa.array(list(completions), pa.string()), pa.array(list(completions.values()), pa.string())
+class _CompletionOrder:
+    """Completion times of commit times, looked up column-wise: those of the active timeline's
+    instants (:attr:`Visibility.completions`), and — asked of the visibility once per distinct
+    time, when a window holds versions no active instant wrote — those of archived commits (the
+    archive's; a requested time stands in only where no completion time is known)."""
+
+    def __init__(self, visibility: Visibility) -> None:
+        self._visibility = visibility
+        self._known = dict(visibility.completions)
+        self._arrays()
+
+    def _arrays(self) -> None:
+        self.instants = pa.array(list(self._known), pa.string())
+        self.completions = pa.array(list(self._known.values()), pa.string())
+
+    def _lookup(self, times: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+        return pc.take(self.completions, pc.index_in(times, value_set=self.instants))
+
+    def completed_at(self, times: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+        """The completion times of commit times ``times`` (null stays null)."""
+        if pa.types.is_dictionary(times.type):
+            times = times.cast(pa.string())
+        done = self._lookup(times)
+        if done.null_count > times.null_count:  # versions of commits off the active timeline
+            unknown = pc.unique(pc.filter(times, pc.and_(pc.is_null(done), pc.is_valid(times))))
+            for time in unknown.to_pylist():  # (one per distinct commit time, not per row)
+                self._known[time] = self._visibility.completion_of(time) or time
+            self._arrays()
+            done = self._lookup(times)
+        return done
 
 
-def _completed_at(times: pa.Array | pa.ChunkedArray, order: tuple[pa.Array, pa.Array] | None):
-    """The completion times of commit times ``times`` (a time not looked up — archived: it
-    completed before every active commit — stands for itself)."""
-    if order is None:
-        return times
-    if pa.types.is_dictionary(times.type):
-        times = times.cast(pa.string())
-    instants, completions = order
-    return pc.coalesce(pc.take(completions, pc.index_in(times, value_set=instants)), times)
+def _completed_at(times: pa.Array | pa.ChunkedArray, order: _CompletionOrder | None):
+    """The completion times of commit times ``times`` (without ``order``: the times themselves)."""
+    return times if order is None else order.completed_at(times)
 
 
 def combine_meta(meta: dict[str, list],
-                 order: tuple[pa.Array, pa.Array] | None = None) -> dict[str, pa.ChunkedArray | pa.Array]:
+                 order: _CompletionOrder | None = None) -> dict[str, pa.ChunkedArray | pa.Array]:
     """Meta columns of the newest family version per row: the one whose commit completed last
-    (``order``: :func:`_completion_order`; without it, the highest commit time), then the first."""
+    (``order``: :class:`_CompletionOrder`; without it, the highest commit time), then the first."""
     if not meta:
         return {}
     if len(next(iter(meta.values()))) == 1:

@@ -313,7 +313,7 @@ class ReadTask(Record):
         incremental = pa.array(settings.incremental, pa.string()) if settings.incremental is not None else None
         learning = self._blocks_to_learn(kept, redundant, anchor_of, opened, prefilter)
         coverage: dict | None = {} if learning else None
-        for window in join_streams(streams, incremental, coverage, settings.visibility.completions):
+        for window in join_streams(streams, incremental, coverage, settings.visibility):
             table = self._output(window)
             if table is not None and table.num_rows:
                 yield table
