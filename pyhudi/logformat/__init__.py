@@ -37,6 +37,7 @@ from pyhudi.logformat.parquet_options import (
     constant_value,
     default_parquet_options,
     parquet_options_cover,
+    block_parquet_options,
     parquet_options_for,
     write_parquet,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "default_parquet_options",
     "key_sorting_columns",
     "parquet_options_cover",
+    "block_parquet_options",
     "parquet_options_for",
     "constant_strings",
     "constant_value",

@@ -29,7 +29,12 @@ from pyhudi.logformat.block import (
     HFileDataBlock,
     LogBlock,
 )
-from pyhudi.logformat.parquet_options import encode_parquet, parquet_options_cover, parquet_options_for, write_parquet
+from pyhudi.logformat.parquet_options import (
+    block_parquet_options,
+    encode_parquet,
+    parquet_options_cover,
+    write_parquet,
+)
 from pyhudi.schema import (
     META_FIELDS,
     arrow_schema_from_avro,
@@ -176,7 +181,7 @@ class ParquetDataBlock(DataBlock):
         options = dict(self.parquet_options)
         if not parquet_options_cover(options, self._table.schema):
             sample = self._table if isinstance(self._table, pa.Table) else self._table.materialize()  # (streamed rows)
-            options = {**parquet_options_for(sample), **options}
+            options = {**block_parquet_options(sample), **options}
         if "sorting_columns" not in options:
             sorting = key_sorting_columns(self._table)
             if sorting:

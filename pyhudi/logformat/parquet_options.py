@@ -46,7 +46,7 @@ statistics cost a comparison per value (~15% of a family file's write time)."""
 
 _SAMPLE_ROWS = 512
 _FEW_ROWS = 32
-"""Files of at most this many rows take :func:`_few_rows_options` (no sample)."""
+"""Log blocks of at most this many rows take :func:`_few_rows_options` (no sample)."""
 _DICTIONARY_MAX_DISTINCT = 0.25
 """A column gets a dictionary when a sample of it has at most this share of distinct values."""
 _COMPRESS_MIN_SAVING = 0.10
@@ -181,8 +181,6 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
     fixed = dict(fixed or {})
     if n == 0 and not fixed:
         return default_parquet_options(table.schema)
-    if n <= _FEW_ROWS:
-        return _few_rows_options(table.schema, fixed)
     step = max(1, -(-n // _SAMPLE_ROWS))  # (at most _SAMPLE_ROWS rows: a 1,000-row write samples 500)
     # the sampled columns (name -> dictionary-typed): a dictionary-typed column is judged by its
     # values, like the same plain column — files are the same whichever form a column reaches the
@@ -224,6 +222,16 @@ def parquet_options_for(table: pa.Table, fixed: Mapping[str, tuple[bool, str]] |
     if encoding:
         out["column_encoding"] = encoding
     return out
+
+
+def block_parquet_options(table: pa.Table) -> dict[str, Any]:
+    """The settings of the one file (a log block) ``table`` is written to: chosen from its data
+    (:func:`parquet_options_for`), or, for a file of a few rows, without sampling
+    (:func:`_few_rows_options`). Only for settings that serve this file alone: settings chosen
+    once and applied to later, larger files (a family's, a clustering's) sample as usual."""
+    if 0 < table.num_rows <= _FEW_ROWS:
+        return _few_rows_options(table.schema, {})
+    return parquet_options_for(table)
 
 
 def _few_rows_options(schema: pa.Schema, fixed: Mapping[str, tuple[bool, str]]) -> dict[str, Any]:

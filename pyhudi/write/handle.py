@@ -75,6 +75,7 @@ import pyarrow.parquet as pq
 from pyhudi.index.simple import remember_file_keys
 from pyhudi.logformat import (
     DeleteBlock,
+    block_parquet_options,
     ParquetDataBlock,
     constant_strings,
     data_block_header,
@@ -459,7 +460,7 @@ class FileGroupWriteTask:
             options = self._options(payload)
             if payload.key_fields and not parquet_options_cover(options, table.schema):
                 sample = table.materialize() if isinstance(table, StreamedRows) else table
-                options = {**parquet_options_for(sample), **options}  # (what the block would choose)
+                options = {**block_parquet_options(sample), **options}  # (what the block would choose)
             options = log_block_options(options, payload.key_fields)
             block = ParquetDataBlock(table, header, table_name=self.table_name, **options)
             create_marker(storage, self.instant, self.partition_path, name, IO_APPEND)
