@@ -45,6 +45,9 @@ name are never used to skip data (the record key, commit time and data columns a
 statistics cost a comparison per value (~15% of a family file's write time)."""
 
 _SAMPLE_ROWS = 512
+OPTIONS_SAMPLE_ROWS = _SAMPLE_ROWS
+"""Rows a writer that streams a file gathers before it chooses the file's settings from them
+(the first batch of a merge may hold a handful of rows: they would decide a file of any size)."""
 _FEW_ROWS = 32
 """Log blocks of at most this many rows take :func:`_few_rows_options` (no sample)."""
 _DICTIONARY_MAX_DISTINCT = 0.25

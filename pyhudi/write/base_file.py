@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from pyhudi.config.write import PARQUET_BLOCK_SIZE
 from pyhudi.logformat.parquet_options import (
+    OPTIONS_SAMPLE_ROWS,
     constant_strings,
     parquet_options_for,
     stored_schema_metadata,
@@ -50,7 +51,7 @@ def write_base_file(storage: Any, relpath: str, merged: Callable[[], pa.RecordBa
     batches — ``buffer_bytes`` of Arrow data (:func:`row_group_buffer_bytes`: at most
     :data:`ROW_GROUP_BUFFER_BYTES` and ``hoodie.parquet.block.size``), plus one streamed batch — plus the
     merge's own batches (bounded by its batch size times its inputs). Every row group but the
-    last holds exactly the same number of rows, sized from the first batch's bytes per row."""
+    last holds exactly the same number of rows, sized from the first rows' bytes per row."""
     reader = merged()
     rows, first, last, ordered = 0, None, None, True
     group: list[pa.RecordBatch] = []  # one row group's batches (Parquet holds a row group in memory anyway)
@@ -59,12 +60,6 @@ def write_base_file(storage: Any, relpath: str, merged: Callable[[], pa.RecordBa
         writer = None
         for batch in reader:
             batch = _renamed(batch, file_name)
-            if writer is None:
-                options = parquet_options_for(pa.Table.from_batches([batch]), fixed=META_PARQUET_OPTIONS,
-                                              delta_columns=key_fields)
-                writer = pq.ParquetWriter(sink, batch.schema, sorting_columns=[pq.SortingColumn(_KEY_INDEX)],
-                                          store_schema=False, **options)
-                per_group = _rows_per_group(batch, buffer_bytes)
             if batch.num_rows:
                 keys = batch.column(_KEY_INDEX)
                 ordered = _strictly_increasing(keys, last)
@@ -75,15 +70,21 @@ def write_base_file(storage: Any, relpath: str, merged: Callable[[], pa.RecordBa
             group.append(batch)
             group_rows += batch.num_rows
             rows += batch.num_rows
+            if writer is None:
+                if group_rows < OPTIONS_SAMPLE_ROWS and sum(b.nbytes for b in group) < buffer_bytes:
+                    continue  # (the settings of the whole file: not chosen from a merge's first few rows)
+                writer, per_group = _open_writer(sink, group, buffer_bytes, key_fields)
             while group_rows >= per_group:  # row groups of exactly per_group rows, not one per batch
                 buffered = pa.Table.from_batches(group)
                 writer.write_table(buffered.slice(0, per_group), row_group_size=per_group)
                 group = buffered.slice(per_group).to_batches()
                 group_rows -= per_group
+        if writer is None and group and ordered:  # (a file of fewer rows than a sample: all of them decide)
+            writer, per_group = _open_writer(sink, group, buffer_bytes, key_fields)
         if writer is None:
             pq.write_table(reader.schema.empty_table(), sink)
         else:
-            if group and ordered:
+            if group_rows and ordered:
                 writer.write_table(pa.Table.from_batches(group), row_group_size=group_rows)
             writer.add_key_value_metadata(stored_schema_metadata(writer.schema))
             writer.close()
@@ -104,12 +105,23 @@ def row_group_buffer_bytes(props: Mapping[str, str]) -> int:
     return max(1, min(ROW_GROUP_BUFFER_BYTES, PARQUET_BLOCK_SIZE.get(props)))
 
 
-def _rows_per_group(batch: pa.RecordBatch, buffer_bytes: int) -> int:
+def _rows_per_group(batch: pa.RecordBatch | pa.Table, buffer_bytes: int) -> int:
     """Rows per row group: ``buffer_bytes`` of Arrow data. Few, large row groups read and write faster than one per streamed
     batch, but a row group is held in memory until it is written, so its size is capped rather
     than grown with the file group (a 2M-row slice peaks like a 200k-row one)."""
     per_row = max(1, batch.nbytes // max(1, batch.num_rows))
     return max(1, buffer_bytes // per_row)
+
+
+def _open_writer(sink: Any, batches: list[pa.RecordBatch], buffer_bytes: int,
+                 key_fields: Sequence[str]) -> tuple[pq.ParquetWriter, int]:
+    """The file's writer, with Parquet settings chosen from its first ``batches`` (at least a
+    sample's worth of rows, a row group's bytes, or the whole file), and its rows per row group."""
+    table = pa.Table.from_batches(batches)
+    options = parquet_options_for(table, fixed=META_PARQUET_OPTIONS, delta_columns=key_fields)
+    writer = pq.ParquetWriter(sink, table.schema, sorting_columns=[pq.SortingColumn(_KEY_INDEX)],
+                              store_schema=False, **options)
+    return writer, _rows_per_group(table, buffer_bytes)
 
 
 def _strictly_increasing(keys: pa.Array, previous: str | None) -> bool:

@@ -290,13 +290,25 @@ def latest_sorted(rows: pa.Table, ordering: str | None, integer_key: str | None 
 
 
 def key_rows(keys: Any, key_fields: Sequence[str], partition_fields: Sequence[str], table_name: str) -> Any:
-    """A delete's input as rows: plain key values (a list, tuple or array of scalars) become rows
-    of the one key column of an unpartitioned table; anything else is taken as rows already."""
-    if not isinstance(keys, (list, tuple, pa.Array, pa.ChunkedArray)) or \
-            any(isinstance(k, Mapping) for k in (keys if isinstance(keys, (list, tuple)) else ())):
+    """A delete's input as rows: plain key values (a list or tuple of scalars, a one-dimensional
+    Arrow or NumPy array, a pandas Series) become rows of the one key column of an unpartitioned
+    table; anything else is taken as rows already — a list of dicts or of record batches too,
+    as every write takes them."""
+    if _is_series(keys):
+        keys = pa.Array.from_pandas(keys)
+    elif isinstance(keys, np.ndarray) and keys.ndim != 1:
+        return keys
+    if not isinstance(keys, (list, tuple, pa.Array, pa.ChunkedArray, np.ndarray)) or (
+            isinstance(keys, (list, tuple)) and any(isinstance(k, (Mapping, pa.RecordBatch)) for k in keys)):
         return keys
     if len(key_fields) != 1 or partition_fields:
         raise SchemaError(f"delete of plain key values needs an unpartitioned table with one record key field; "
                           f"table {table_name!r} needs rows with columns {', '.join((*key_fields, *partition_fields))} "
                           f"(e.g. a list of dicts)")
     return {key_fields[0]: keys}
+
+
+def _is_series(value: Any) -> bool:
+    """A pandas Series (one column), told without importing pandas."""
+    return type(value).__module__.startswith("pandas") and getattr(value, "ndim", None) == 1 and hasattr(
+        value, "to_numpy")
