@@ -141,6 +141,8 @@ class TimestampKeyGen(Value):
         self.check_type(column.type)
         if pa.types.is_timestamp(column.type):  # as Hudi's Spark rows carry them: epoch microseconds
             column = column.cast(pa.timestamp("us"))
+        elif pa.types.is_date(column.type):  # as Hudi takes a LocalDate: its epoch day, in the configured unit
+            column = column.cast(pa.date32()).cast(pa.int32())
         try:
             if pa.types.is_floating(column.type) or pa.types.is_decimal(column.type):
                 column = pc.trunc(column.cast(pa.float64()) if pa.types.is_decimal(column.type) else column)

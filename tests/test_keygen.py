@@ -298,3 +298,20 @@ def test_epoch_values_at_the_ends_of_the_years_a_date_path_names_are_written(tmp
     t = pyhudi.create_table(str(tmp_path / "t"), SCHEMA, "id", partition_fields="ts", options=EPOCH_MS)
     t.upsert(_rows(["a", "b"], [-62_135_596_800_000, 253_402_300_799_999], [1, 2]))
     assert _partitions(t.path) == ["0001/01/01/00", "9999/12/31/23"]
+
+
+def test_a_date_column_is_taken_as_its_epoch_day_in_the_configured_unit(tmp_path):
+    """Hudi's key generator takes a date as ``LocalDate.toEpochDay()`` in the configured unit
+    (SCALAR with DAYS: the day itself); a date column used to fail with an Arrow cast error."""
+    import datetime as dt
+
+    options = {**EPOCH_MS, "hoodie.keygen.timebased.timestamp.type": "SCALAR",
+               "hoodie.keygen.timebased.timestamp.scalar.time.unit": "days",
+               "hoodie.keygen.timebased.output.dateformat": "yyyy-MM-dd"}
+    schema = pa.schema([("id", pa.string()), ("day", pa.date32()), ("v", pa.int64())])
+    t = pyhudi.create_table(str(tmp_path / "t"), schema, "id", partition_fields="day", options=options)
+    t.upsert(pa.table({"id": ["a", "b"], "day": [dt.date(2024, 1, 16), dt.date(1969, 12, 31)], "v": [1, 2]},
+                      schema=schema))
+    assert _partitions(t.path) == ["1969-12-31", "2024-01-16"]
+    assert sorted(t.read(columns=["id", "day"]).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": "a", "day": dt.date(2024, 1, 16)}, {"id": "b", "day": dt.date(1969, 12, 31)}]
