@@ -1,0 +1,193 @@
+"""Differential test of pyhudi's Spark read paths against the kernel, default options.
+
+Each table is written by the kernel (family table: full-row and partial-family upserts, a hard
+delete, a soft delete, a compaction of one family; a plain partitioned table with upserts and a
+clustering; a family table after an ALTER adding a family). Every query is run through
+``pyhudi.spark.read`` (native Parquet scan ∪ JVM merge ∪ Python source), through
+``pyhudi.spark.sql`` (the Python source behind a temporary view) and through
+``Table.read`` / ``Table.read_incremental``: same rows (sorted), same columns in the same order,
+same types.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import pyhudi
+import pyhudi.spark
+
+pytestmark = pytest.mark.spark
+
+MARKER = "_hoodie_is_deleted"
+SCHEMA = pa.schema([
+    pa.field("id", pa.int64(), False), ("p", pa.string()), ("a", pa.float64()), ("b", pa.string()),
+    ("ts", pa.int64()), ("c", pa.int64()), ("d", pa.string()), (MARKER, pa.bool_()),
+])
+FAMILIES = {"fa": "a,b;ts", "fc": f"c,d,{MARKER}"}
+
+
+def full(ids, ts=1, k=1, schema=SCHEMA) -> pa.Table:
+    ids = list(ids)
+    data = {"id": pa.array(ids, pa.int64()), "p": ["x" if i % 2 else "y" for i in ids],
+            "a": [i * 1.5 * k for i in ids], "b": [f"b{i}_{k}" for i in ids], "ts": [ts] * len(ids),
+            "c": [i * 10 * k for i in ids], "d": [f"d{i}" for i in ids], MARKER: [False] * len(ids),
+            "e": [i * 100 * k for i in ids]}
+    return pa.table({f.name: data[f.name] for f in schema}, schema=schema)
+
+
+def family_table(path: str) -> pyhudi.Table:
+    t = pyhudi.create_table(path, SCHEMA, "id", partition_fields=["p"], num_buckets=2, column_families=FAMILIES)
+    t.instants = [t.upsert(full(range(10)))]
+    t.instants.append(t.upsert(full([0, 1, 2, 10, 11], ts=2, k=2)))  # full-row upserts + inserts
+    t.instants.append(t.upsert(pa.table({"id": pa.array([3, 4, 12], pa.int64()), "p": ["x", "y", "y"],
+                                         "c": [333, 444, 1212]})))  # partial family fc (12: new key)
+    t.instants.append(t.delete(pa.table({"id": pa.array([5], pa.int64()), "p": ["x"]})))
+    t.instants.append(t.upsert(pa.table({"id": pa.array([6], pa.int64()), "p": ["y"], "c": pa.array([None], pa.int64()),
+                                         "d": pa.array([None], pa.string()), MARKER: [True]})))  # soft delete
+    t.instants.append(t.compact(families="fa"))
+    return t
+
+
+def plain_table(path: str) -> pyhudi.Table:
+    schema = pa.schema([f for f in SCHEMA if f.name != MARKER])
+    t = pyhudi.create_table(path, schema, "id", partition_fields=["p"])
+    t.instants = [t.bulk_insert(full(range(8), schema=schema))]
+    t.instants.append(t.bulk_insert(full(range(8, 12), schema=schema)))  # two file groups per partition
+    t.instants.append(t.cluster())  # (slices with log files are not clustered by default: before the upserts)
+    assert t.instants[-1] is not None
+    t.instants.append(t.upsert(full([1, 2, 8, 12, 13], ts=2, k=3, schema=schema)))
+    t.instants.append(t.upsert(full([2, 3], ts=3, k=5, schema=schema)))
+    return t
+
+
+def test_schema_at_a_requested_time_is_the_schema_read_as_of_it(tmp_path):
+    """Table.schema_at (C3: the schema the Spark source declares for ``as.of.instant``) takes the
+    requested time an ALTER returned as its completion time, as ``read(as_of=...)`` does."""
+    t = altered_table(str(tmp_path / "t"))
+    alter = t.instants[1]
+    assert t.schema_at(alter).names == t.read(as_of=alter).column_names == [*SCHEMA.names, "e"]
+    assert list(t.families_at(alter)) == ["fa", "fc", "fe"]
+    assert t.schema_at(t.instants[0]).names == SCHEMA.names
+
+
+def altered_table(path: str) -> pyhudi.Table:
+    t = pyhudi.create_table(path, SCHEMA, "id", partition_fields=["p"], num_buckets=2, column_families=FAMILIES)
+    t.instants = [t.upsert(full(range(6)))]
+    t.instants.append(t.alter({"hoodie.colFamily.fe": "e"}, new_columns={"e": pa.int32()}))
+    t.instants.append(t.upsert(pa.table({"id": pa.array([1, 2, 7], pa.int64()), "p": ["x", "y", "x"],
+                                         "e": pa.array([10, 20, 70], pa.int32())})))
+    t.instants.append(t.upsert(full([3, 8], ts=2, k=2, schema=t.schema)))
+    return t
+
+
+BUILDERS = {"family": family_table, "plain": plain_table, "altered": altered_table}
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory, spark):
+    root = tmp_path_factory.mktemp("hunt2")
+    out = {name: build(str(root / name)) for name, build in BUILDERS.items()}
+    for name, t in out.items():
+        pyhudi.spark.sql(spark, f"CREATE TABLE hunt2_{name} USING pyhudi LOCATION '{t.path}'")
+    yield out
+    for name in out:
+        pyhudi.spark.sql(spark, f"DROP TABLE IF EXISTS hunt2_{name}")
+
+
+def arrow_of(df) -> pa.Table:
+    return df.toArrow()
+
+
+def same(got: pa.Table, want: pa.Table) -> None:
+    """Same column names and order, same types (Spark's: a string may come back as large_string),
+    same rows once sorted by every column."""
+    assert got.column_names == want.column_names
+    norm = {pa.large_string(): pa.string()}
+    assert [norm.get(f.type, f.type) for f in got.schema] == [f.type for f in want.schema], (got.schema, want.schema)
+    key = [(c, "ascending") for c in want.column_names]
+    assert got.cast(want.schema).sort_by(key).to_pylist() == want.sort_by(key).to_pylist()
+
+
+# (columns, filters) of the snapshot queries
+QUERIES = {
+    "all": (None, None),
+    "partition": (None, [("p", "=", "x")]),
+    "data": (None, [("c", ">", 50)]),
+    "projection": (["c", "id", "b"], None),
+    "projection_filter": (["b", "id"], [("p", "=", "y")]),
+}
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("name", BUILDERS)
+def test_read_matches_kernel(spark, tables, name, query):
+    t = tables[name]
+    columns, filters = QUERIES[query]
+    want = t.read(columns=columns, filters=filters)
+    assert want.num_rows > 0
+    same(arrow_of(pyhudi.spark.read(spark, t.path, columns=columns, filters=filters)), want)
+
+
+SQL = {
+    "all": ("*", "", None, None),
+    "partition": ("*", "WHERE p = 'x'", None, [("p", "=", "x")]),
+    "data": ("*", "WHERE c > 50", None, [("c", ">", 50)]),
+    "projection": ("c, id, b", "", ["c", "id", "b"], None),
+}
+
+
+@pytest.mark.parametrize("query", SQL)
+@pytest.mark.parametrize("name", BUILDERS)
+def test_sql_matches_kernel(spark, tables, name, query):
+    t = tables[name]
+    select, where, columns, filters = SQL[query]
+    got = pyhudi.spark.sql(spark, f"SELECT {select} FROM hunt2_{name} {where}")
+    same(arrow_of(got), t.read(columns=columns, filters=filters))
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_time_travel_matches_kernel(spark, tables, name):
+    t = tables[name]
+    for earlier in t.instants[:2]:
+        want = t.read(as_of=earlier)
+        same(arrow_of(pyhudi.spark.read(spark, t.path, **{"as.of.instant": earlier})), want)
+        same(arrow_of(pyhudi.spark.sql(spark, f"SELECT * FROM hunt2_{name} VERSION AS OF '{earlier}'")), want)
+    earlier = t.instants[1]
+    want = t.read(columns=["id", "c"], filters=[("p", "=", "x")], as_of=earlier)
+    same(arrow_of(pyhudi.spark.read(spark, t.path, columns=["id", "c"], filters=[("p", "=", "x")],
+                                    **{"as.of.instant": earlier})), want)
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_incremental_matches_kernel(spark, tables, name):
+    t = tables[name]
+    begin = t.instants[0]
+    want = t.read_incremental(begin)
+    assert want.num_rows > 0
+    got = pyhudi.spark.read(spark, t.path, **{"hoodie.datasource.query.type": "incremental",
+                                              "hoodie.datasource.read.begin.instanttime": begin})
+    same(arrow_of(got), want)
+    end = t.instants[2]
+    want = t.read_incremental(begin, end, columns=["id", "c"])
+    got = pyhudi.spark.read(spark, t.path, columns=["id", "c"],
+                            **{"hoodie.datasource.query.type": "incremental",
+                               "hoodie.datasource.read.begin.instanttime": begin,
+                               "hoodie.datasource.read.end.instanttime": end})
+    same(arrow_of(got), want)
+
+
+@pytest.mark.parametrize("name", ["family", "plain"])
+def test_spark_upsert_then_reads_match(spark, tmp_path, name):
+    t = BUILDERS[name](str(tmp_path / name))
+    schema = t.schema
+    update = full([1, 4, 20, 21], ts=9, k=7, schema=schema)
+    instant = pyhudi.spark.write(spark.createDataFrame(update.to_pandas()), t.path)
+    assert instant is not None
+    want = pyhudi.open_table(t.path).read()
+    got_rows = {r["id"]: r for r in want.to_pylist()}
+    for row in update.to_pylist():
+        assert got_rows[row["id"]] == row
+    same(arrow_of(pyhudi.spark.read(spark, t.path)), want)
+    same(arrow_of(pyhudi.spark.read(spark, t.path, filters=[("p", "=", "x")])), pyhudi.open_table(t.path).read(
+        filters=[("p", "=", "x")]))
