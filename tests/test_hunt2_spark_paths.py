@@ -532,3 +532,65 @@ def test_spark_write_bad_input_is_refused_and_changes_nothing(spark, tmp_path):
     assert "zz" in errors["extra column"], errors
     assert "record key column 'id' has 1 null value(s)" in errors["null key"], errors
     assert "'c'" in errors["wrong type"], errors
+
+
+def test_plain_dataframe_writer_with_several_tasks_per_file_group(spark, tmp_path):
+    t = family2_table(str(tmp_path / "t"))
+    schema = pyhudi.open_table(t.path).schema
+    update = full(range(0, 24, 2), ts=5, k=6, schema=schema)
+    df = spark.createDataFrame(update.to_pylist(), pyhudi.spark.types.spark_schema(schema, ["id"])).repartition(3)
+    df.write.format("pyhudi").mode("append").save(t.path)
+    want = pyhudi.open_table(t.path).read()
+    by_id = {r["id"]: r for r in want.to_pylist()}
+    assert all(by_id[r["id"]] == r for r in update.to_pylist())
+    same(arrow_of(pyhudi.spark.read(spark, t.path)), want)
+    same(arrow_of(spark.read.format("pyhudi").load(t.path)), want)
+
+
+def test_sql_dml_on_a_family_table_then_reads_match(spark, tmp_path):
+    t = family2_table(str(tmp_path / "t"))
+    run = lambda q: pyhudi.spark.sql(spark, q)  # noqa: E731
+    run(f"CREATE TABLE hunt2_dml USING pyhudi LOCATION '{t.path}'")
+    try:
+        run("UPDATE hunt2_dml SET c = c + 1000 WHERE p = 'y'")
+        run("DELETE FROM hunt2_dml WHERE a > 10")
+        run("MERGE INTO hunt2_dml t USING (SELECT 1L AS id, 'x' AS p, 77L AS c UNION ALL SELECT 40L, 'y', 40L) s "
+            "ON t.id = s.id WHEN MATCHED THEN UPDATE SET c = s.c WHEN NOT MATCHED THEN INSERT (id, p, c) "
+            "VALUES (s.id, s.p, s.c)")
+        want = pyhudi.open_table(t.path).read()
+        rows = {r["id"]: r for r in want.to_pylist()}
+        assert rows[1]["c"] == 77 and rows[40]["c"] == 40 and rows[40]["a"] is None
+        assert not [r for r in rows.values() if r["a"] is not None and r["a"] > 10]
+        assert all(r["c"] >= 1000 for r in rows.values() if r["p"] == "y" and r["id"] != 40)
+        same(arrow_of(run("SELECT * FROM hunt2_dml")), want)
+        same(arrow_of(pyhudi.spark.read(spark, t.path)), want)
+    finally:
+        run("DROP TABLE IF EXISTS hunt2_dml")
+
+
+def test_sql_time_travel_to_the_second_includes_that_second(spark, tmp_path):
+    """``TIMESTAMP AS OF 'yyyy-MM-dd HH:mm:ss'`` (and a 14-digit ``VERSION AS OF``) stands for the
+    whole second, as ``read(as_of=...)`` and Hudi take it (``...999``): SQL padded it with ``000``,
+    dropping a commit completed within that second."""
+    import time
+
+    schema = pa.schema([f for f in SCHEMA if f.name != MARKER])
+    t = pyhudi.create_table(str(tmp_path / "t"), schema, "id", partition_fields=["p"])
+    while True:
+        first = t.upsert(full(range(4), schema=schema))
+        done = next(i.completion_time for i in t.timeline if i.requested_time == first)
+        if done[14:] != "000":  # (completed after its second began)
+            break
+    time.sleep(1.1)
+    t.upsert(full([1, 7], ts=2, k=3, schema=schema))
+    second = f"{done[:4]}-{done[4:6]}-{done[6:8]} {done[8:10]}:{done[10:12]}:{done[12:14]}"
+    want = t.read(as_of=second)
+    assert want.sort_by("id").to_pylist() == t.read(as_of=first).sort_by("id").to_pylist()
+    assert want.sort_by("id").to_pylist() == full(range(4), schema=schema).to_pylist()
+    pyhudi.spark.sql(spark, f"CREATE TABLE hunt2_second USING pyhudi LOCATION '{t.path}'")
+    try:
+        same(arrow_of(pyhudi.spark.sql(spark, f"SELECT * FROM hunt2_second TIMESTAMP AS OF '{second}'")), want)
+        same(arrow_of(pyhudi.spark.sql(spark, f"SELECT * FROM hunt2_second VERSION AS OF '{done[:14]}'")), want)
+        same(arrow_of(pyhudi.spark.read(spark, t.path, **{"as.of.instant": second})), want)
+    finally:
+        pyhudi.spark.sql(spark, "DROP TABLE IF EXISTS hunt2_second")
