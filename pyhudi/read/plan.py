@@ -213,7 +213,8 @@ def _kept_pool() -> ThreadPoolExecutor | None:
 
 def normalize_time(value: Any, what: str, timezone: str = "UTC") -> str | None:
     """An instant time (17 digits) from ``yyyyMMddHHmmssSSS``, ``yyyyMMddHHmmss`` (Hudi pads it
-    with ``999``), ``yyyyMMdd``, their dashed/colon forms, or a ``datetime``."""
+    with ``999``), ``yyyyMMdd``, their dashed/colon forms, or a ``datetime``; all zeros (``"000"``,
+    Hudi's ``00000000000000``): before every instant."""
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -223,6 +224,8 @@ def normalize_time(value: Any, what: str, timezone: str = "UTC") -> str | None:
     if not isinstance(value, str):
         raise ReadError(f"{what} must be an instant time string like '20240101120000000', got {value!r}")
     digits = _TIME_PUNCTUATION.sub("", value.strip())
+    if digits.isdigit() and not digits.strip("0"):
+        return "0" * 17  # the start of time: Hudi's docs begin incremental queries at "000"
     if not digits.isdigit() or len(digits) not in (8, 14, 17):
         raise ReadError(f"{what} {value!r} is not an instant time (yyyyMMddHHmmssSSS, yyyyMMddHHmmss or yyyyMMdd, "
                         "also as ISO text like 2024-01-31 or 2024-01-31T12:00:00.000, or a datetime)")

@@ -34,6 +34,7 @@ from sqlglot.errors import ParseError
 from sqlglot.tokens import TokenType
 
 from pyhudi.errors import ConfigError, HudiError
+from pyhudi.read.plan import normalize_time
 from pyhudi.spark.sql_backend import REGISTRY_PREFIX, SparkBackend, SqlBackend
 
 DIALECT = "spark"
@@ -277,7 +278,8 @@ def _is_read(table: exp.Table) -> bool:
 
 
 def _as_of(version: exp.Version | None) -> str | None:
-    """``VERSION AS OF '20240101000000000'`` / ``TIMESTAMP AS OF '2024-01-01 00:00:00'`` → instant."""
+    """``VERSION AS OF '20240101000000000'`` / ``TIMESTAMP AS OF '2024-01-01 00:00:00'`` → instant
+    (a time to the second stands for its last millisecond, ``...999``, as in ``read(as_of=...)``)."""
     if version is None:
         return None
     kind = (version.args.get("kind") or "").upper()
@@ -288,6 +290,8 @@ def _as_of(version: exp.Version | None) -> str | None:
     digits = re.sub(r"\D", "", text)
     if not digits or len(digits) > 17 or len(digits) < 8:
         raise SqlError(f"time travel value {text!r} is not an instant (yyyyMMddHHmmssSSS) or timestamp")
+    if len(digits) == 14:  # to the second: that whole second, as Hudi and read(as_of=...) take it
+        return normalize_time(digits, "time travel")
     return digits.ljust(17, "0")
 
 
