@@ -365,22 +365,15 @@ class Table(TableServices):
         return self.schema_at(None)
 
     def schema_at(self, as_of: str | None = None) -> pa.Schema:
-        """The schema in effect at ``as_of`` (a completion time; None = latest) — the schema
-        ``read(as_of=...)`` returns.
-
-        It is the schema recorded by the latest commit completed at or before ``as_of`` (ALTERs
-        record theirs on the timeline), else the create schema. As in :meth:`read`, the requested
-        time a write or ALTER returned stands for its completion time (else the schema of
-        ``schema_at(t.alter(...))`` would be the one before that ALTER, unlike the read's).
-        """
+        """The schema ``read(as_of=...)`` returns (None = latest): the one recorded by the latest
+        commit completed at or before ``as_of`` (ALTERs record theirs), else the create schema. As
+        in :meth:`read`, the requested time a write or ALTER returned stands for its completion."""
         timeline = self.snapshot_timeline()
         return self._history.schema_at(timeline, self.config, self._completion(timeline, as_of))
 
     def families_at(self, as_of: str | None = None, schema: pa.Schema | None = None) -> dict[str, ColumnFamily]:
-        """The families data is written and read in at ``as_of`` (None = latest; a write's
-        requested time stands for its completion, as in :meth:`schema_at`): the declared ones, or
-        the implicit default family of a plain table (built from ``schema``, which is looked up
-        when not given)."""
+        """The families data is read in at ``as_of`` (None = latest; as in :meth:`schema_at`): the
+        declared ones, or a plain table's default family (built from ``schema``, else looked up)."""
         timeline = self.snapshot_timeline()
         return self._history.families_at(timeline, self.config, self._completion(timeline, as_of), schema)
 
