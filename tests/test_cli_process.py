@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+
 import pyhudi
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -166,3 +168,27 @@ def test_commands_that_print_no_table_never_import_rich(tmp_path):
     assert run("read", t.path, "--bogus")[1] == "RICH=False"
     out, rich = run("read", t.path)
     assert "0.5" in out and "┃" in out and rich == "RICH=True"
+
+
+def _closed_after_a_few_bytes(argv: list[str], tmp_path: Path) -> tuple[int, str]:
+    """``python -m pyhudi argv | head -c 64`` in bash: the command's status and stderr."""
+    import shlex
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    err = tmp_path / "stderr.txt"
+    command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "pyhudi", *argv])
+    done = subprocess.run(f"{command} 2>{shlex.quote(str(err))} | head -c 64 >/dev/null; exit ${{PIPESTATUS[0]}}",
+                          shell=True, executable="/bin/bash", env=env, timeout=120)
+    return done.returncode, err.read_text()
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    """``pyhudi read ... | head``: no error line, and the status a shell gives a process its
+    closed pipe ended (141)."""
+    t = pyhudi.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("v", pa.string())]), "id")
+    t.upsert(pa.table({"id": list(range(20_000)), "v": ["some text " * 20] * 20_000}))  # (beyond a pipe's 64 KB)
+    status, err = _closed_after_a_few_bytes(["read", t.path, "--limit", "20000", "--json"], tmp_path)
+    assert (status, err) == (141, "")  # (was: "error: BrokenPipeError: ..." and status 1)
+    # rich's table: quiet too (141 when a write met the closed pipe; rich itself exited with 1)
+    status, err = _closed_after_a_few_bytes(["read", t.path, "--limit", "20000"], tmp_path)
+    assert status in (0, 141) and err == ""

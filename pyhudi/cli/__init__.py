@@ -163,12 +163,14 @@ def entry() -> NoReturn:
     """
     gc_freeze.freeze()  # (the CLI's modules, as import pyhudi does for pyhudi's; rich loads at first print)
     status, read_only = _run(None)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # (the rest of the output met a closed pipe: as in _run)
+        status = _stdout_closed()
+    except OSError:  # (another failure: the interpreter's own exit reports it)
+        sys.exit(status)
     if read_only and threading.active_count() == 1 and not _observed():
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except OSError:  # (e.g. a closed pipe: the interpreter's own exit reports it)
-            sys.exit(status)
         os._exit(status)
     sys.exit(status)
 
@@ -197,11 +199,25 @@ def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
             return args.func(args, stdout_console()), read_only
     except HudiError as exc:
         return _report(exc, args.debug, EXIT_ERROR), read_only
+    except BrokenPipeError:  # (`pyhudi read ... | head`: the reader has all it wanted)
+        return _stdout_closed(), read_only
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130, False
     except Exception as exc:  # an unexpected failure: still one line, the traceback on --debug
         return _report(exc, args.debug, EXIT_INTERNAL, f"{type(exc).__name__}: "), False
+
+
+EXIT_PIPE_CLOSED = 141
+"""The status of a command whose output pipe closed, as a shell reports a process SIGPIPE ended."""
+
+
+def _stdout_closed() -> int:
+    """End quietly after the reader of stdout went away, as Unix tools do: no error line, and the
+    interpreter's final flush of stdout goes to /dev/null rather than failing again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_PIPE_CLOSED
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,

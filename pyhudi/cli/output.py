@@ -42,7 +42,15 @@ def _stdout() -> Console:
     from rich.console import Console
 
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS") or PIPE_WIDTH)
-    return Console(file=sys.stdout, soft_wrap=False, width=width)
+    console = Console(file=sys.stdout, soft_wrap=False, width=width)
+    console.on_broken_pipe = _pipe_closed  # type: ignore[method-assign]  # (rich would exit with 1 itself)
+    return console
+
+
+def _pipe_closed() -> None:
+    """rich met a closed stdout (``pyhudi describe ... | head``): the command ends as any other
+    command whose reader went away does (:func:`pyhudi.cli._run`)."""
+    raise BrokenPipeError("stdout closed")
 
 
 def _stderr() -> Console:
