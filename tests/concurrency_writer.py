@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from write_helpers import make_rows  # noqa: E402
+from write_helpers import make_rows, wait_for_go  # noqa: E402
 
 
 def main(args: dict) -> int:
@@ -28,12 +28,7 @@ def main(args: dict) -> int:
 
     table = pyhudi.open_table(args["path"])
     table.active_timeline()  # warm up imports and the first listing before signalling readiness
-    Path(f"{args['go_file']}.ready.{os.getpid()}").touch()
-    deadline = time.time() + 60
-    while not os.path.exists(args["go_file"]):
-        if time.time() > deadline:
-            raise SystemExit("go file never appeared")
-        time.sleep(0.005)
+    wait_for_go(args["go_file"])
     for commit in args["commits"]:
         time.sleep(commit.get("delay_ms", 0) / 1000)
         rows = make_rows(table.schema, commit["columns"], commit["ids"], commit["tag"])

@@ -22,14 +22,8 @@ import time
 import traceback
 from pathlib import Path
 
-
-def _wait_go(args: dict) -> None:
-    Path(f"{args['go_file']}.ready.{os.getpid()}").touch()
-    deadline = time.time() + 60
-    while not os.path.exists(args["go_file"]):
-        if time.time() > deadline:
-            raise SystemExit("go file never appeared")
-        time.sleep(0.005)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from write_helpers import wait_for_go  # noqa: E402
 
 
 def _rows(table) -> list:
@@ -45,7 +39,7 @@ def services(args: dict) -> None:
     rng = random.Random(args["seed"])
     families = sorted(table.column_families)
     options = args.get("options")
-    _wait_go(args)
+    wait_for_go(args["go_file"])
     step = 0
     while not os.path.exists(args["stop_file"]) or step < args.get("min_steps", 0):
         action = rng.choice(args["actions"])
@@ -81,7 +75,7 @@ def reader(args: dict) -> None:
     table = pyhudi.open_table(args["path"])
     table.active_timeline()
     rng = random.Random(args["seed"])
-    _wait_go(args)
+    wait_for_go(args["go_file"])
     while not os.path.exists(args["stop_file"]):
         kind = rng.choice(["snapshot", "as_of", "incremental"])
         time.sleep(args.get("pause_ms", 0) / 1000)
@@ -109,6 +103,5 @@ def reader(args: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     arguments = json.loads(sys.argv[1])
     {"services": services, "reader": reader}[arguments["mode"]](arguments)

@@ -114,6 +114,13 @@ def _wait_for(path: str, timeout: float = 30) -> None:
         time.sleep(0.005)
 
 
+def wait_for_go(go_file: str) -> None:
+    """Touch ``<go_file>.ready.<pid>`` (this process is set up), then wait for ``go_file``: the
+    test starts every helper process at once."""
+    Path(f"{go_file}.ready.{os.getpid()}").touch()
+    _wait_for(go_file, timeout=60)
+
+
 def _signal(path: str) -> None:
     with open(path + ".tmp", "w") as fh:
         fh.write("ready")
